@@ -1,0 +1,76 @@
+"""envs: a batched env pool with EnvPool's interface.
+
+    pool = envs.make("CartPole-v1", env_type="gymnasium", num_envs=16)
+    obs, info = pool.reset()
+    obs, reward, terminated, truncated, info = pool.step(actions)
+
+Built-in classic-control tasks run as vectorized numpy in-process; any other Gymnasium id runs in
+worker processes. `backend="process"` forces Gymnasium's own implementation of a built-in id.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from envs.config import PoolConfig
+from envs.pool import DmObservation, EnvPool
+from envs.registry import list_all_envs, resolve
+from envs.spec import EnvSpec
+
+
+def _build(task_id: str, env_type: str, kwargs: dict[str, Any], start: bool) -> tuple[PoolConfig, Any]:
+    backend = kwargs.pop("backend", None)
+    name, native = resolve(task_id, backend)
+    if name == "native":
+        config = PoolConfig.create(task_id, env_type, name, native.max_episode_steps, kwargs, {})
+        if not start:
+            return config, (native.observation_space(), native.action_space())
+        from envs.native.backend import NativeBackend
+
+        return config, NativeBackend(native, config)
+    from envs.process import gym_task
+
+    config, spaces = gym_task.configure(task_id, env_type, kwargs)
+    if not start:
+        return config, spaces
+    from envs.process.backend import ProcessBackend
+
+    return config, ProcessBackend(gym_task.env_factory(config), config)
+
+
+def make(task_id: str, env_type: str = "gymnasium", **kwargs: Any) -> EnvPool:
+    """Build a pool of num_envs envs of task_id. kwargs are EnvPool's (seed 001) plus task ones."""
+    config, backend = _build(task_id, env_type, dict(kwargs), start=True)
+    return EnvPool(config, backend)
+
+
+def make_gym(task_id: str, **kwargs: Any) -> EnvPool:
+    return make(task_id, env_type="gym", **kwargs)
+
+
+def make_gymnasium(task_id: str, **kwargs: Any) -> EnvPool:
+    return make(task_id, env_type="gymnasium", **kwargs)
+
+
+def make_dm(task_id: str, **kwargs: Any) -> EnvPool:
+    return make(task_id, env_type="dm", **kwargs)
+
+
+def make_spec(task_id: str, env_type: str = "gymnasium", **kwargs: Any) -> EnvSpec:
+    """The spaces and config `make` would give, without building the pool."""
+    config, (obs_space, act_space) = _build(task_id, env_type, dict(kwargs), start=False)
+    return EnvSpec(config, obs_space, act_space)
+
+
+__all__ = [
+    "DmObservation",
+    "EnvPool",
+    "EnvSpec",
+    "PoolConfig",
+    "list_all_envs",
+    "make",
+    "make_dm",
+    "make_gym",
+    "make_gymnasium",
+    "make_spec",
+]

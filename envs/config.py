@@ -1,0 +1,131 @@
+"""The pool's configuration: EnvPool's standard kwargs, validated before anything is built."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from typing import Any
+
+ENV_TYPES = ("gym", "gymnasium", "dm")
+BACKENDS = ("native", "process")
+
+# Standard kwargs of envpool.make (seed 001), with their defaults. None means "derived".
+STANDARD_KWARGS: dict[str, Any] = {
+    "num_envs": 1,
+    "batch_size": None,  # num_envs
+    "num_threads": None,  # backend-specific default
+    "seed": 42,
+    "max_episode_steps": None,  # the task's default
+    "max_num_players": 1,
+    "thread_affinity_offset": -1,
+}
+
+
+def _check_int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int,)) and not hasattr(value, "__index__"):
+        raise ValueError(f"{name} must be an int, got {value!r} ({type(value).__name__})")
+    return int(value)
+
+
+@dataclasses.dataclass(frozen=True)
+class PoolConfig:
+    """Resolved settings of one pool. Build it with `PoolConfig.create`, which validates."""
+
+    task_id: str
+    env_type: str
+    backend: str
+    num_envs: int
+    batch_size: int
+    num_threads: int
+    seed: int
+    max_episode_steps: int | None
+    max_num_players: int
+    thread_affinity_offset: int
+    task_kwargs: Mapping[str, Any]
+
+    @property
+    def is_async(self) -> bool:
+        return self.batch_size < self.num_envs
+
+    def as_dict(self) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "task_kwargs"}
+        out.update(self.task_kwargs)
+        return out
+
+    def __post_init__(self) -> None:
+        if self.env_type not in ENV_TYPES:
+            raise ValueError(f"env_type must be one of {ENV_TYPES}, got {self.env_type!r}")
+        if self.backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
+        if self.num_envs < 1:
+            raise ValueError(f"num_envs must be >= 1, got {self.num_envs}")
+        if not 1 <= self.batch_size <= self.num_envs:
+            raise ValueError(
+                f"batch_size must be in [1, num_envs={self.num_envs}], got {self.batch_size}"
+            )
+        if self.num_threads < 0:
+            raise ValueError(f"num_threads must be >= 0, got {self.num_threads}")
+        if self.seed < 0:
+            raise ValueError(f"seed must be >= 0, got {self.seed}")
+        if self.max_episode_steps is not None and self.max_episode_steps < 1:
+            raise ValueError(f"max_episode_steps must be >= 1, got {self.max_episode_steps}")
+        if self.max_num_players != 1:
+            raise ValueError(
+                f"max_num_players must be 1: every task here is single-agent, got {self.max_num_players}"
+            )
+        if self.thread_affinity_offset < -1:
+            raise ValueError(
+                f"thread_affinity_offset must be -1 (no pinning) or a core id >= 0, got {self.thread_affinity_offset}"
+            )
+
+    @classmethod
+    def create(
+        cls,
+        task_id: str,
+        env_type: str,
+        backend: str,
+        default_max_episode_steps: int | None,
+        kwargs: Mapping[str, Any],
+        task_kwarg_names: Mapping[str, Any] | None,
+    ) -> PoolConfig:
+        """Splits kwargs into standard and task-specific ones and validates both.
+
+        task_kwarg_names maps the task's own kwargs to defaults; None means the task accepts any
+        extra kwarg (it is checked later by building a probe env).
+        """
+        std = {k: kwargs[k] for k in STANDARD_KWARGS if k in kwargs}
+        extra = {k: v for k, v in kwargs.items() if k not in STANDARD_KWARGS}
+        if task_kwarg_names is not None:
+            unknown = sorted(set(extra) - set(task_kwarg_names))
+            if unknown:
+                allowed = sorted(set(STANDARD_KWARGS) | set(task_kwarg_names))
+                raise ValueError(
+                    f"unknown kwarg(s) {unknown} for task {task_id!r}; accepted kwargs are {allowed}"
+                )
+            extra = {**task_kwarg_names, **extra}
+        for name in ("num_envs", "seed", "max_num_players", "thread_affinity_offset"):
+            if name in std:
+                std[name] = _check_int(name, std[name])
+        num_envs = std.get("num_envs", STANDARD_KWARGS["num_envs"])
+        batch_size = std.get("batch_size")
+        batch_size = num_envs if batch_size is None else _check_int("batch_size", batch_size)
+        num_threads = std.get("num_threads")
+        if num_threads is None:
+            num_threads = min(batch_size, os.cpu_count() or 1) if backend == "process" else 0
+        num_threads = _check_int("num_threads", num_threads)
+        max_steps = std.get("max_episode_steps")
+        max_steps = default_max_episode_steps if max_steps is None else _check_int("max_episode_steps", max_steps)
+        return cls(
+            task_id=task_id,
+            env_type=env_type,
+            backend=backend,
+            num_envs=num_envs,
+            batch_size=batch_size,
+            num_threads=num_threads,
+            seed=std.get("seed", STANDARD_KWARGS["seed"]),
+            max_episode_steps=max_steps,
+            max_num_players=std.get("max_num_players", 1),
+            thread_affinity_offset=std.get("thread_affinity_offset", -1),
+            task_kwargs=dict(extra),
+        )

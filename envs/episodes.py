@@ -1,0 +1,47 @@
+"""EnvPool's auto-reset rule and episode counters, shared by every backend.
+
+An env whose episode ended (terminated or truncated) is reset by its next step: that step
+discards the action and returns the first observation with reward 0 and not-done. Reaching
+max_episode_steps sets truncated, never terminated; a true termination on that same step
+stays terminated and not truncated (its value is 0, which is what a learner needs to know).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class EpisodeBook:
+    """Per-env elapsed steps and done flags. `idx` is slice(None) (all envs) or an id array."""
+
+    def __init__(self, num_envs: int, max_episode_steps: int | None):
+        self.max_episode_steps = max_episode_steps
+        self.elapsed = np.zeros(num_envs, np.int32)
+        self.done = np.ones(num_envs, bool)  # a fresh env resets on its first step
+
+    def finish(
+        self, idx: slice | np.ndarray, resets: np.ndarray | None, terminated: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Advance the counters after a step in which `resets` (mask over idx; None: none) reset.
+
+        `terminated` must already be False where an env reset. Returns (terminated, truncated,
+        elapsed) for the envs in idx.
+        """
+        elapsed = self.elapsed[idx] + np.int32(1)
+        if resets is not None:
+            elapsed[resets] = 0
+        if self.max_episode_steps is None:
+            truncated = np.zeros(len(elapsed), bool)
+            done = terminated
+        else:
+            truncated = elapsed >= self.max_episode_steps
+            if truncated.any():
+                truncated &= ~terminated
+            done = terminated | truncated
+        self.elapsed[idx] = elapsed
+        self.done[idx] = done
+        return terminated, truncated, elapsed
+
+    def reset(self, idx: slice | np.ndarray) -> None:
+        self.elapsed[idx] = 0
+        self.done[idx] = False

@@ -1,0 +1,71 @@
+"""CartPole-v1, vectorized; reproduces gymnasium.envs.classic_control.cartpole.CartPoleEnv."""
+
+from __future__ import annotations
+
+import math
+
+import gymnasium as gym
+import numpy as np
+
+from envs.native.base import Index, NativeTask
+
+GRAVITY, MASSCART, MASSPOLE, LENGTH, FORCE_MAG, TAU = 9.8, 1.0, 0.1, 0.5, 10.0, 0.02
+TOTAL_MASS = MASSPOLE + MASSCART
+POLEMASS_LENGTH = MASSPOLE * LENGTH
+THETA_THRESHOLD = 12 * 2 * math.pi / 360
+X_THRESHOLD = 2.4
+_THRESHOLDS = np.array([[X_THRESHOLD], [THETA_THRESHOLD]])  # |x|, |theta| limits
+_FORCE = np.array([-FORCE_MAG, FORCE_MAG])  # indexed by the action
+
+
+class CartPole(NativeTask):
+    task_id = "CartPole-v1"
+    max_episode_steps = 500
+    draws_per_reset = 4
+    reference_entry_point = "gymnasium.envs.classic_control.cartpole:CartPoleEnv"
+
+    def __init__(self, num_envs: int, seed: int):
+        super().__init__(num_envs, seed)
+        self.state = np.zeros((4, num_envs))  # rows: x, x_dot, theta, theta_dot (float64 as the reference)
+
+    @staticmethod
+    def observation_space() -> gym.spaces.Box:
+        high = np.array(
+            [X_THRESHOLD * 2, np.finfo(np.float32).max, THETA_THRESHOLD * 2, np.finfo(np.float32).max],
+            dtype=np.float32,
+        )
+        return gym.spaces.Box(-high, high, dtype=np.float32)
+
+    @staticmethod
+    def action_space() -> gym.spaces.Discrete:
+        return gym.spaces.Discrete(2)
+
+    def reset(self, ids: np.ndarray) -> None:
+        self.state[:, ids] = self.noise.uniform(ids, -0.05, 0.05).T
+
+    def step(self, idx: Index, action: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        s = self.state[:, idx]
+        x_dot, theta, theta_dot = s[1], s[2], s[3]
+        force = _FORCE[action]
+        costheta = np.cos(theta)
+        sintheta = np.sin(theta)
+        temp = (force + POLEMASS_LENGTH * np.square(theta_dot) * sintheta) / TOTAL_MASS
+        thetaacc = (GRAVITY * sintheta - costheta * temp) / (
+            LENGTH * (4.0 / 3.0 - MASSPOLE * np.square(costheta) / TOTAL_MASS)
+        )
+        xacc = temp - POLEMASS_LENGTH * thetaacc * costheta / TOTAL_MASS
+        # Euler step of all four variables in one op: x += tau*x_dot, x_dot += tau*xacc, ...
+        deriv = np.concatenate((x_dot, xacc, theta_dot, thetaacc)).reshape(s.shape)
+        new = s + TAU * deriv
+        self.state[:, idx] = new
+        terminated = (np.abs(new[0::2]) > _THRESHOLDS).any(axis=0)
+        return np.ones(len(terminated), np.float32), terminated
+
+    def observe(self, idx: Index) -> np.ndarray:
+        return self.state[:, idx].T.astype(np.float32)
+
+    def get_state(self, i: int) -> np.ndarray:
+        return self.state[:, i].copy()
+
+    def set_state(self, i: int, state: np.ndarray) -> None:
+        self.state[:, i] = state

@@ -1,0 +1,299 @@
+"""EnvPool: EnvPool's Python interface (seed 001) over any backend.
+
+The pool owns the contract: argument checks, which envs are in flight, the queue of finished
+envs, and the output format (Gymnasium tuple or dm_env.TimeStep). Backends only step envs.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple, Protocol
+
+import dm_env
+import gymnasium as gym
+import numpy as np
+
+from envs.config import PoolConfig
+from envs.ready import Batch, Chunk, ReadyQueue
+from envs.spec import EnvSpec
+
+
+class Backend(Protocol):
+    observation_space: gym.spaces.Space
+    action_space: gym.spaces.Space
+
+    def send(self, ids: np.ndarray | None, action: np.ndarray | None, reset: bool) -> None:
+        """Start stepping (or resetting) envs ids (None: all envs, in order)."""
+
+    def collect(self, block: bool) -> list[Chunk]:
+        """Envs finished since the last call; with block, waits until at least one is."""
+
+    def gather(self, ids: np.ndarray) -> Batch:
+        """Results of finished envs whose chunks carry no batch (read from shared buffers)."""
+
+    def close(self) -> None: ...
+
+
+class DmObservation(NamedTuple):
+    """The `observation` of a dm_env.TimeStep from this pool."""
+
+    obs: Any
+    env_id: np.ndarray
+    elapsed_step: np.ndarray
+
+
+class EnvPool:
+    """A batch of envs with EnvPool's API. Build it with `envs.make`."""
+
+    def __init__(self, config: PoolConfig, backend: Backend):
+        self._cfg = config
+        self._backend = backend
+        self._spec = EnvSpec(config, backend.observation_space, backend.action_space)
+        self._ready = ReadyQueue()
+        self._pending = np.zeros(config.num_envs, bool)  # sent, not yet received
+        self._num_pending = 0
+        self._last_ids: np.ndarray | None = None
+        self._closed = False
+        space = backend.action_space
+        self._discrete_n = int(space.n) if isinstance(space, gym.spaces.Discrete) else None
+        self._discrete_start = int(space.start) if self._discrete_n is not None else 0
+        self._integer_actions = np.issubdtype(space.dtype, np.integer)
+        self._all_ids = np.arange(config.num_envs, dtype=np.int32)
+        self._action_shape = tuple(space.shape or ())
+        self._action_dtype = space.dtype
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def spec(self) -> EnvSpec:
+        return self._spec
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return self._cfg.as_dict()
+
+    @property
+    def observation_space(self) -> gym.spaces.Space:
+        return self._spec.observation_space
+
+    @property
+    def action_space(self) -> gym.spaces.Space:
+        return self._spec.action_space
+
+    @property
+    def num_envs(self) -> int:
+        return self._cfg.num_envs
+
+    @property
+    def batch_size(self) -> int:
+        return self._cfg.batch_size
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __len__(self) -> int:
+        return self._cfg.num_envs
+
+    def __repr__(self) -> str:
+        c = self._cfg
+        return (
+            f"EnvPool({c.task_id!r}, env_type={c.env_type!r}, backend={c.backend!r}, "
+            f"num_envs={c.num_envs}, batch_size={c.batch_size})"
+        )
+
+    # ------------------------------------------------------------------ API
+    def reset(self, env_id: np.ndarray | None = None) -> Any:
+        """Reset envs env_id (default all) and return their first observations, in env_id's order."""
+        self._check_open("reset")
+        ids = self._check_ids(env_id, None)
+        self._mark_sent(ids)
+        self._backend.send(ids, None, reset=True)
+        want = np.arange(self._cfg.num_envs, dtype=np.int32) if ids is None else ids
+        while not self._ready.contains(want).all():
+            self._ready.extend(self._backend.collect(block=True))
+        batch = self._assemble(self._ready.take_ids(want), want)
+        batch = self._receive(batch, sort=False)
+        return self._format(batch, is_reset=True)
+
+    def async_reset(self) -> None:
+        """Send a reset to every env; collect the observations with `recv`."""
+        self._check_open("async_reset")
+        self._mark_sent(None)
+        self._backend.send(None, None, reset=True)
+
+    def send(self, action: Any, env_id: np.ndarray | None = None) -> None:
+        """Send actions for envs env_id: an array (+ env_id), or a dict with "action" and "env_id"."""
+        self._check_open("send")
+        if isinstance(action, dict):
+            if env_id is not None:
+                raise ValueError("pass env_id either inside the action dict or as an argument, not both")
+            extra = set(action) - {"action", "env_id"}
+            if "action" not in action or extra:
+                raise ValueError(f"an action dict needs the key 'action' (and optionally 'env_id'), got keys {sorted(action)}")
+            action, env_id = action["action"], action.get("env_id")
+        ids = self._check_ids(env_id, action)
+        action = self._check_action(action, self._cfg.num_envs if ids is None else len(ids))
+        self._mark_sent(ids)
+        self._backend.send(ids, action, reset=False)
+
+    def recv(self) -> Any:
+        """Results of the first batch_size envs to finish (sync: all envs, in env id order)."""
+        self._check_open("recv")
+        need = self._cfg.batch_size
+        if self._num_pending < need:
+            if self._num_pending == 0:
+                raise RuntimeError("recv() called with nothing in flight: call send(), step() or async_reset() first")
+            raise RuntimeError(
+                f"recv() needs batch_size={need} envs but only {self._num_pending} are in flight; "
+                f"send actions for more envs first"
+            )
+        while self._ready.count < need:
+            self._ready.extend(self._backend.collect(block=True))
+        chunks = self._ready.take(need)
+        batch = self._receive(self._assemble(chunks, None), sort=not self._cfg.is_async)
+        return self._format(batch, is_reset=False)
+
+    def step(self, action: Any, env_id: np.ndarray | None = None) -> Any:
+        """send(action, env_id) then recv()."""
+        self.send(action, env_id)
+        return self.recv()
+
+    def close(self) -> None:
+        """Stop the backend (workers exit). Idempotent."""
+        if not self._closed:
+            self._closed = True
+            self._backend.close()
+
+    def __enter__(self) -> EnvPool:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    # ------------------------------------------------------------------ internals
+    def _check_open(self, what: str) -> None:
+        if self._closed:
+            raise RuntimeError(f"{what}() called on a closed EnvPool ({self._cfg.task_id})")
+
+    def _check_ids(self, env_id: Any, action: Any) -> np.ndarray | None:
+        """Validated env ids as int32, or None for "all envs in order" (the sync fast path)."""
+        n = self._cfg.num_envs
+        if env_id is None:
+            if not self._cfg.is_async or action is None:
+                return None
+            if self._last_ids is not None:
+                return self._last_ids
+            if np.ndim(action) > len(self._action_shape) and len(action) == n:
+                return None
+            raise ValueError(
+                "send() in async mode without env_id needs a previous recv() (its env ids are used); "
+                "pass env_id explicitly"
+            )
+        ids = np.asarray(env_id)
+        if ids.ndim != 1 or ids.dtype.kind not in "iu":
+            raise ValueError(f"env_id must be a 1-D array of integer env ids, got {ids.dtype} array of shape {ids.shape}")
+        if len(ids) == 0:
+            raise ValueError("env_id is empty")
+        # One comparison checks both bounds: negative ids wrap to huge unsigned values.
+        if ids.view(f"u{ids.itemsize}").max() >= n:
+            bad = ids[(ids < 0) | (ids >= n)]
+            raise ValueError(f"env_id out of range [0, {n}): {bad.tolist()}")
+        if ids.dtype != np.int32:
+            ids = ids.astype(np.int32)
+        if len(ids) == n and not self._cfg.is_async and (ids == self._all_ids).all():
+            return None
+        return ids
+
+    def _check_action(self, action: Any, count: int) -> np.ndarray:
+        a = action if type(action) is np.ndarray else np.asarray(action)
+        if a.shape != (count, *self._action_shape):
+            raise ValueError(f"action must have shape {(count, *self._action_shape)} (one per env), got {a.shape}")
+        if self._integer_actions:
+            if a.dtype.kind not in "iub":
+                raise ValueError(f"{self.action_space} expects integer actions, got dtype {a.dtype}")
+            self._check_range(a)
+        else:
+            if a.dtype.kind not in "fiu":
+                raise ValueError(f"{self.action_space} expects float actions, got dtype {a.dtype}")
+            if not np.isfinite(a).all():
+                raise ValueError("action holds NaN or Inf")
+        return a if a.dtype == self._action_dtype else a.astype(self._action_dtype)
+
+    def _check_range(self, a: np.ndarray) -> None:
+        if self._discrete_n is not None and a.dtype.kind == "i" and self._discrete_start == 0:
+            # Negative actions wrap to huge unsigned values, so one max() checks both bounds.
+            if a.view(f"u{a.itemsize}").max() < self._discrete_n:
+                return
+        space = self.action_space
+        if self._discrete_n is not None:
+            lo, hi = self._discrete_start, self._discrete_start + self._discrete_n - 1
+        elif isinstance(space, gym.spaces.MultiDiscrete):
+            lo, hi = space.start, space.start + space.nvec - 1
+        elif isinstance(space, gym.spaces.MultiBinary):
+            lo, hi = 0, 1
+        else:  # integer Box
+            lo, hi = space.low, space.high
+        bad = (a < lo) | (a > hi)
+        if bad.any():
+            raise ValueError(f"action out of range for {space}: {a[bad].ravel()[:8].tolist()}")
+
+    def _mark_sent(self, ids: np.ndarray | None) -> None:
+        pending = self._pending
+        if ids is None:
+            if self._num_pending:
+                busy = np.flatnonzero(pending)
+                raise ValueError(f"envs {busy[:16].tolist()} are not ready: still in flight; recv() their results first")
+            pending[:] = True
+            self._num_pending = self._cfg.num_envs
+            return
+        busy = pending[ids]
+        if busy.any():
+            raise ValueError(
+                f"envs {ids[busy][:16].tolist()} are not ready: they were sent and not yet received; "
+                "call recv() first"
+            )
+        pending[ids] = True
+        expected = self._num_pending + len(ids)
+        if len(ids) > 1 and np.count_nonzero(pending) != expected:
+            pending[ids] = False
+            vals, counts = np.unique(ids, return_counts=True)
+            raise ValueError(f"env_id has duplicates: {vals[counts > 1].tolist()}")
+        self._num_pending = expected
+
+    def _assemble(self, chunks: list[Chunk], order: np.ndarray | None) -> Batch:
+        parts = [c.batch if c.batch is not None else self._backend.gather(c.env_id) for c in chunks]
+        batch = Batch.concat(parts)
+        if order is not None and not np.array_equal(batch.env_id, order):
+            pos = {int(e): i for i, e in enumerate(batch.env_id)}
+            batch = batch.take(np.array([pos[int(e)] for e in order], np.int64))
+        return batch
+
+    def _receive(self, batch: Batch, sort: bool) -> Batch:
+        ids = batch.env_id
+        if sort and len(ids) > 1 and (ids[1:] < ids[:-1]).any():
+            batch = batch.take(np.argsort(ids, kind="stable"))
+            ids = batch.env_id
+        if len(ids) == self._num_pending:
+            self._pending[:] = False
+        else:
+            self._pending[ids] = False
+        self._num_pending -= len(ids)
+        self._last_ids = ids
+        return batch
+
+    def _format(self, b: Batch, is_reset: bool) -> Any:
+        if self._cfg.env_type == "dm":
+            step_type = np.where(
+                b.elapsed == 0, dm_env.StepType.FIRST, np.where(b.terminated | b.truncated, dm_env.StepType.LAST, dm_env.StepType.MID)
+            ).astype(np.int32)
+            discount = (~b.terminated).astype(np.float32)
+            return dm_env.TimeStep(step_type, b.reward, discount, DmObservation(b.obs, b.env_id, b.elapsed))
+        info = {"env_id": b.env_id, "elapsed_step": b.elapsed}
+        if is_reset:
+            return b.obs, info
+        return b.obs, b.reward, b.terminated, b.truncated, info

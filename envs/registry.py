@@ -1,0 +1,45 @@
+"""Which backend serves a task id: built-in native tasks first, then any Gymnasium id."""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+import gymnasium as gym
+
+from envs.native.base import NativeTask
+from envs.native.tasks import NATIVE_TASKS
+
+
+def gymnasium_ids() -> list[str]:
+    return sorted(gym.registry.keys())
+
+
+def list_all_envs() -> list[str]:
+    """Every task id `make` accepts: the built-in tasks, then every registered Gymnasium id."""
+    native = sorted(NATIVE_TASKS)
+    return native + [t for t in gymnasium_ids() if t not in NATIVE_TASKS]
+
+
+def _unknown(task_id: str, hint: str = "") -> ValueError:
+    close = difflib.get_close_matches(task_id, list_all_envs(), n=5, cutoff=0.6)
+    suggestion = f"; did you mean {close}?" if close else ""
+    return ValueError(f"unknown task id {task_id!r}{hint}{suggestion} (see envs.list_all_envs())")
+
+
+def resolve(task_id: Any, backend: str | None) -> tuple[str, type[NativeTask] | None]:
+    """Returns (backend name, native task class or None for the process backend)."""
+    if not isinstance(task_id, str):
+        raise ValueError(f"task_id must be a str, got {task_id!r}")
+    if backend not in (None, "native", "process"):
+        raise ValueError(f"backend must be 'native', 'process' or None (automatic), got {backend!r}")
+    native = NATIVE_TASKS.get(task_id)
+    if backend == "native":
+        if native is None:
+            raise _unknown(task_id, f" for backend='native' (built-in tasks: {sorted(NATIVE_TASKS)})")
+        return "native", native
+    if native is not None and backend is None:
+        return "native", native
+    if task_id in gym.registry:
+        return "process", None
+    raise _unknown(task_id)
