@@ -30,12 +30,12 @@ def _build(task_id: str, env_type: str, kwargs: dict[str, Any], start: bool) -> 
         return config, NativeBackend(native, config)
     from envs.process import gym_task
 
-    config, spaces = gym_task.configure(task_id, env_type, kwargs)
+    task = gym_task.configure(task_id, env_type, kwargs)
     if not start:
-        return config, spaces
+        return task.config, (task.observation_space, task.action_space)
     from envs.process.backend import ProcessBackend
 
-    return config, ProcessBackend(gym_task.env_factory(config), config)
+    return task.config, ProcessBackend(task)
 
 
 def make(task_id: str, env_type: str = "gymnasium", **kwargs: Any) -> EnvPool:

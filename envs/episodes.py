@@ -20,24 +20,32 @@ class EpisodeBook:
         self.done = np.ones(num_envs, bool)  # a fresh env resets on its first step
 
     def finish(
-        self, idx: slice | np.ndarray, resets: np.ndarray | None, terminated: np.ndarray
+        self,
+        idx: slice | np.ndarray,
+        resets: np.ndarray | None,
+        terminated: np.ndarray,
+        env_truncated: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Advance the counters after a step in which `resets` (mask over idx; None: none) reset.
 
-        `terminated` must already be False where an env reset. Returns (terminated, truncated,
-        elapsed) for the envs in idx.
+        `terminated` must already be False where an env reset. `env_truncated` is a truncation
+        the env itself reported (Gymnasium envs may have their own limits). Returns (terminated,
+        truncated, elapsed) for the envs in idx.
         """
         elapsed = self.elapsed[idx] + np.int32(1)
         if resets is not None:
             elapsed[resets] = 0
         if self.max_episode_steps is None:
             truncated = np.zeros(len(elapsed), bool)
-            done = terminated
         else:
             truncated = elapsed >= self.max_episode_steps
-            if truncated.any():
-                truncated &= ~terminated
+        if env_truncated is not None:
+            truncated |= env_truncated
+        if truncated.any():
+            truncated &= ~terminated
             done = terminated | truncated
+        else:
+            done = terminated
         self.elapsed[idx] = elapsed
         self.done[idx] = done
         return terminated, truncated, elapsed

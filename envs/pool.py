@@ -27,8 +27,8 @@ class Backend(Protocol):
     def collect(self, block: bool) -> list[Chunk]:
         """Envs finished since the last call; with block, waits until at least one is."""
 
-    def gather(self, ids: np.ndarray) -> Batch:
-        """Results of finished envs whose chunks carry no batch (read from shared buffers)."""
+    def gather(self, ids: np.ndarray | None) -> Batch:
+        """Copies of finished envs' results held in the backend's buffers (None: all envs)."""
 
     def close(self) -> None: ...
 
@@ -109,9 +109,8 @@ class EnvPool:
         self._backend.send(ids, None, reset=True)
         want = np.arange(self._cfg.num_envs, dtype=np.int32) if ids is None else ids
         while not self._ready.contains(want).all():
-            self._ready.extend(self._backend.collect(block=True))
-        batch = self._assemble(self._ready.take_ids(want), want)
-        batch = self._receive(batch, sort=False)
+            self._collect()
+        batch = self._receive(self._assemble(self._ready.take_ids(want), want))
         return self._format(batch, is_reset=True)
 
     def async_reset(self) -> None:
@@ -147,9 +146,10 @@ class EnvPool:
                 f"send actions for more envs first"
             )
         while self._ready.count < need:
-            self._ready.extend(self._backend.collect(block=True))
+            self._collect()
         chunks = self._ready.take(need)
-        batch = self._receive(self._assemble(chunks, None), sort=not self._cfg.is_async)
+        order = None if self._cfg.is_async else self._all_ids
+        batch = self._receive(self._assemble(chunks, order))
         return self._format(batch, is_reset=False)
 
     def step(self, action: Any, env_id: np.ndarray | None = None) -> Any:
@@ -176,6 +176,13 @@ class EnvPool:
             pass
 
     # ------------------------------------------------------------------ internals
+    def _collect(self) -> None:
+        try:
+            self._ready.extend(self._backend.collect(block=True))
+        except BaseException:
+            self.close()  # a failed backend leaves envs in an unknown state: stop them all
+            raise
+
     def _check_open(self, what: str) -> None:
         if self._closed:
             raise RuntimeError(f"{what}() called on a closed EnvPool ({self._cfg.task_id})")
@@ -266,18 +273,21 @@ class EnvPool:
         self._num_pending = expected
 
     def _assemble(self, chunks: list[Chunk], order: np.ndarray | None) -> Batch:
-        parts = [c.batch if c.batch is not None else self._backend.gather(c.env_id) for c in chunks]
-        batch = Batch.concat(parts)
+        """One batch from finished chunks; in env id order when `order` names every env."""
+        if all(c.batch is None for c in chunks):  # results sit in the backend's shared buffers
+            if order is not None and len(order) == self._cfg.num_envs and np.array_equal(order, self._all_ids):
+                return self._backend.gather(None)
+            ids = order if order is not None else np.concatenate([c.env_id for c in chunks])
+            return self._backend.gather(ids)
+        batch = Batch.concat([c.batch if c.batch is not None else self._backend.gather(c.env_id) for c in chunks])
         if order is not None and not np.array_equal(batch.env_id, order):
-            pos = {int(e): i for i, e in enumerate(batch.env_id)}
-            batch = batch.take(np.array([pos[int(e)] for e in order], np.int64))
+            pos = np.empty(self._cfg.num_envs, np.int64)
+            pos[batch.env_id] = np.arange(len(batch.env_id))
+            batch = batch.take(pos[order])
         return batch
 
-    def _receive(self, batch: Batch, sort: bool) -> Batch:
+    def _receive(self, batch: Batch) -> Batch:
         ids = batch.env_id
-        if sort and len(ids) > 1 and (ids[1:] < ids[:-1]).any():
-            batch = batch.take(np.argsort(ids, kind="stable"))
-            ids = batch.env_id
         if len(ids) == self._num_pending:
             self._pending[:] = False
         else:

@@ -1,0 +1,389 @@
+"""Side-by-side env steps/s: our `envs` pool against EnvPool and Gymnasium's vector envs.
+
+Run from the repository root:
+
+    python benchmarks/bench_envs.py                    # all workloads, 5 repeats, ~1 s each
+    python benchmarks/bench_envs.py --repeats 9 --seconds 1.5
+    python benchmarks/bench_envs.py --only async --no-write
+
+Each workload is measured for ours and its peers in the same run, interleaved: every repeat
+builds each contestant afresh (only one is alive at a time, so idle worker threads or
+processes of one never slow another), warms it up, then times a fixed number of calls with
+time.perf_counter. The median steps/s over the repeats is reported, because the machine is
+noisy. Actions are random valid actions drawn beforehand from a seeded numpy Generator and
+cycled, so their generation is not timed. The number of calls per repeat is calibrated once,
+during the first warm-up, to take about --seconds.
+
+The results go into BENCHMARKS.md, between the markers `<!-- bench_envs:start -->` and
+`<!-- bench_envs:end -->` (the rest of the file is left alone); --no-write only prints them.
+EnvPool is optional: without it, its columns read "not installed". A contestant that cannot
+be built (e.g. a backend not written yet) is skipped and its row reads "not run: <reason>".
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import shlex
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Protocol
+
+import gymnasium as gym
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, uninstalled
+import envs  # noqa: E402
+
+try:
+    import envpool
+except ImportError:  # optional peer
+    envpool = None
+
+BENCH_FILE = Path(__file__).resolve().parents[1] / "BENCHMARKS.md"
+START_MARK = "<!-- bench_envs:start -->"
+END_MARK = "<!-- bench_envs:end -->"
+ACTION_BATCHES = 256  # pre-generated action batches, cycled
+SEED = 0
+
+
+# ---------------------------------------------------------------------------- drivers
+class Driver(Protocol):
+    """A built env batch ready to be stepped: run(calls) returns the env steps it took."""
+
+    def run(self, calls: int) -> int: ...
+
+    def close(self) -> None: ...
+
+
+def random_actions(space: gym.spaces.Space, batch: int) -> np.ndarray:
+    """ACTION_BATCHES batches of `batch` valid actions for one env's action space, seeded."""
+    rng = np.random.default_rng(SEED)
+    shape = (ACTION_BATCHES, batch)
+    if isinstance(space, gym.spaces.Discrete):
+        start = int(space.start)
+        return rng.integers(start, start + int(space.n), size=shape).astype(space.dtype)
+    if isinstance(space, gym.spaces.Box):
+        return rng.uniform(space.low, space.high, size=shape + space.shape).astype(space.dtype)
+    raise TypeError(f"no random actions for {space}")
+
+
+class SyncDriver:
+    """Steps all envs every call: `env.step(actions)` (our pool, EnvPool, Gymnasium vector envs)."""
+
+    def __init__(self, env: Any, single_action_space: gym.spaces.Space, num_envs: int, reset: Callable[[], Any]):
+        self.env = env
+        self.num_envs = num_envs
+        self.actions = random_actions(single_action_space, num_envs)
+        self.k = 0
+        reset()
+
+    def run(self, calls: int) -> int:
+        step, actions, k = self.env.step, self.actions, self.k
+        for _ in range(calls):
+            step(actions[k])
+            k = (k + 1) % ACTION_BATCHES
+        self.k = k
+        return calls * self.num_envs
+
+    def close(self) -> None:
+        self.env.close()
+
+
+class AsyncDriver:
+    """EnvPool's async loop: recv() a batch, send() its actions back; batch_size env steps a call."""
+
+    def __init__(self, pool: Any, batch_size: int):
+        self.pool = pool
+        self.batch_size = batch_size
+        self.actions = random_actions(pool.action_space, batch_size)
+        self.k = 0
+        pool.async_reset()
+
+    def run(self, calls: int) -> int:
+        recv, send, actions, k = self.pool.recv, self.pool.send, self.actions, self.k
+        for _ in range(calls):
+            _obs, _rew, _term, _trunc, info = recv()
+            send(actions[k], info["env_id"])
+            k = (k + 1) % ACTION_BATCHES
+        self.k = k
+        return calls * self.batch_size
+
+    def close(self) -> None:
+        self.pool.close()
+
+
+# ---------------------------------------------------------------------------- contestants
+def ours_sync(task: str, num_envs: int, backend: str | None = None) -> Driver:
+    kwargs = {} if backend is None else {"backend": backend}
+    pool = envs.make(task, num_envs=num_envs, seed=SEED, **kwargs)
+    return SyncDriver(pool, pool.action_space, num_envs, pool.reset)
+
+
+def ours_async(task: str, num_envs: int, batch_size: int) -> Driver:
+    pool = envs.make(task, num_envs=num_envs, batch_size=batch_size, seed=SEED)
+    return AsyncDriver(pool, batch_size)
+
+
+def envpool_sync(task: str, num_envs: int) -> Driver:
+    pool = envpool.make_gymnasium(task, num_envs=num_envs, seed=SEED)
+    return SyncDriver(pool, pool.action_space, num_envs, pool.reset)
+
+
+def envpool_async(task: str, num_envs: int, batch_size: int) -> Driver:
+    pool = envpool.make_gymnasium(task, num_envs=num_envs, batch_size=batch_size, seed=SEED)
+    return AsyncDriver(pool, batch_size)
+
+
+def gym_numpy_vector(task: str, num_envs: int) -> Driver:
+    env = gym.make_vec(task, num_envs=num_envs, vectorization_mode="vector_entry_point")
+    return SyncDriver(env, env.single_action_space, num_envs, lambda: env.reset(seed=SEED))
+
+
+def gym_async_vector(task: str, num_envs: int) -> Driver:
+    env = gym.vector.AsyncVectorEnv([lambda: gym.make(task) for _ in range(num_envs)])
+    return SyncDriver(env, env.single_action_space, num_envs, lambda: env.reset(seed=SEED))
+
+
+@dataclass
+class Contestant:
+    name: str
+    build: Callable[[], Driver]
+    unavailable: str | None = None  # set: never built, this is shown instead of a figure
+
+
+@dataclass
+class Peer:
+    contestant: Contestant
+    target: float | None = None  # ours / peer must reach this; None: informational
+
+
+@dataclass
+class Workload:
+    key: str
+    title: str
+    ours: Contestant
+    peers: list[Peer]
+
+
+def envpool_contestant(build: Callable[[], Driver]) -> Contestant:
+    return Contestant("envpool", build, None if envpool is not None else "not installed")
+
+
+def workloads() -> list[Workload]:
+    cp = "CartPole-v1"
+    return [
+        Workload(
+            "sync-256",
+            f"{cp}, 256 envs, sync",
+            Contestant("ours", lambda: ours_sync(cp, 256)),
+            [
+                Peer(envpool_contestant(lambda: envpool_sync(cp, 256)), target=4.0),
+                Peer(Contestant("gymnasium numpy vector env", lambda: gym_numpy_vector(cp, 256))),
+            ],
+        ),
+        Workload(
+            "async-32x16",
+            f"{cp}, 32 envs, async batch 16",
+            Contestant("ours", lambda: ours_async(cp, 32, 16)),
+            [Peer(envpool_contestant(lambda: envpool_async(cp, 32, 16)), target=1.5)],
+        ),
+        Workload(
+            "process-16",
+            f"{cp}, 16 envs, worker processes, sync",
+            Contestant("ours (process)", lambda: ours_sync(cp, 16, backend="process")),
+            [Peer(Contestant("gymnasium AsyncVectorEnv", lambda: gym_async_vector(cp, 16)), target=3.0)],
+        ),
+        Workload(
+            "sync-16",
+            f"{cp}, 16 envs, sync",
+            Contestant("ours", lambda: ours_sync(cp, 16)),
+            [Peer(envpool_contestant(lambda: envpool_sync(cp, 16)))],
+        ),
+    ]
+
+
+# ---------------------------------------------------------------------------- measuring
+class NotRun(Exception):
+    """A contestant could not be built or run; the message is what its table cell says."""
+
+
+def short(exc: BaseException, limit: int = 90) -> str:
+    text = f"{type(exc).__name__}: {exc}".splitlines()[0].replace("|", "/")
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def calibrate(driver: Driver, seconds: float) -> int:
+    """Warm up for ~seconds/4 and return the number of calls that takes ~seconds."""
+    calls, start = 0, time.perf_counter()
+    while (elapsed := time.perf_counter() - start) < seconds / 4 or calls < 5:
+        driver.run(max(1, calls))  # doubling batches of calls
+        calls += max(1, calls)
+    return max(1, round(calls * seconds / elapsed))
+
+
+def measure_once(c: Contestant, calls: int | None, seconds: float) -> tuple[float, int]:
+    """Build, warm up, time `calls` calls (calibrated here when None); returns (steps/s, calls)."""
+    try:
+        driver = c.build()
+    except Exception as exc:
+        raise NotRun(f"not run: {short(exc)}") from exc
+    try:
+        if calls is None:
+            calls = calibrate(driver, seconds)
+        else:
+            driver.run(max(1, calls // 5))  # warm-up
+        start = time.perf_counter()
+        steps = driver.run(calls)
+        elapsed = time.perf_counter() - start
+    except Exception as exc:
+        raise NotRun(f"failed: {short(exc)}") from exc
+    finally:
+        driver.close()
+    return steps / elapsed, calls
+
+
+@dataclass
+class Result:
+    rates: list[float] = field(default_factory=list)
+    calls: int | None = None
+    problem: str | None = None  # "not installed", "not run: ...", "failed: ..."
+
+    @property
+    def median(self) -> float | None:
+        return statistics.median(self.rates) if self.rates and self.problem is None else None
+
+
+def measure_workload(w: Workload, repeats: int, seconds: float) -> dict[str, Result]:
+    """Interleaved repeats of ours and every peer; the order rotates each repeat."""
+    contestants = [w.ours] + [p.contestant for p in w.peers]
+    results = {c.name: Result(problem=c.unavailable) for c in contestants}
+    print(f"\n== {w.key}: {w.title}", flush=True)
+    for r in range(repeats):
+        shift = r % len(contestants)
+        for c in contestants[shift:] + contestants[:shift]:
+            res = results[c.name]
+            if res.problem is not None:
+                continue
+            try:
+                rate, res.calls = measure_once(c, res.calls, seconds)
+            except NotRun as exc:
+                res.problem = str(exc)
+                print(f"  {c.name:<28} {exc}", flush=True)
+                continue
+            res.rates.append(rate)
+            print(f"  repeat {r + 1}/{repeats} {c.name:<28} {rate:>14,.0f} steps/s", flush=True)
+    for c in contestants:
+        res = results[c.name]
+        if res.problem is None:
+            spread = f"min {min(res.rates):,.0f}, max {max(res.rates):,.0f}"
+            print(f"  median {c.name:<28} {res.median:>14,.0f} steps/s ({spread}, {res.calls} calls/repeat)")
+        elif c.unavailable is not None:
+            print(f"  {c.name:<28} {res.problem}")
+    return results
+
+
+# ---------------------------------------------------------------------------- report
+def fmt_rate(res: Result) -> str:
+    return res.problem if res.problem is not None else f"{res.median:,.0f}"
+
+
+def table_rows(w: Workload, results: dict[str, Result]) -> list[str]:
+    ours = results[w.ours.name]
+    rows = []
+    for p in w.peers:
+        peer = results[p.contestant.name]
+        ratio = ours.median / peer.median if ours.median and peer.median else None
+        target = f">= {p.target:.2f}x" if p.target is not None else "—"
+        if p.target is None or ratio is None:
+            met = "—"
+        elif ratio >= p.target:
+            met = "yes"
+        else:
+            met = f"missed ({ratio:.2f} of {p.target:.2f})"
+        cells = [
+            w.title,
+            fmt_rate(ours),
+            p.contestant.name,
+            fmt_rate(peer),
+            f"{ratio:.2f}x" if ratio is not None else "—",
+            target,
+            met,
+        ]
+        rows.append("| " + " | ".join(cells) + " |")
+    return rows
+
+
+def versions() -> str:
+    ep = envpool.__version__ if envpool is not None else "not installed"
+    return (
+        f"python {platform.python_version()}, numpy {np.__version__}, "
+        f"gymnasium {gym.__version__}, envpool {ep}"
+    )
+
+
+def render(sections: list[tuple[Workload, dict[str, Result]]], args: argparse.Namespace) -> str:
+    command = shlex.join(["python", "benchmarks/bench_envs.py", *sys.argv[1:]])
+    lines = [
+        "## Env steps/s (`benchmarks/bench_envs.py`)",
+        "",
+        f"Run {datetime.datetime.now().astimezone():%Y-%m-%d %H:%M %Z} with `{command}`  ",
+        f"Machine: {platform.platform()}, {os.cpu_count()} cores; {versions()}  ",
+        f"Median of {args.repeats} interleaved repeats of ~{args.seconds:g} s each; "
+        "steps/s counts env steps (async: batch_size per recv). Peers use their default settings.",
+        "",
+        "| workload | ours (steps/s) | peer | peer (steps/s) | ratio | target | met? |",
+        "|---|---:|---|---:|---:|---|---|",
+    ]
+    for w, results in sections:
+        lines += table_rows(w, results)
+    return "\n".join(lines) + "\n"
+
+
+def write_section(path: Path, body: str) -> None:
+    """Put body between this script's markers in path, leaving everything else as it was."""
+    block = f"{START_MARK}\n{body}{END_MARK}\n"
+    text = path.read_text() if path.exists() else "# Benchmarks\n"
+    start, end = text.find(START_MARK), text.find(END_MARK)
+    if start != -1 and end > start:
+        after = text[end + len(END_MARK) :].removeprefix("\n")
+        text = text[:start] + block + after
+    else:
+        text = text.rstrip("\n") + "\n\n" + block
+    path.write_text(text)
+
+
+# ---------------------------------------------------------------------------- main
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeats", type=int, default=5, help="interleaved repeats per contestant; the median is reported")
+    ap.add_argument("--seconds", type=float, default=1.0, help="target length of one timed repeat")
+    ap.add_argument("--only", default="", help="run only workloads whose key or title contains this (case-insensitive)")
+    ap.add_argument("--no-write", action="store_true", help=f"print the table only, leave {BENCH_FILE.name} alone")
+    args = ap.parse_args(argv)
+    if args.repeats < 1 or args.seconds <= 0:
+        ap.error("--repeats must be >= 1 and --seconds > 0")
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    only = args.only.lower()
+    chosen = [w for w in workloads() if only in w.key.lower() or only in w.title.lower()]
+    if not chosen:
+        sys.exit(f"--only {args.only!r} matches no workload (keys: {[w.key for w in workloads()]})")
+    sections = [(w, measure_workload(w, args.repeats, args.seconds)) for w in chosen]
+    body = render(sections, args)
+    print("\n" + body)
+    if not args.no_write:
+        write_section(BENCH_FILE, body)
+        print(f"wrote {BENCH_FILE}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,86 @@
+"""Gymnasium ids run by worker processes: configuration, spaces, and the picklable env factory."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from envs.config import PoolConfig
+
+_SUPPORTED = (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)
+
+
+def is_image(space: gym.spaces.Space) -> bool:
+    """A channel-last image (H, W, C) that the pool presents channel-first, as EnvPool does."""
+    return (
+        isinstance(space, gym.spaces.Box)
+        and space.dtype == np.uint8
+        and len(space.shape) == 3
+        and space.shape[-1] in (1, 3, 4)
+        and space.shape[0] > 4
+    )
+
+
+def channel_first(space: gym.spaces.Box) -> gym.spaces.Box:
+    return gym.spaces.Box(
+        np.moveaxis(space.low, -1, 0), np.moveaxis(space.high, -1, 0), dtype=space.dtype
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class GymFactory:
+    """Builds one env of a Gymnasium id without its TimeLimit (the pool applies max_episode_steps).
+
+    Carries the EnvSpec itself, so ids registered only in the parent process work in workers.
+    """
+
+    spec: gym.envs.registration.EnvSpec
+    kwargs: dict[str, Any]
+
+    def __call__(self) -> gym.Env:
+        return gym.make(self.spec, **self.kwargs)
+
+
+def _factory(task_id: str, kwargs: dict[str, Any]) -> GymFactory:
+    spec = gym.spec(task_id)
+    spec = dataclasses.replace(spec, max_episode_steps=None, disable_env_checker=True, order_enforce=False)
+    return GymFactory(spec, dict(kwargs))
+
+
+@dataclasses.dataclass(frozen=True)
+class GymTask:
+    """What the process backend needs to run a Gymnasium id."""
+
+    config: PoolConfig
+    factory: GymFactory
+    observation_space: gym.spaces.Space  # as the pool presents it (images channel-first)
+    action_space: gym.spaces.Space
+    transpose_obs: bool  # the env's images are channel-last and must be moved
+
+
+def configure(task_id: str, env_type: str, kwargs: dict[str, Any]) -> GymTask:
+    """Validates kwargs by building one probe env in this process, and reads its spaces."""
+    default_steps = gym.spec(task_id).max_episode_steps
+    config = PoolConfig.create(task_id, env_type, "process", default_steps, kwargs, None)
+    factory = _factory(task_id, dict(config.task_kwargs))
+    try:
+        probe = factory()
+    except TypeError as e:
+        raise ValueError(f"bad kwarg for task {task_id!r}: {e}") from e
+    try:
+        obs_space, act_space = probe.observation_space, probe.action_space
+    finally:
+        probe.close()
+    for what, space in (("observation", obs_space), ("action", act_space)):
+        if not isinstance(space, _SUPPORTED):
+            raise ValueError(
+                f"task {task_id!r} has a {what} space {space} that the pool cannot batch; "
+                f"supported: {[s.__name__ for s in _SUPPORTED]}"
+            )
+    transpose = is_image(obs_space)
+    if transpose:
+        obs_space = channel_first(obs_space)
+    return GymTask(config, factory, obs_space, act_space, transpose)

@@ -1,0 +1,88 @@
+"""The loop of one env worker process: it owns a contiguous range of envs, steps the ones the
+pool names, writes results into shared memory, and answers with the env ids that finished."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import traceback
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+
+import gymnasium as gym
+import numpy as np
+
+from envs.episodes import EpisodeBook
+from envs.process.shm import Layout, SharedBuffers
+
+# One byte of command, then the env ids as int32 bytes.
+STEP, RESET, CLOSE = b"S", b"R", b"C"
+# Answers: READY once started, DONE + ids after each command, ERROR + pickled (message, traceback).
+READY, DONE, ERROR = b"K", b"D", b"E"
+
+
+def _to_env_action(space: gym.spaces.Space) -> Callable[[np.ndarray], object]:
+    if isinstance(space, gym.spaces.Discrete):
+        return lambda a: int(a)
+    return lambda a: np.array(a)  # a copy: the env may keep it, the buffer is reused
+
+
+def worker_main(
+    conn: Connection,
+    factory: Callable[[], gym.Env],
+    first_env: int,
+    num_envs: int,
+    seed: int,
+    max_episode_steps: int | None,
+    layout: Layout,
+    shm_name: str,
+    transpose_obs: bool,
+    cpu: int,
+) -> None:
+    shm = None
+    try:
+        if cpu >= 0 and hasattr(os, "sched_setaffinity"):
+            os.sched_setaffinity(0, {cpu % (os.cpu_count() or 1)})
+        shm = SharedBuffers(layout, shm_name)
+        a = shm.arrays
+        obs_buf, act_buf = a["obs"], a["action"]
+        rew_buf, term_buf, trunc_buf, elapsed_buf = a["reward"], a["terminated"], a["truncated"], a["elapsed"]
+        envs = [factory() for _ in range(num_envs)]
+        to_action = _to_env_action(envs[0].action_space)
+        seeded = [False] * num_envs
+        book = EpisodeBook(num_envs, max_episode_steps)
+        conn.send_bytes(READY)
+        while True:
+            msg = conn.recv_bytes()
+            cmd = msg[:1]
+            if cmd == CLOSE:
+                break
+            ids = np.frombuffer(msg, np.int32, offset=1)
+            local = ids - first_env
+            force_reset = cmd == RESET
+            resets = np.ones(len(ids), bool) if force_reset else book.done[local].copy()
+            term = np.zeros(len(ids), bool)
+            env_trunc = np.zeros(len(ids), bool)
+            for k, (g, i) in enumerate(zip(ids.tolist(), local.tolist())):
+                env = envs[i]
+                if resets[k]:
+                    obs, _ = env.reset(seed=None if seeded[i] else seed + g)
+                    seeded[i] = True
+                    rew_buf[g] = 0.0
+                else:
+                    obs, r, term[k], env_trunc[k], _ = env.step(to_action(act_buf[g]))
+                    rew_buf[g] = r
+                obs_buf[g] = np.moveaxis(obs, -1, 0) if transpose_obs else obs
+            terminated, truncated, elapsed = book.finish(local, resets, term, env_trunc)
+            term_buf[ids], trunc_buf[ids], elapsed_buf[ids] = terminated, truncated, elapsed
+            conn.send_bytes(DONE + msg[1:])
+    except (KeyboardInterrupt, EOFError, BrokenPipeError):
+        pass
+    except BaseException as e:  # everything else reaches the pool with its traceback
+        try:
+            conn.send_bytes(ERROR + pickle.dumps((f"{type(e).__name__}: {e}", traceback.format_exc())))
+        except Exception:
+            pass
+    finally:
+        if shm is not None:
+            shm.close()
