@@ -41,7 +41,7 @@ class EpisodeBook:
             truncated = elapsed >= self.max_episode_steps
         if env_truncated is not None:
             truncated |= env_truncated
-        if truncated.any():
+        if np.count_nonzero(truncated):
             truncated &= ~terminated
             done = terminated | truncated
         else:

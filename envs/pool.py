@@ -59,7 +59,7 @@ class EnvPool:
         self._integer_actions = np.issubdtype(space.dtype, np.integer)
         self._all_ids = np.arange(config.num_envs, dtype=np.int32)
         self._action_shape = tuple(space.shape or ())
-        self._action_dtype = space.dtype
+        self._full_action_shape = (config.num_envs, *self._action_shape)
 
     # ------------------------------------------------------------------ properties
     @property
@@ -107,7 +107,7 @@ class EnvPool:
         ids = self._check_ids(env_id, None)
         self._mark_sent(ids)
         self._backend.send(ids, None, reset=True)
-        want = np.arange(self._cfg.num_envs, dtype=np.int32) if ids is None else ids
+        want = self._all_ids if ids is None else ids
         while not self._ready.contains(want).all():
             self._collect()
         batch = self._receive(self._assemble(self._ready.take_ids(want), want))
@@ -218,18 +218,20 @@ class EnvPool:
 
     def _check_action(self, action: Any, count: int) -> np.ndarray:
         a = action if type(action) is np.ndarray else np.asarray(action)
-        if a.shape != (count, *self._action_shape):
+        if a.shape != ((count, *self._action_shape) if count != self._cfg.num_envs else self._full_action_shape):
             raise ValueError(f"action must have shape {(count, *self._action_shape)} (one per env), got {a.shape}")
         if self._integer_actions:
-            if a.dtype.kind not in "iub":
-                raise ValueError(f"{self.action_space} expects integer actions, got dtype {a.dtype}")
+            if a.dtype.kind not in "iu":
+                if a.dtype.kind != "b":
+                    raise ValueError(f"{self.action_space} expects integer actions, got dtype {a.dtype}")
+                a = a.astype(np.int64)
             self._check_range(a)
         else:
             if a.dtype.kind not in "fiu":
                 raise ValueError(f"{self.action_space} expects float actions, got dtype {a.dtype}")
             if not np.isfinite(a).all():
                 raise ValueError("action holds NaN or Inf")
-        return a if a.dtype == self._action_dtype else a.astype(self._action_dtype)
+        return a  # backends cast (the process backend on its write into shared memory)
 
     def _check_range(self, a: np.ndarray) -> None:
         if self._discrete_n is not None and a.dtype.kind == "i" and self._discrete_start == 0:
@@ -259,7 +261,7 @@ class EnvPool:
             self._num_pending = self._cfg.num_envs
             return
         busy = pending[ids]
-        if busy.any():
+        if np.count_nonzero(busy):
             raise ValueError(
                 f"envs {ids[busy][:16].tolist()} are not ready: they were sent and not yet received; "
                 "call recv() first"
@@ -274,8 +276,10 @@ class EnvPool:
 
     def _assemble(self, chunks: list[Chunk], order: np.ndarray | None) -> Batch:
         """One batch from finished chunks; in env id order when `order` names every env."""
+        if len(chunks) == 1 and chunks[0].batch is not None and (order is None or chunks[0].in_order):
+            return chunks[0].batch
         if all(c.batch is None for c in chunks):  # results sit in the backend's shared buffers
-            if order is not None and len(order) == self._cfg.num_envs and np.array_equal(order, self._all_ids):
+            if order is self._all_ids:
                 return self._backend.gather(None)
             ids = order if order is not None else np.concatenate([c.env_id for c in chunks])
             return self._backend.gather(ids)

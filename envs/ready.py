@@ -31,10 +31,12 @@ class Batch(NamedTuple):
 
 class Chunk(NamedTuple):
     """Envs that finished together. `batch` holds their results, or is None when the results
-    sit in the backend's per-env buffers (shared memory), to be gathered on receipt."""
+    sit in the backend's per-env buffers (shared memory), to be gathered on receipt.
+    `in_order`: env_id is every env, 0..num_envs-1 (a sync step), so no reordering is needed."""
 
     env_id: np.ndarray
     batch: Batch | None
+    in_order: bool = False
 
 
 class ReadyQueue:
@@ -58,6 +60,11 @@ class ReadyQueue:
 
     def take(self, n: int) -> list[Chunk]:
         """The n oldest finished envs, splitting a chunk if needed."""
+        first = self._chunks[0]
+        if len(first.env_id) == n:  # the common case: one send, one recv
+            self._chunks.popleft()
+            self.count -= n
+            return [first]
         out: list[Chunk] = []
         while n > 0:
             c = self._chunks.popleft()

@@ -41,15 +41,13 @@ class ResetNoise:
     def uniform(self, ids: np.ndarray, low: np.ndarray | float, high: np.ndarray | float) -> np.ndarray:
         """One reset's draws for each env in ids, shape (len(ids), draws_per_reset)."""
         pos = self._pos[ids]
-        exhausted = pos == _RESETS_BUFFERED
-        if exhausted.any():
-            for i in ids[exhausted]:
-                self._refill(int(i))
+        if np.count_nonzero(pos == _RESETS_BUFFERED):
+            for i in ids[pos == _RESETS_BUFFERED].tolist():
+                self._refill(i)
             pos = self._pos[ids]
         u = self._buf[ids, pos]
         self._pos[ids] = pos + 1
-        low = np.asarray(low, np.float64)
-        return low + (np.asarray(high, np.float64) - low) * u
+        return low + (high - low) * u  # numpy's own formula for uniform(low, high)
 
 
 class NativeTask(abc.ABC):

@@ -93,11 +93,19 @@ class ProcessBackend:
         if not wait([conn, proc.sentinel], timeout=START_TIMEOUT_S):
             raise WorkerError(f"{self._describe(w)} did not start within {START_TIMEOUT_S:.0f} s")
         if conn.poll():
-            msg = conn.recv_bytes()
+            try:
+                msg = conn.recv_bytes()
+            except (EOFError, OSError):
+                msg = b""
             if msg[:1] == READY:
                 return
-            self._raise_worker_error(w, msg)
-        raise WorkerError(f"{self._describe(w)} exited during startup with code {proc.exitcode}")
+            if msg:
+                self._raise_worker_error(w, msg)
+        proc.join(CLOSE_TIMEOUT_S)
+        raise WorkerError(
+            f"{self._describe(w)} exited during startup with code {proc.exitcode}; its stderr says why "
+            "(a common cause: the env factory or __main__ cannot be imported in a fresh process)"
+        )
 
     def _raise_worker_error(self, w: int, msg: bytes) -> None:
         if msg[:1] == ERROR:
