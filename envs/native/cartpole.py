@@ -63,7 +63,7 @@ class CartPole(NativeTask):
         return self._ones[: len(x_dot)].copy(), out[0] | out[1]
 
     def observe(self, idx: Index) -> np.ndarray:
-        return self.state[:, idx].T.astype(np.float32)
+        return self.state[:, idx].T.astype(np.float32, order="C")
 
     def get_state(self, i: int) -> np.ndarray:
         return self.state[:, i].copy()
