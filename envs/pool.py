@@ -46,6 +46,10 @@ class EnvPool:
 
     def __init__(self, config: PoolConfig, backend: Backend):
         self._cfg = config
+        # Plain attributes for the hot path (a dataclass property costs a call per step).
+        self._async = config.is_async
+        self._num_envs = config.num_envs
+        self._batch_size = config.batch_size
         self._backend = backend
         self._spec = EnvSpec(config, backend.observation_space, backend.action_space)
         self._ready = ReadyQueue()
@@ -121,7 +125,8 @@ class EnvPool:
 
     def send(self, action: Any, env_id: np.ndarray | None = None) -> None:
         """Send actions for envs env_id: an array (+ env_id), or a dict with "action" and "env_id"."""
-        self._check_open("send")
+        if self._closed:
+            self._check_open("send")
         if isinstance(action, dict):
             if env_id is not None:
                 raise ValueError("pass env_id either inside the action dict or as an argument, not both")
@@ -130,14 +135,15 @@ class EnvPool:
                 raise ValueError(f"an action dict needs the key 'action' (and optionally 'env_id'), got keys {sorted(action)}")
             action, env_id = action["action"], action.get("env_id")
         ids = self._check_ids(env_id, action)
-        action = self._check_action(action, self._cfg.num_envs if ids is None else len(ids))
+        action = self._check_action(action, self._num_envs if ids is None else len(ids))
         self._mark_sent(ids)
         self._backend.send(ids, action, reset=False)
 
     def recv(self) -> Any:
         """Results of the first batch_size envs to finish (sync: all envs, in env id order)."""
-        self._check_open("recv")
-        need = self._cfg.batch_size
+        if self._closed:
+            self._check_open("recv")
+        need = self._batch_size
         if self._num_pending < need:
             if self._num_pending == 0:
                 raise RuntimeError("recv() called with nothing in flight: call send(), step() or async_reset() first")
@@ -148,7 +154,7 @@ class EnvPool:
         while self._ready.count < need:
             self._collect()
         chunks = self._ready.take(need)
-        order = None if self._cfg.is_async else self._all_ids
+        order = None if self._async else self._all_ids
         batch = self._receive(self._assemble(chunks, order))
         return self._format(batch, is_reset=False)
 
@@ -189,9 +195,9 @@ class EnvPool:
 
     def _check_ids(self, env_id: Any, action: Any) -> np.ndarray | None:
         """Validated env ids as int32, or None for "all envs in order" (the sync fast path)."""
-        n = self._cfg.num_envs
+        n = self._num_envs
         if env_id is None:
-            if not self._cfg.is_async or action is None:
+            if not self._async or action is None:
                 return None
             if self._last_ids is not None:
                 return self._last_ids
@@ -212,13 +218,13 @@ class EnvPool:
             raise ValueError(f"env_id out of range [0, {n}): {bad.tolist()}")
         if ids.dtype != np.int32:
             ids = ids.astype(np.int32)
-        if len(ids) == n and not self._cfg.is_async and (ids == self._all_ids).all():
+        if len(ids) == n and not self._async and (ids == self._all_ids).all():
             return None
         return ids
 
     def _check_action(self, action: Any, count: int) -> np.ndarray:
         a = action if type(action) is np.ndarray else np.asarray(action)
-        if a.shape != ((count, *self._action_shape) if count != self._cfg.num_envs else self._full_action_shape):
+        if a.shape != ((count, *self._action_shape) if count != self._num_envs else self._full_action_shape):
             raise ValueError(f"action must have shape {(count, *self._action_shape)} (one per env), got {a.shape}")
         if self._integer_actions:
             if a.dtype.kind not in "iu":

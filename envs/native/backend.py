@@ -30,8 +30,10 @@ class NativeBackend:
         self._queued.append((ids, None if reset else action))
 
     def collect(self, block: bool) -> list[Chunk]:
-        out = []
         queued, self._queued = self._queued, []
+        if len(queued) == 1:
+            return [self._run(*queued[0])]
+        out = []
         i = 0
         while i < len(queued):
             ids, action = queued[i]
