@@ -1,0 +1,104 @@
+"""Agent: the base class every algorithm subclasses.
+
+An agent is generic over four pieces of state: networks (N), optimizer state (O), experience
+state (E: a replay buffer, the latest trajectory, or nothing) and step state (S: per-env actor
+state such as RNG keys and recurrent state). The user writes small pure hooks; the loop jits
+them with buffer donation (`sebulba.loop`), so an agent never calls `jax.jit` itself.
+
+Where each hook runs:
+- actor device, once per env step, inside a jitted call: `step`.
+- learner devices, once per cycle, inside one jitted, sharded call (`shard_map` over the learner
+  mesh, the pmap semantics): `update_experience`, then `optimize` (which calls `loss`) once
+  (on-policy, `num_off_policy_optims_per_cycle() == 0`) or that many times. Experience state is
+  per learner device: hooks see the local shard, and `lax.pmean(..., LEARNER_AXIS)` averages.
+"""
+
+from __future__ import annotations
+
+import abc
+import functools
+from typing import Any, Generic, TypeVar
+
+import jax
+import optax
+
+import envs
+from sebulba.sharding import LEARNER_AXIS, LearnerSharding
+from sebulba.types import ActorOutput, EnvStep, Metrics, Trajectory
+
+N = TypeVar("N")  # networks
+O = TypeVar("O")  # optimizer state  # noqa: E741
+E = TypeVar("E")  # experience state
+S = TypeVar("S")  # step state
+
+
+class Agent(abc.ABC, Generic[N, O, E, S]):
+    """Subclass and implement the abstract hooks. `env_spec` gives the spaces of one env."""
+
+    def __init__(self, env_spec: envs.EnvSpec):
+        self.env_spec = env_spec
+
+    # ---------------------------------------------------------------- state
+    @abc.abstractmethod
+    def init_networks(self, key: jax.Array) -> N:
+        """Fresh network parameters."""
+
+    @abc.abstractmethod
+    def optimizer(self) -> optax.GradientTransformation:
+        """The optax transformation used by `optimize`; called once."""
+
+    @functools.cached_property
+    def tx(self) -> optax.GradientTransformation:
+        return self.optimizer()
+
+    def init_optimizer_state(self, networks: N) -> O:
+        return self.tx.init(networks)
+
+    def init_experience(self, networks: N, key: jax.Array) -> E:
+        """One learner device's experience state (e.g. its replay shard). Default: nothing."""
+        return ()  # type: ignore[return-value]
+
+    @abc.abstractmethod
+    def init_step_state(self, networks: N, num_envs: int, key: jax.Array) -> S:
+        """Actor state for num_envs envs."""
+
+    # ---------------------------------------------------------------- acting
+    @abc.abstractmethod
+    def step(self, networks: N, step_state: S, env_step: EnvStep) -> tuple[jax.Array | ActorOutput, S]:
+        """Choose actions for one env step; return (action or ActorOutput, new step state)."""
+
+    def shard_step_state(self, step_state: S, sharding: LearnerSharding) -> S:
+        """Move a step state to the learner devices. Default: leaves with a leading env axis are
+        split over the devices like the trajectory; everything else (e.g. one RNG key) is
+        replicated. Override when the state has another layout."""
+        return sharding.per_env(step_state)
+
+    # ---------------------------------------------------------------- learning
+    @abc.abstractmethod
+    def update_experience(self, experience: E, initial_step_state: S, final_step_state: S, trajectory: Trajectory) -> E:
+        """Fold one cycle's trajectory (this device's env shard) into the experience state."""
+
+    @abc.abstractmethod
+    def loss(self, networks: N, experience: E, key: jax.Array) -> tuple[jax.Array, Metrics]:
+        """Scalar loss on this device's experience, and a flat dict of scalar metrics."""
+
+    def num_off_policy_optims_per_cycle(self) -> int:
+        """0: on-policy, one optimizer step on each trajectory, in the cycle it arrives. K > 0:
+        K optimizer steps per cycle on the experience state (replay)."""
+        return 0
+
+    def optimize(self, networks: N, opt_state: O, experience: E, key: jax.Array) -> tuple[N, O, E, Metrics]:
+        """One optimizer step; gradients are averaged over learner devices. Override to also
+        update the experience (e.g. replay priorities) or target networks."""
+        (loss, metrics), grads = jax.value_and_grad(self.loss, has_aux=True)(networks, experience, key)
+        grads = jax.lax.pmean(grads, LEARNER_AXIS)
+        updates, opt_state = self.tx.update(grads, opt_state, networks)
+        networks = optax.apply_updates(networks, updates)
+        metrics = dict(metrics)
+        metrics["loss"] = loss
+        metrics["grad_norm"] = optax.global_norm(grads)
+        return networks, opt_state, experience, metrics
+
+    # ---------------------------------------------------------------- helpers
+    def as_actor_output(self, out: Any) -> ActorOutput:
+        return out if isinstance(out, ActorOutput) else ActorOutput(out)

@@ -1,0 +1,47 @@
+"""LoopConfig: how a GymnasiumLoop is laid out over devices and envs."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+
+@dataclasses.dataclass(frozen=True)
+class LoopConfig:
+    """Devices are indices into `jax.devices()`; actor and learner devices may overlap."""
+
+    env_id: str = "CartPole-v1"
+    env_kwargs: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    num_envs: int = 16  # per inferencer; divisible by the number of learner devices
+    steps_per_cycle: int = 20
+    actor_devices: tuple[int, ...] = (0,)
+    learner_devices: tuple[int, ...] = (0,)
+    inferencers_per_device: int = 2  # double buffering: one steps envs while the other infers
+    queue_size: int = 2  # bounded trajectory queue: a slow learner makes actors wait
+    async_mode: bool = True  # False: one cycle then one update, in order, bit-reproducible
+    donate: bool = True  # in-place, donated trajectory bookkeeping inside the jitted step
+    seed: int = 0
+    log_every_s: float = 5.0
+
+    def __post_init__(self) -> None:
+        for name in ("num_envs", "steps_per_cycle", "inferencers_per_device", "queue_size"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                raise ValueError(f"{name} must be a positive int, got {getattr(self, name)!r}")
+        for name in ("actor_devices", "learner_devices"):
+            devices = tuple(getattr(self, name))
+            object.__setattr__(self, name, devices)
+            if not devices or any(not isinstance(d, int) or d < 0 for d in devices) or len(set(devices)) != len(devices):
+                raise ValueError(f"{name} must be a non-empty tuple of distinct device indices, got {devices!r}")
+        if self.num_envs % len(self.learner_devices):
+            raise ValueError(
+                f"num_envs={self.num_envs} must be divisible by the {len(self.learner_devices)} learner devices "
+                "(each learner device takes an equal share of every trajectory)"
+            )
+        if self.log_every_s <= 0:
+            raise ValueError(f"log_every_s must be > 0, got {self.log_every_s}")
+        object.__setattr__(self, "env_kwargs", dict(self.env_kwargs))
+
+    @property
+    def num_inferencers(self) -> int:
+        return len(self.actor_devices) * self.inferencers_per_device

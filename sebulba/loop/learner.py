@@ -1,0 +1,81 @@
+"""The learner: one jitted call per cycle, replicated over the learner devices (`shard_map`,
+the pmap semantics), that folds a trajectory into the experience state and runs the optimizer
+steps. Networks and optimizer state are replicated; experience state is one shard per device."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from jax.sharding import PartitionSpec as P
+
+from sebulba.agent import Agent
+from sebulba.sharding import LEARNER_AXIS, LearnerSharding
+from sebulba.types import Metrics, Trajectory
+
+
+def _specs(tree):
+    """The PartitionSpecs of arrays already placed on the learner mesh."""
+    return jax.tree.map(lambda x: x.sharding.spec, tree)
+
+
+class Learner:
+    """Holds the learner state on the learner devices and updates it from trajectories."""
+
+    def __init__(self, agent: Agent, sharding: LearnerSharding, key: jax.Array):
+        self.agent = agent
+        self.sharding = sharding
+        k_net, k_exp, self._key = jax.random.split(key, 3)
+        networks = agent.init_networks(k_net)
+        self.networks = jax.device_put(networks, sharding.replicated)
+        self.opt_state = jax.jit(agent.init_optimizer_state, out_shardings=sharding.replicated)(self.networks)
+        exp_keys = jax.random.split(k_exp, sharding.num_devices)
+        per_device = [agent.init_experience(networks, k) for k in exp_keys]
+        stacked = jax.tree.map(lambda *xs: jnp.stack(xs), *per_device)  # leading device axis
+        self.experience = jax.device_put(stacked, sharding.envs(0))
+        self.version = 0  # learner updates so far; the policy version of `networks`
+        self.num_optims = max(1, agent.num_off_policy_optims_per_cycle())
+        self._compiled: dict = {}
+
+    def _update_fn(self, experience, initial, final, traj):
+        """Built per input layout (the experience pytree changes once, from its initial value)."""
+        layout = (jax.tree.structure((experience, initial, final, traj)), str(_specs((initial, final, traj))))
+        fn = self._compiled.get(layout)
+        if fn is not None:
+            return fn
+        agent, num_optims = self.agent, self.num_optims
+
+        def body(networks, opt_state, experience, initial, final, traj, key):
+            experience = jax.tree.map(lambda x: x[0], experience)  # drop the device axis
+            experience = agent.update_experience(experience, initial, final, traj)
+            key = jax.random.fold_in(key, jax.lax.axis_index(LEARNER_AXIS))
+
+            def optim_step(carry, k):
+                networks, opt_state, experience, metrics = agent.optimize(*carry, k)
+                return (networks, opt_state, experience), metrics
+
+            (networks, opt_state, experience), metrics = jax.lax.scan(
+                optim_step, (networks, opt_state, experience), jax.random.split(key, num_optims)
+            )
+            metrics = jax.tree.map(lambda m: jax.lax.pmean(jnp.mean(m, 0), LEARNER_AXIS), metrics)
+            return networks, opt_state, jax.tree.map(lambda x: x[None], experience), metrics
+
+        mapped = jax.shard_map(
+            body,
+            mesh=self.sharding.mesh,
+            in_specs=(P(), P(), P(LEARNER_AXIS), _specs(initial), _specs(final), _specs(traj), P()),
+            out_specs=(P(), P(), P(LEARNER_AXIS), P()),
+        )
+        # Networks are not donated: the published copy is read by inferencers concurrently.
+        fn = jax.jit(mapped, donate_argnums=(1, 2))
+        self._compiled[layout] = fn
+        return fn
+
+    def update(self, initial, final, traj: Trajectory) -> Metrics:
+        """One cycle's learning: update_experience, then the optimizer step(s)."""
+        self._key, key = jax.random.split(self._key)
+        fn = self._update_fn(self.experience, initial, final, traj)
+        self.networks, self.opt_state, self.experience, metrics = fn(
+            self.networks, self.opt_state, self.experience, initial, final, traj, key
+        )
+        self.version += 1
+        return metrics

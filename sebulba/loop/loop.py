@@ -1,0 +1,190 @@
+"""GymnasiumLoop: Sebulba's actor-learner loop.
+
+Inferencer threads, each pinned to an actor device with its own env pool, run jitted inference
+cycles with the latest staged networks and push (initial step state, final step state,
+trajectory) onto one bounded queue; the learner, a middleware pipeline in the main thread, pops
+them, learns on the learner devices and publishes new networks to the staging area.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Sequence
+
+import jax
+
+import envs
+from sebulba.agent import Agent
+from sebulba.loop.config import LoopConfig
+from sebulba.loop.cycle import CycleFunctions
+from sebulba.loop.inferencer import CycleResult, Inferencer, InferencerThread
+from sebulba.loop.learner import Learner
+from sebulba.loop.middleware import (
+    LoopContext,
+    fetch_trajectories,
+    learn,
+    publish_networks,
+    stop_after,
+    track_metrics,
+)
+from sebulba.loop.staging import Staging
+from sebulba.loop.task import Middleware, Task
+from sebulba.sharding import LearnerSharding
+
+log = logging.getLogger("sebulba")
+
+POLL_S = 0.05  # how often blocked queue operations look for errors and stop requests
+JOIN_TIMEOUT_S = 30.0
+
+
+class InferencerError(RuntimeError):
+    """An inferencer thread failed; the original exception is the __cause__."""
+
+
+class GymnasiumLoop:
+    def __init__(self, agent: Agent, config: LoopConfig):
+        self.agent = agent
+        self.config = config
+        devices = jax.devices()
+        for name in ("actor_devices", "learner_devices"):
+            bad = [d for d in getattr(config, name) if d >= len(devices)]
+            if bad:
+                raise ValueError(f"{name} {bad} do not exist: jax sees {len(devices)} device(s)")
+        self.actor_devices = [devices[i] for i in config.actor_devices]
+        self.learner_devices = [devices[i] for i in config.learner_devices]
+        self.sharding = LearnerSharding.create(self.learner_devices, config.num_envs)
+        key_learner, key_actors = jax.random.split(jax.random.key(config.seed))
+        self.learner = Learner(agent, self.sharding, key_learner)
+        self.staging = Staging(self.actor_devices)
+        self.staging.publish(self.learner.version, self.learner.networks)
+        self.cycle = CycleFunctions(agent, config.steps_per_cycle)
+        actor_keys = jax.random.split(key_actors, config.num_inferencers)
+        self.inferencers: list[Inferencer] = []
+        try:
+            for i in range(config.num_inferencers):
+                device = self.actor_devices[i // config.inferencers_per_device]
+                self.inferencers.append(
+                    Inferencer(i, agent, self.cycle, device, self._pool_factory(i), self.sharding, actor_keys[i], config.donate)
+                )
+        except BaseException:
+            self.close()
+            raise
+        self.queue: queue.Queue[CycleResult] = queue.Queue(maxsize=config.queue_size)
+        self.reports: list[dict] = []
+        self.task = Task()
+        self._threads: list[InferencerThread] = []
+        self._stop = threading.Event()
+        self._errors: list[tuple[int, BaseException]] = []
+        self._closed = False
+
+    def _pool_factory(self, i: int) -> Callable[[], envs.EnvPool]:
+        c = self.config
+        return lambda: envs.make(c.env_id, num_envs=c.num_envs, seed=c.seed + i * c.num_envs, **c.env_kwargs)
+
+    # ------------------------------------------------------------------ running
+    def run(
+        self,
+        max_env_steps: int | None = None,
+        max_cycles: int | None = None,
+        middleware: Sequence[Middleware] = (),
+        report: Callable[[dict], None] | None = None,
+    ) -> LoopContext:
+        """Learn until max_env_steps env steps or max_cycles learner updates (one must be set).
+
+        `middleware` runs after publishing the networks and before the stop check and metrics;
+        `report` receives each metrics report (every `config.log_every_s` seconds, and at the end).
+        """
+        if self._closed:
+            raise RuntimeError("run() on a closed GymnasiumLoop")
+        if max_env_steps is None and max_cycles is None:
+            raise ValueError("set max_env_steps or max_cycles")
+        for name, v in (("max_env_steps", max_env_steps), ("max_cycles", max_cycles)):
+            if v is not None and (not isinstance(v, int) or v < 1):
+                raise ValueError(f"{name} must be a positive int, got {v!r}")
+        with self.task.start(async_mode=self.config.async_mode, ctx=LoopContext()):
+            self.task.use(fetch_trajectories(self))
+            self.task.use(learn(self))
+            self.task.use(publish_networks(self))
+            for mw in middleware:
+                self.task.use(mw)
+            self.task.use(stop_after(self.task, max_env_steps, max_cycles))
+            self.task.use(track_metrics(self, self.config.log_every_s, report))
+            if self.config.async_mode:
+                self._start_threads()
+            try:
+                return self.task.run()
+            finally:
+                self._stop_threads()
+
+    def _start_threads(self) -> None:
+        self._stop.clear()
+        self._errors.clear()
+        self._threads = [
+            InferencerThread(inf, self.staging, self._put, self._stop, self._on_error) for inf in self.inferencers
+        ]
+        for t in self._threads:
+            t.start()
+
+    def _stop_threads(self) -> None:
+        self._stop.set()
+        for t in self._threads:
+            t.join(JOIN_TIMEOUT_S)
+            if t.is_alive():
+                log.warning(f"{t.name} did not stop within {JOIN_TIMEOUT_S:.0f} s")
+        while not self.queue.empty():  # drop cycles nobody will learn from
+            self.queue.get_nowait()
+
+    def _put(self, result: CycleResult) -> float:
+        """Inferencer side: push onto the bounded queue, waiting while it is full."""
+        t = time.perf_counter()
+        while not self._stop.is_set():
+            try:
+                self.queue.put(result, timeout=POLL_S)
+                break
+            except queue.Full:
+                continue
+        return time.perf_counter() - t
+
+    def _on_error(self, index: int, error: BaseException) -> None:
+        self._errors.append((index, error))
+        self._stop.set()
+
+    def pop_result(self) -> CycleResult:
+        """Learner side: the next cycle from the queue; re-raises an inferencer's failure."""
+        while True:
+            self._raise_errors()
+            try:
+                return self.queue.get(timeout=POLL_S)
+            except queue.Empty:
+                if not any(t.is_alive() for t in self._threads):
+                    self._raise_errors()
+                    raise InferencerError("every inferencer thread has stopped; no trajectories will come")
+
+    def _raise_errors(self) -> None:
+        if self._errors:
+            index, error = self._errors[0]
+            raise InferencerError(f"inferencer {index} failed: {type(error).__name__}: {error}") from error
+
+    def actor_wait_s(self) -> float:
+        """Total time the inferencer threads spent blocked on a full queue."""
+        return sum(t.wait_s for t in self._threads)
+
+    # ------------------------------------------------------------------ teardown
+    def close(self) -> None:
+        """Stop threads and close every env pool. Idempotent."""
+        if getattr(self, "_closed", False):
+            return
+        self._closed = True
+        if hasattr(self, "_stop"):
+            self._stop_threads()
+        for inf in getattr(self, "inferencers", []):
+            inf.close()
+
+    def __enter__(self) -> GymnasiumLoop:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,49 @@
+"""The pytrees that cross module boundaries: what an agent sees, what it emits, what it learns from."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+
+PyTree = Any
+Metrics = dict[str, jax.Array]
+
+
+class EnvStep(NamedTuple):
+    """What the envs returned, batched over the inferencer's envs (leading axis B).
+
+    `first` marks an observation that starts an episode (the env was just reset: its reward is
+    0 and the action taken before it was discarded). `terminated`/`truncated` mark the last
+    observation of an episode.
+    """
+
+    obs: jax.Array
+    reward: jax.Array  # float32 [B]
+    terminated: jax.Array  # bool [B]
+    truncated: jax.Array  # bool [B]
+    first: jax.Array  # bool [B]
+
+
+class ActorOutput(NamedTuple):
+    """Agent.step may return this instead of a bare action: `extras` (e.g. the behaviour
+    policy's logits) is recorded in the trajectory and never sent to the envs."""
+
+    action: jax.Array
+    extras: PyTree = ()
+
+
+class Trajectory(NamedTuple):
+    """One inference cycle of T steps, time-major.
+
+    env_step has T + 1 entries: env_step[t] is what action[t] was chosen from, and
+    env_step[t + 1] carries the reward and end-of-episode flags that action[t] led to. The last
+    entry is also the first of the next cycle's trajectory.
+    """
+
+    env_step: EnvStep  # [T + 1, B, ...]
+    action: jax.Array  # [T, B, ...]
+    extras: PyTree  # [T, B, ...]
+    episode_return: jax.Array  # float32 [T, B]: return of the episode that ended at env_step[t + 1], else NaN
+    episode_length: jax.Array  # int32 [T, B]: its length, else 0
+    policy_version: jax.Array  # int32 []: the learner version of the networks that acted
