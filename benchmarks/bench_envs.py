@@ -39,15 +39,14 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, uninstalled
 import envs  # noqa: E402
+from _report import BENCH_FILE, verdict, write_section  # noqa: E402  (benchmarks/_report.py)
 
 try:
     import envpool
 except ImportError:  # optional peer
     envpool = None
 
-BENCH_FILE = Path(__file__).resolve().parents[1] / "BENCHMARKS.md"
-START_MARK = "<!-- bench_envs:start -->"
-END_MARK = "<!-- bench_envs:end -->"
+SECTION = "bench_envs"  # its markers in BENCHMARKS.md: <!-- bench_envs:start/end -->
 ACTION_BATCHES = 256  # pre-generated action batches, cycled
 SEED = 0
 
@@ -300,12 +299,7 @@ def table_rows(w: Workload, results: dict[str, Result]) -> list[str]:
         peer = results[p.contestant.name]
         ratio = ours.median / peer.median if ours.median and peer.median else None
         target = f">= {p.target:.2f}x" if p.target is not None else "—"
-        if p.target is None or ratio is None:
-            met = "—"
-        elif ratio >= p.target:
-            met = "yes"
-        else:
-            met = f"missed ({ratio:.2f} of {p.target:.2f})"
+        met = verdict(ratio, p.target)
         cells = [
             w.title,
             fmt_rate(ours),
@@ -345,19 +339,6 @@ def render(sections: list[tuple[Workload, dict[str, Result]]], args: argparse.Na
     return "\n".join(lines) + "\n"
 
 
-def write_section(path: Path, body: str) -> None:
-    """Put body between this script's markers in path, leaving everything else as it was."""
-    block = f"{START_MARK}\n{body}{END_MARK}\n"
-    text = path.read_text() if path.exists() else "# Benchmarks\n"
-    start, end = text.find(START_MARK), text.find(END_MARK)
-    if start != -1 and end > start:
-        after = text[end + len(END_MARK) :].removeprefix("\n")
-        text = text[:start] + block + after
-    else:
-        text = text.rstrip("\n") + "\n\n" + block
-    path.write_text(text)
-
-
 # ---------------------------------------------------------------------------- main
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -381,7 +362,7 @@ def main(argv: list[str] | None = None) -> None:
     body = render(sections, args)
     print("\n" + body)
     if not args.no_write:
-        write_section(BENCH_FILE, body)
+        write_section(BENCH_FILE, SECTION, body)
         print(f"wrote {BENCH_FILE}")
 
 

@@ -96,7 +96,7 @@ class Agent(abc.ABC, Generic[N, O, E, S]):
         networks = optax.apply_updates(networks, updates)
         metrics = dict(metrics)
         metrics["loss"] = loss
-        metrics["grad_norm"] = optax.global_norm(grads)
+        metrics["grad_norm"] = optax.tree.norm(grads)
         return networks, opt_state, experience, metrics
 
     # ---------------------------------------------------------------- helpers

@@ -1,0 +1,39 @@
+"""What the benchmark scripts share: their section of BENCHMARKS.md and the met/missed verdict.
+
+Each script owns one section, between `<!-- NAME:start -->` and `<!-- NAME:end -->`; writing it
+leaves the rest of the file (other sections, hand-written analysis) as it was.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+BENCH_FILE = Path(__file__).resolve().parents[1] / "BENCHMARKS.md"
+
+
+def markers(section: str) -> tuple[str, str]:
+    """The start and end markers of a section, e.g. `<!-- bench_envs:start -->`."""
+    return f"<!-- {section}:start -->", f"<!-- {section}:end -->"
+
+
+def write_section(path: Path, section: str, body: str) -> None:
+    """Put body between the section's markers in path (appended at the end if they are absent)."""
+    start_mark, end_mark = markers(section)
+    block = f"{start_mark}\n{body}{end_mark}\n"
+    text = path.read_text() if path.exists() else "# Benchmarks\n"
+    start, end = text.find(start_mark), text.find(end_mark)
+    if start != -1 and end > start:
+        after = text[end + len(end_mark) :].removeprefix("\n")
+        text = text[:start] + block + after
+    else:
+        text = text.rstrip("\n") + "\n\n" + block
+    path.write_text(text)
+
+
+def verdict(value: float | None, target: float | None, fmt: str = "{:.2f}") -> str:
+    """The "met?" cell: "yes", "missed (value of target)", or "—" (no target, or nothing measured)."""
+    if target is None or value is None:
+        return "—"
+    if value >= target:
+        return "yes"
+    return f"missed ({fmt.format(value)} of {fmt.format(target)})"

@@ -1,0 +1,53 @@
+"""Small agents for loop tests."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from sebulba.agent import Agent
+from sebulba.agents import RandomAgent
+from sebulba.types import ActorOutput
+
+
+class CountingAgent(Agent):
+    """Step state: a per-env step counter. Experience records, per cycle, the counters at the
+    cycle's start and end and the trajectory's first and last recorded counters (extras), so tests
+    can check which step state reached the learner. Networks: one scalar, learned towards 1."""
+
+    def init_networks(self, key):
+        return {"w": jnp.zeros(())}
+
+    def optimizer(self):
+        return optax.sgd(0.1)
+
+    def init_step_state(self, networks, num_envs, key):
+        return jnp.zeros(num_envs, jnp.int32)
+
+    def init_experience(self, networks, key):
+        z = jnp.zeros((), jnp.int32)
+        return {"initial_min": z, "final_min": z, "first_extra": z, "last_extra": z, "cycles": z}
+
+    def step(self, networks, step_state, env_step):
+        action = jnp.zeros(step_state.shape, jnp.int32)
+        return ActorOutput(action, extras=step_state), step_state + 1
+
+    def update_experience(self, experience, initial_step_state, final_step_state, trajectory):
+        return {
+            "initial_min": initial_step_state.min(),
+            "final_min": final_step_state.min(),
+            "first_extra": trajectory.extras[0].min(),
+            "last_extra": trajectory.extras[-1].min(),
+            "cycles": experience["cycles"] + 1,
+        }
+
+    def loss(self, networks, experience, key):
+        return (networks["w"] - 1.0) ** 2, {"w": networks["w"]}
+
+
+class BrokenAgent(RandomAgent):
+    """Its step raises (while being traced, inside the inferencer thread)."""
+
+    def step(self, networks, step_state, env_step):
+        raise ZeroDivisionError("agent step blew up on purpose")

@@ -1,0 +1,103 @@
+"""Contract of the compiled agent hooks: real arrays through every donated slot, donation really
+happens (inputs are consumed), results stay correct, and nothing retraces once warm."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import envs
+import sebulba
+from sebulba.agents import RandomAgent, SimplePolicyGradient, SPGConfig
+from sebulba.loop.cycle import CycleFunctions, episode_stats
+from sebulba.types import EnvStep
+from tests.support.agents import CountingAgent
+
+CARTPOLE = envs.make_spec("CartPole-v1")
+
+
+def env_step(n, first=False):
+    rng = np.random.default_rng(0)
+    return EnvStep(rng.normal(size=(n, 4)).astype(np.float32), np.ones(n, np.float32),
+                   np.zeros(n, bool), np.zeros(n, bool), np.full(n, first))
+
+
+def test_donated_slots_are_consumed_and_results_correct():
+    agent = CountingAgent(CARTPOLE)
+    c = CycleFunctions(agent, steps=3)
+    nets = agent.init_networks(jax.random.key(0))
+    ss = jnp.arange(4, dtype=jnp.int32)
+    es = env_step(4)
+    bufs = c.new_buffers(nets, ss, es)
+    for t in range(3):
+        old_ss, old_bufs = ss, bufs
+        action, ss, bufs = c.step_and_record(nets, ss, es, bufs, t)
+        assert old_ss.is_deleted() and all(x.is_deleted() for x in jax.tree.leaves(old_bufs))
+    running = (jnp.zeros(4), jnp.zeros(4, jnp.int32))
+    traj, ret, length = c.finish(bufs, es, *running, jnp.int32(5))
+    assert all(x.is_deleted() for x in jax.tree.leaves(bufs)) and running[0].is_deleted()
+    np.testing.assert_array_equal(np.asarray(traj.extras), [[0, 1, 2, 3], [1, 2, 3, 4], [2, 3, 4, 5]])
+    np.testing.assert_array_equal(np.asarray(ss), [3, 4, 5, 6])
+    assert traj.env_step.obs.shape == (4, 4, 4) and int(traj.policy_version) == 5
+    np.testing.assert_array_equal(np.asarray(ret), 3.0)  # three rewards of 1 since the cycle began
+
+
+def test_donation_on_and_off_give_identical_trajectories():
+    trajs = []
+    for donate in (True, False):
+        cfg = sebulba.LoopConfig(num_envs=4, steps_per_cycle=12, async_mode=False, donate=donate, inferencers_per_device=1)
+        with sebulba.GymnasiumLoop(SimplePolicyGradient(CARTPOLE, SPGConfig(hidden_sizes=(16,))), cfg) as loop:
+            inf = loop.inferencers[0]
+            out = [inf.run_cycle(0, loop.learner.networks).trajectory for _ in range(3)]
+            trajs.append(jax.tree.map(np.asarray, out))
+    jax.tree.map(np.testing.assert_array_equal, *trajs)
+
+
+def test_learner_donates_optimizer_and_experience_but_not_networks():
+    cfg = sebulba.LoopConfig(num_envs=4, steps_per_cycle=5, async_mode=False, inferencers_per_device=1, log_every_s=1e3)
+    with sebulba.GymnasiumLoop(SimplePolicyGradient(CARTPOLE, SPGConfig(hidden_sizes=(16,))), cfg) as loop:
+        loop.run(max_cycles=2)
+        nets, opt = loop.learner.networks, loop.learner.opt_state
+        loop.run(max_cycles=1)
+        assert all(x.is_deleted() for x in jax.tree.leaves(opt) if isinstance(x, jax.Array))
+        assert not any(x.is_deleted() for x in jax.tree.leaves(nets))  # inferencers may still read them
+        assert all(np.isfinite(np.asarray(x)).all() for x in jax.tree.leaves(loop.learner.networks))
+
+
+@pytest.mark.parametrize("donate", [True, False])
+def test_no_retrace_once_warm(donate):
+    """The first cycles compile (the experience pytree changes once, from its initial value);
+    after that neither the inference cycle nor the learner may retrace."""
+    cfg = sebulba.LoopConfig(num_envs=4, steps_per_cycle=5, async_mode=False, donate=donate, log_every_s=1e3)
+    with sebulba.GymnasiumLoop(SimplePolicyGradient(CARTPOLE, SPGConfig(hidden_sizes=(16,))), cfg) as loop:
+        loop.run(max_cycles=4)
+        c = loop.cycle
+        fns = [c.step, c.step_and_record, c.finish, c.stack, c.new_buffers, c.copy, *loop.learner._compiled.values()]
+        sizes = [f._cache_size() for f in fns]
+        compiled = len(loop.learner._compiled)
+        loop.run(max_cycles=6)
+        assert [f._cache_size() for f in fns] == sizes
+        assert len(loop.learner._compiled) == compiled
+
+
+def test_episode_stats_by_hand():
+    # one env: rewards after the first obs are 1, 1, (episode ends), reset, 1
+    es = EnvStep(
+        obs=jnp.zeros((5, 1, 1)),
+        reward=jnp.array([[0.0], [1.0], [2.0], [0.0], [1.0]]),
+        terminated=jnp.array([[False], [False], [True], [False], [False]]),
+        truncated=jnp.zeros((5, 1), bool),
+        first=jnp.array([[True], [False], [False], [True], [False]]),
+    )
+    ret, length, run_ret, run_len = episode_stats(es, jnp.array([0.0]), jnp.array([0]))
+    np.testing.assert_array_equal(np.asarray(ret)[:, 0], [np.nan, 3.0, np.nan, np.nan])
+    np.testing.assert_array_equal(np.asarray(length)[:, 0], [0, 2, 0, 0])
+    assert float(run_ret[0]) == 1.0 and int(run_len[0]) == 1
+
+
+def test_random_agent_actions_are_valid_for_box_spaces():
+    spec = envs.make_spec("Pendulum-v1")
+    agent = RandomAgent(spec)
+    action, _ = jax.jit(agent.step)((), agent.init_step_state((), 64, jax.random.key(0)), None)
+    a = np.asarray(action)
+    assert a.shape == (64, 1) and (a >= -2).all() and (a <= 2).all() and a.std() > 0.5

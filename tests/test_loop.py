@@ -1,0 +1,165 @@
+"""GymnasiumLoop: single and multi-device runs, sync determinism, failures, shutdown."""
+
+import threading
+
+import jax
+import numpy as np
+import pytest
+
+import envs
+import sebulba
+from sebulba.agents import RandomAgent, SimplePolicyGradient, SPGConfig
+from tests.support import toy_envs
+from tests.support.agents import BrokenAgent, CountingAgent
+
+toy_envs.register_all()
+CARTPOLE = envs.make_spec("CartPole-v1")
+
+
+def config(**kw):
+    kw.setdefault("num_envs", 8)
+    kw.setdefault("steps_per_cycle", 10)
+    kw.setdefault("log_every_s", 1000.0)
+    return sebulba.LoopConfig(**kw)
+
+
+def no_inferencer_threads():
+    return not [t for t in threading.enumerate() if t.name.startswith("inferencer-")]
+
+
+@pytest.mark.parametrize("async_mode", [False, True])
+def test_random_agent_runs_and_counts_env_steps(async_mode):
+    with sebulba.GymnasiumLoop(RandomAgent(CARTPOLE), config(async_mode=async_mode)) as loop:
+        ctx = loop.run(max_cycles=12)
+        assert ctx.learner_steps == 12 and ctx.env_steps == 12 * 8 * 10
+        report = loop.reports[-1]
+        assert report["env_steps"] == ctx.env_steps and report["episodes"] > 0
+        assert 5 < report["episode_return_mean"] < 60  # random CartPole: about 22
+        for key in ("sps", "updates_per_s", "policy_lag", "actor_wait_frac", "learner_wait_frac"):
+            assert np.isfinite(report[key])
+    assert no_inferencer_threads()
+
+
+@pytest.mark.parametrize("actors, learners", [((0,), (1, 2)), ((0, 1), (2, 3)), ((0, 1), (0, 1))])
+def test_multi_device_layouts(actors, learners):
+    cfg = config(actor_devices=actors, learner_devices=learners, num_envs=8)
+    with sebulba.GymnasiumLoop(CountingAgent(CARTPOLE), cfg) as loop:
+        assert len(loop.inferencers) == 2 * len(actors)
+        assert {inf.device.id for inf in loop.inferencers} == set(actors)
+        ctx = loop.run(max_cycles=6)
+        assert ctx.learner_steps == 6
+        exp = loop.learner.experience
+        assert exp["cycles"].shape == (len(learners),)  # one experience shard per learner device
+        assert exp["cycles"].sharding.device_set == {jax.devices()[i] for i in learners}
+        np.testing.assert_array_equal(np.asarray(exp["cycles"]), 6)
+        w = loop.learner.networks["w"]
+        assert w.sharding.device_set == {jax.devices()[i] for i in learners}  # replicated
+        assert float(w) > 0.4  # gradients averaged over devices moved w towards 1
+
+
+def test_step_states_reach_the_learner_split_over_devices():
+    """The initial step state is the one the cycle started from, the final the one it ended
+    with, and each learner device sees its own envs (shard_step_state's default)."""
+    seen = []
+    cfg = config(learner_devices=(1, 2), num_envs=8, steps_per_cycle=7, async_mode=False, inferencers_per_device=1)
+    with sebulba.GymnasiumLoop(CountingAgent(CARTPOLE), cfg) as loop:
+        def record(ctx):
+            r = ctx.result
+            assert r.initial_step_state.sharding.spec == jax.sharding.PartitionSpec(sebulba.LEARNER_AXIS)
+            assert r.trajectory.env_step.obs.shape == (8, 8, 4)  # [T + 1, B, obs]
+            seen.append({k: np.asarray(v).tolist() for k, v in loop.learner.experience.items()})
+
+        loop.run(max_cycles=3, middleware=[record])
+    for k, exp in enumerate(seen):
+        start = 7 * k
+        assert exp["initial_min"] == [start, start] and exp["final_min"] == [start + 7, start + 7]
+        assert exp["first_extra"] == [start, start] and exp["last_extra"] == [start + 6, start + 6]
+
+
+def test_sync_mode_is_bit_reproducible():
+    def train():
+        cfg = config(num_envs=8, steps_per_cycle=16, async_mode=False, seed=3)
+        with sebulba.GymnasiumLoop(SimplePolicyGradient(CARTPOLE, SPGConfig(hidden_sizes=(32,))), cfg) as loop:
+            loop.run(max_cycles=8)
+            return jax.tree.map(np.asarray, loop.learner.networks)
+
+    a, b = train(), train()
+    jax.tree.map(np.testing.assert_array_equal, a, b)
+
+
+def test_async_mode_actors_use_staged_networks_and_lag_is_measured():
+    with sebulba.GymnasiumLoop(CountingAgent(CARTPOLE), config(queue_size=1)) as loop:
+        ctx = loop.run(max_cycles=20)
+        versions = []
+        loop_versions = lambda c: versions.append((c.result.policy_version, c.policy_lag))
+        loop.run(max_cycles=10, middleware=[loop_versions])
+    assert all(lag >= 0 for _, lag in versions)
+    assert max(v for v, _ in versions) >= 20  # acted with networks published during the run
+    assert ctx.learner_steps == 20
+
+
+def test_inferencer_exception_reaches_main_thread_without_hanging():
+    with sebulba.GymnasiumLoop(BrokenAgent(CARTPOLE), config()) as loop:
+        with pytest.raises(sebulba.InferencerError, match="ZeroDivisionError: agent step blew up") as info:
+            loop.run(max_cycles=5)
+        assert isinstance(info.value.__cause__, ZeroDivisionError)
+    assert no_inferencer_threads()
+
+
+def test_env_failure_mid_run_reaches_main_thread():
+    spec = envs.make_spec("ToyFailing-v0")
+    cfg = config(env_id="ToyFailing-v0", env_kwargs={"fail_at": 25, "num_threads": 1}, num_envs=2)
+    with sebulba.GymnasiumLoop(RandomAgent(spec), cfg) as loop:
+        with pytest.raises(sebulba.InferencerError, match="toy env blew up on purpose"):
+            loop.run(max_cycles=50)
+    assert no_inferencer_threads()
+
+
+def test_keyboard_interrupt_stops_cleanly():
+    def interrupt(ctx):
+        if ctx.learner_steps == 3:
+            raise KeyboardInterrupt
+
+    loop = sebulba.GymnasiumLoop(RandomAgent(CARTPOLE), config())
+    with pytest.raises(KeyboardInterrupt):
+        loop.run(max_cycles=100, middleware=[interrupt])
+    assert no_inferencer_threads()
+    loop.close()
+    loop.close()  # idempotent
+    with pytest.raises(RuntimeError, match="closed"):
+        loop.run(max_cycles=1)
+    assert all(inf.pool.closed for inf in loop.inferencers)
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"num_envs": 0}, "num_envs must be a positive int"),
+        ({"num_envs": 6, "learner_devices": (0, 1, 2, 3)}, "divisible by the 4 learner devices"),
+        ({"actor_devices": ()}, "actor_devices must be a non-empty tuple"),
+        ({"learner_devices": (1, 1)}, "distinct device indices"),
+        ({"steps_per_cycle": 0}, "steps_per_cycle must be a positive int"),
+    ],
+)
+def test_config_validation(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        sebulba.LoopConfig(**kwargs)
+
+
+def test_missing_devices_and_bad_run_arguments():
+    with pytest.raises(ValueError, match=r"actor_devices \[9\] do not exist"):
+        sebulba.GymnasiumLoop(RandomAgent(CARTPOLE), config(actor_devices=(9,)))
+    with sebulba.GymnasiumLoop(RandomAgent(CARTPOLE), config()) as loop:
+        with pytest.raises(ValueError, match="set max_env_steps or max_cycles"):
+            loop.run()
+        with pytest.raises(ValueError, match="max_cycles must be a positive int"):
+            loop.run(max_cycles=0)
+
+
+def test_simple_policy_gradient_learns_cartpole():
+    """A learning test with an env-step budget (sync mode: deterministic, not timed)."""
+    cfg = config(num_envs=16, steps_per_cycle=20, async_mode=False, seed=0)
+    with sebulba.GymnasiumLoop(SimplePolicyGradient(CARTPOLE), cfg) as loop:
+        loop.run(max_env_steps=120_000)
+        report = loop.reports[-1]
+    assert report["episode_return_mean"] >= 150, report
