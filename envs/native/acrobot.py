@@ -86,11 +86,8 @@ class Acrobot(NativeTask):
     task_id = "Acrobot-v1"
     max_episode_steps = 500
     draws_per_reset = 4
+    state_rows = 4  # rows: theta1, theta2, dtheta1, dtheta2
     reference_entry_point = "gymnasium.envs.classic_control.acrobot:AcrobotEnv"
-
-    def __init__(self, num_envs: int, seed: int):
-        super().__init__(num_envs, seed)
-        self.state = np.zeros((4, num_envs))  # rows: theta1, theta2, dtheta1, dtheta2
 
     @staticmethod
     def observation_space() -> gym.spaces.Box:
@@ -136,8 +133,3 @@ class Acrobot(NativeTask):
         out[4:] = s[2:]
         return out.T.astype(np.float32, order="C")
 
-    def get_state(self, i: int) -> np.ndarray:
-        return self.state[:, i].copy()
-
-    def set_state(self, i: int, state: np.ndarray) -> None:
-        self.state[:, i] = state

@@ -58,9 +58,12 @@ class NativeTask(abc.ABC):
     draws_per_reset: ClassVar[int]
     reference_entry_point: ClassVar[str]  # the Gymnasium env these dynamics reproduce
 
+    state_rows: ClassVar[int]  # the reference's state variables, one row each in `self.state`
+
     def __init__(self, num_envs: int, seed: int):
         self.num_envs = num_envs
         self.noise = ResetNoise(num_envs, seed, self.draws_per_reset)
+        self.state = np.zeros((self.state_rows, num_envs))  # float64, as the references
 
     @staticmethod
     @abc.abstractmethod
@@ -78,14 +81,14 @@ class NativeTask(abc.ABC):
     def step(self, idx: Index, action: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Advance the envs in idx; returns (reward float32, terminated bool)."""
 
-    @abc.abstractmethod
     def observe(self, idx: Index) -> np.ndarray:
-        """Observations of the envs in idx."""
+        """Observations of the envs in idx (default: the state itself, as float32 rows)."""
+        return self.state[:, idx].T.astype(np.float32, order="C")
 
-    @abc.abstractmethod
     def get_state(self, i: int) -> np.ndarray:
         """Env i's state in the layout of the reference env's `state` attribute (for tests)."""
+        return self.state[:, i].copy()
 
-    @abc.abstractmethod
     def set_state(self, i: int, state: np.ndarray) -> None:
         """Overwrite env i's state (for step-for-step tests against the reference)."""
+        self.state[:, i] = state

@@ -22,11 +22,11 @@ class CartPole(NativeTask):
     task_id = "CartPole-v1"
     max_episode_steps = 500
     draws_per_reset = 4
+    state_rows = 4  # rows: x, x_dot, theta, theta_dot
     reference_entry_point = "gymnasium.envs.classic_control.cartpole:CartPoleEnv"
 
     def __init__(self, num_envs: int, seed: int):
         super().__init__(num_envs, seed)
-        self.state = np.zeros((4, num_envs))  # rows: x, x_dot, theta, theta_dot (float64 as the reference)
         self._ones = np.ones(num_envs, np.float32)
 
     @staticmethod
@@ -62,11 +62,3 @@ class CartPole(NativeTask):
         out = np.abs(new[0::2]) > _THRESHOLDS
         return self._ones[: len(x_dot)].copy(), out[0] | out[1]
 
-    def observe(self, idx: Index) -> np.ndarray:
-        return self.state[:, idx].T.astype(np.float32, order="C")
-
-    def get_state(self, i: int) -> np.ndarray:
-        return self.state[:, i].copy()
-
-    def set_state(self, i: int, state: np.ndarray) -> None:
-        self.state[:, i] = state

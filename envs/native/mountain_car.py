@@ -35,10 +35,7 @@ NEG_GRAVITY = -GRAVITY
 
 class _MountainCarBase(NativeTask):
     draws_per_reset = 1
-
-    def __init__(self, num_envs: int, seed: int):
-        super().__init__(num_envs, seed)
-        self.state = np.zeros((2, num_envs))  # rows: position, velocity
+    state_rows = 2  # rows: position, velocity
 
     @staticmethod
     def observation_space() -> gym.spaces.Box:
@@ -50,14 +47,6 @@ class _MountainCarBase(NativeTask):
         self.state[0, ids] = self.noise.uniform(ids, -0.6, -0.4)[:, 0]
         self.state[1, ids] = 0.0
 
-    def observe(self, idx: Index) -> np.ndarray:
-        return self.state[:, idx].T.astype(np.float32, order="C")
-
-    def get_state(self, i: int) -> np.ndarray:
-        return self.state[:, i].copy()
-
-    def set_state(self, i: int, state: np.ndarray) -> None:
-        self.state[:, i] = state
 
 
 class MountainCar(_MountainCarBase):

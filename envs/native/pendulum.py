@@ -45,11 +45,11 @@ class Pendulum(NativeTask):
     task_id = "Pendulum-v1"
     max_episode_steps = 200
     draws_per_reset = 2
+    state_rows = 2  # rows: th, thdot
     reference_entry_point = "gymnasium.envs.classic_control.pendulum:PendulumEnv"
 
     def __init__(self, num_envs: int, seed: int):
         super().__init__(num_envs, seed)
-        self.state = np.zeros((2, num_envs))  # rows: th, thdot
         self._two = np.full(num_envs, 2.0, np.float32)  # exponent for u**2 (see module doc)
 
     @staticmethod
@@ -91,8 +91,3 @@ class Pendulum(NativeTask):
         out[2] = thdot
         return out.T.astype(np.float32, order="C")
 
-    def get_state(self, i: int) -> np.ndarray:
-        return self.state[:, i].copy()
-
-    def set_state(self, i: int, state: np.ndarray) -> None:
-        self.state[:, i] = state
