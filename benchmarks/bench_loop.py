@@ -258,7 +258,9 @@ def render(chosen: list[Variant], rates: dict[str, list[float]], waits: dict[str
     ]
     notes = wait_lines(waits)
     if notes:
-        lines += ["", "Queue waits (median): " + "; ".join(notes) + "."]
+        lines += ["", "Queue waits as the loop reports them (median): " + "; ".join(notes) + ". The learner's "
+                  "update is dispatched asynchronously (the call returns before the work is done), so the time it "
+                  "computes is counted as waiting for trajectories."]
     return "\n".join(lines) + "\n"
 
 

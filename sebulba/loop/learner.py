@@ -64,6 +64,9 @@ class Learner:
             mesh=self.sharding.mesh,
             in_specs=(P(), P(), P(LEARNER_AXIS), _specs(initial), _specs(final), _specs(traj), P()),
             out_specs=(P(), P(), P(LEARNER_AXIS), P()),
+            # Agents' hooks are plain JAX: a scan whose carry starts from a constant must not need
+            # `pcast`. The replication of networks and metrics comes from `pmean` instead.
+            check_vma=False,
         )
         # Networks are not donated: the published copy is read by inferencers concurrently.
         fn = jax.jit(mapped, donate_argnums=(1, 2))

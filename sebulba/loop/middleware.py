@@ -10,6 +10,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import jax
 import numpy as np
 
 from sebulba.loop.task import Context, Task
@@ -59,7 +60,8 @@ def learn(loop: GymnasiumLoop) -> Callable[[LoopContext], None]:
 
     def learn_mw(ctx: LoopContext) -> None:
         r = ctx.result
-        ctx.train_metrics = loop.learner.update(r.initial_step_state, r.final_step_state, r.trajectory)
+        # Block until the update is done: otherwise its compute would count as queue wait.
+        ctx.train_metrics = jax.block_until_ready(loop.learner.update(r.initial_step_state, r.final_step_state, r.trajectory))
         ctx.learner_steps += 1
 
     return learn_mw

@@ -1,0 +1,75 @@
+"""IMPALA (Espeholt et al. 2018) as a Sebulba agent: on-policy actor-critic whose V-trace
+targets correct for the policy lag between the actors' networks and the learner's."""
+
+from __future__ import annotations
+
+import functools
+
+import gymnasium as gym
+import jax
+import jax.numpy as jnp
+import optax
+
+import envs
+from sebulba.agent import Agent
+from sebulba.agents.impala.config import ImpalaConfig
+from sebulba.agents.impala.losses import impala_loss
+from sebulba.agents.impala.networks import make_network
+from sebulba.types import ActorOutput, EnvStep, Metrics, Trajectory
+
+
+class Impala(Agent[dict, optax.OptState, Trajectory, jax.Array]):
+    """Step state: one RNG key for the inferencer's batch. Experience: the latest trajectory."""
+
+    def __init__(self, env_spec: envs.EnvSpec, config: ImpalaConfig = ImpalaConfig()):
+        super().__init__(env_spec)
+        if not isinstance(env_spec.action_space, gym.spaces.Discrete):
+            raise ValueError(f"IMPALA needs a Discrete action space, got {env_spec.action_space}")
+        self.config = config
+        self.net = make_network(env_spec.observation_space, int(env_spec.action_space.n), config)
+        self._loss_fn = functools.partial(
+            impala_loss,
+            lambda_=config.lambda_,
+            clip_rho_threshold=config.clip_rho_threshold,
+            clip_c_threshold=config.clip_c_threshold,
+            clip_pg_rho_threshold=config.clip_pg_rho_threshold,
+            baseline_cost=config.baseline_cost,
+            entropy_cost=config.entropy_cost,
+        )
+
+    def init_networks(self, key: jax.Array) -> dict:
+        space = self.env_spec.observation_space
+        return self.net.init(key, jnp.zeros((1, *space.shape), space.dtype))
+
+    def optimizer(self) -> optax.GradientTransformation:
+        c = self.config
+        lr = c.learning_rate if c.lr_decay_steps is None else optax.linear_schedule(c.learning_rate, 0.0, c.lr_decay_steps)
+        return optax.chain(
+            optax.clip_by_global_norm(c.max_grad_norm),
+            optax.rmsprop(lr, decay=c.rmsprop_decay, eps=c.rmsprop_eps, momentum=c.rmsprop_momentum or None),
+        )
+
+    def init_step_state(self, networks: dict, num_envs: int, key: jax.Array) -> jax.Array:
+        return key
+
+    def step(self, networks: dict, step_state: jax.Array, env_step: EnvStep) -> tuple[ActorOutput, jax.Array]:
+        key, sample = jax.random.split(step_state)
+        logits, _ = self.net.apply(networks, env_step.obs)
+        return ActorOutput(jax.random.categorical(sample, logits), extras=logits), key
+
+    def update_experience(self, experience, initial_step_state, final_step_state, trajectory: Trajectory) -> Trajectory:
+        return trajectory  # on-policy: each trajectory is learned from once
+
+    def loss(self, networks: dict, experience: Trajectory, key: jax.Array) -> tuple[jax.Array, Metrics]:
+        es = experience.env_step
+        T, B = experience.action.shape[:2]
+        obs = es.obs.reshape((T + 1) * B, *es.obs.shape[2:])
+        logits, values = self.net.apply(networks, obs)
+        logits, values = logits.reshape(T + 1, B, -1), values.reshape(T + 1, B)
+        discounts = self.config.discount * (1.0 - es.terminated[1:].astype(jnp.float32))
+        mask = ~(es.terminated[:-1] | es.truncated[:-1])  # the step after a final state resets: not a transition
+        total, sums, count = jax.vmap(self._loss_fn, in_axes=1)(
+            logits, experience.extras, experience.action, values, es.reward[1:], discounts, mask
+        )
+        n = jnp.maximum(count.sum(), 1.0)
+        return total.sum() / n, {k: v.sum() / n for k, v in sums.items()}

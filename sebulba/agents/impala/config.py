@@ -1,0 +1,43 @@
+"""IMPALA's hyperparameters (Espeholt et al. 2018), with the paper's values as defaults."""
+
+from __future__ import annotations
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class ImpalaConfig:
+    torso: str = "auto"  # "auto" (MLP for vectors, Nature CNN for images) | "mlp" | "nature_cnn" | "impala_resnet"
+    hidden_sizes: tuple[int, ...] = (64, 64)  # MLP torso
+    discount: float = 0.99
+    lambda_: float = 1.0  # V-trace's lambda (c_i = lambda * min(c_bar, rho_i))
+    clip_rho_threshold: float = 1.0  # rho bar
+    clip_c_threshold: float = 1.0  # c bar
+    clip_pg_rho_threshold: float = 1.0
+    baseline_cost: float = 0.5
+    entropy_cost: float = 0.01
+    learning_rate: float = 6e-4
+    lr_decay_steps: int | None = None  # linear decay to 0 over this many learner steps; None: constant
+    rmsprop_decay: float = 0.99
+    rmsprop_eps: float = 0.01
+    rmsprop_momentum: float = 0.0
+    max_grad_norm: float = 40.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "hidden_sizes", tuple(self.hidden_sizes))
+        if self.torso not in ("auto", "mlp", "nature_cnn", "impala_resnet"):
+            raise ValueError(f"torso must be auto, mlp, nature_cnn or impala_resnet, got {self.torso!r}")
+        if not 0.0 <= self.discount <= 1.0:
+            raise ValueError(f"discount must be in [0, 1], got {self.discount}")
+        if not 0.0 <= self.lambda_ <= 1.0:
+            raise ValueError(f"lambda_ must be in [0, 1], got {self.lambda_}")
+        for name in ("clip_rho_threshold", "clip_c_threshold", "clip_pg_rho_threshold", "learning_rate", "max_grad_norm", "rmsprop_eps"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+        for name in ("baseline_cost", "entropy_cost", "rmsprop_momentum"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if not 0.0 < self.rmsprop_decay < 1.0:
+            raise ValueError(f"rmsprop_decay must be in (0, 1), got {self.rmsprop_decay}")
+        if self.lr_decay_steps is not None and self.lr_decay_steps < 1:
+            raise ValueError(f"lr_decay_steps must be >= 1 or None, got {self.lr_decay_steps}")

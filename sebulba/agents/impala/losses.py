@@ -1,0 +1,148 @@
+"""IMPALA's loss terms over one unbatched trajectory of length T.
+
+Every term is a SUM over the trajectory's valid steps (mask 1), so a caller that vmaps over the
+batch divides by the batch's total valid count (a mean over real transitions, whatever the
+number of episode boundaries in each trajectory). The mask is 0 for a transition out of a final
+state (DESIGN.md: the env pool's auto-reset step discards the action): for a time-major
+Trajectory, mask_tm1 = ~(env_step.terminated[:-1] | env_step.truncated[:-1]).
+
+Usage from an agent's `loss` (time-major [T, B] data, hyperparameters bound with partial so
+vmap maps only the arrays):
+
+    fn = functools.partial(impala_loss, lambda_=c.lambda_, baseline_cost=c.baseline_cost, ...)
+    total, metrics, count = jax.vmap(fn, in_axes=1)(
+        logits, behaviour_logits, actions, values, rewards, discounts, mask)
+    n = jnp.maximum(count.sum(), 1)
+    loss = total.sum() / n
+    metrics = jax.tree.map(lambda m: m.sum() / n, metrics)
+"""
+
+from __future__ import annotations
+
+import chex
+import jax
+import jax.numpy as jnp
+
+from sebulba.agents.impala.vtrace import vtrace_td_error_and_advantage
+
+Array = jax.Array
+Numeric = chex.Numeric
+
+
+def _log_prob(logits: Array, a: Array) -> Array:
+    return jnp.take_along_axis(jax.nn.log_softmax(logits), a[:, None].astype(jnp.int32), axis=-1)[:, 0]
+
+
+def _entropy(logits: Array) -> Array:
+    logp = jax.nn.log_softmax(logits)
+    return -jnp.sum(jnp.exp(logp) * logp, axis=-1)
+
+
+def policy_gradient_loss(logits_tm1: Array, a_tm1: Array, adv_tm1: Array, mask_tm1: Array) -> Array:
+    """-sum_s mask_s log pi(a_s | x_s) stop_gradient(adv_s). logits [T, A], the rest [T]."""
+    chex.assert_rank([logits_tm1, a_tm1, adv_tm1, mask_tm1], [2, 1, 1, 1])
+    chex.assert_equal_shape([a_tm1, adv_tm1, mask_tm1])
+    chex.assert_equal_shape_prefix([logits_tm1, a_tm1], 1)
+    logp = _log_prob(logits_tm1, a_tm1)
+    return -jnp.sum(mask_tm1 * logp * jax.lax.stop_gradient(adv_tm1))
+
+
+def entropy_loss(logits_tm1: Array, mask_tm1: Array) -> Array:
+    """-sum_s mask_s H(pi(. | x_s)): minimizing it maximizes the entropy. logits [T, A], mask [T]."""
+    chex.assert_rank([logits_tm1, mask_tm1], [2, 1])
+    chex.assert_equal_shape_prefix([logits_tm1, mask_tm1], 1)
+    return -jnp.sum(mask_tm1 * _entropy(logits_tm1))
+
+
+def baseline_loss(errors: Array, mask: Array) -> Array:
+    """0.5 * sum_s mask_s errors_s^2; with v-trace errors (targets stopped) its gradient with
+    respect to the values is -mask * errors."""
+    chex.assert_rank([errors, mask], [1, 1])
+    chex.assert_equal_shape([errors, mask])
+    return 0.5 * jnp.sum(mask * jnp.square(errors))
+
+
+def impala_loss(
+    target_logits: Array,
+    behaviour_logits: Array,
+    actions: Array,
+    values: Array,
+    rewards: Array,
+    discounts: Array,
+    mask: Array,
+    *,
+    lambda_: Numeric = 1.0,
+    clip_rho_threshold: Numeric | None = 1.0,
+    clip_c_threshold: Numeric | None = 1.0,
+    clip_pg_rho_threshold: Numeric | None = 1.0,
+    baseline_cost: float = 0.5,
+    entropy_cost: float = 0.01,
+) -> tuple[Array, dict[str, Array], Array]:
+    """The IMPALA loss of one trajectory, as sums over its valid steps.
+
+    Args:
+      target_logits: [T + 1, A] or [T, A] the learner's policy logits (a last row, the bootstrap
+        observation's, is ignored).
+      behaviour_logits: [T, A] the acting policy's logits, recorded by the actor.
+      actions: [T] int, the actions taken.
+      values: [T + 1] the learner's values V(x_0..x_T); V(x_T) bootstraps.
+      rewards: [T] r_{s+1} (env_step.reward[1:]).
+      discounts: [T] gamma * (1 - terminated at x_{s+1}) (the discount is folded in here).
+      mask: [T] 1 for real transitions, 0 for transitions out of a final state (bool or float).
+      lambda_, clip_*: v-trace's (see vtrace.py); baseline_cost, entropy_cost: the weights.
+
+    rho_s = exp(log pi(a_s|x_s) - log mu(a_s|x_s)) (stop_gradient'ed), set to 0 where the mask is 0,
+    which cuts the trace at episode boundaries (vtrace.py's docstring).
+
+    Returns:
+      (total, metrics, count): total = pg + baseline_cost * baseline + entropy_cost * entropy_loss
+      (a sum); metrics, all sums over valid steps (divide by the total count for means):
+      pg_loss, baseline_loss, entropy_loss, entropy, rho, rho_clipped (steps with
+      rho > clip_rho_threshold), advantage, value; count = number of valid steps (float32 scalar).
+    """
+    T = actions.shape[0]
+    chex.assert_rank(
+        [target_logits, behaviour_logits, actions, values, rewards, discounts, mask], [2, 2, 1, 1, 1, 1, 1]
+    )
+    chex.assert_shape(values, (T + 1,))
+    chex.assert_equal_shape([actions, rewards, discounts, mask])
+    chex.assert_equal_shape_prefix([behaviour_logits, actions], 1)
+    if target_logits.shape[0] == T + 1:
+        target_logits = target_logits[:-1]
+    chex.assert_equal_shape([target_logits, behaviour_logits])
+
+    valid = mask.astype(bool)
+    maskf = valid.astype(values.dtype)
+    log_rho = jax.lax.stop_gradient(_log_prob(target_logits, actions) - _log_prob(behaviour_logits, actions))
+    # where-before-exp: a masked step's logits may be arbitrary; no inf * 0 = NaN there.
+    rho = jnp.where(valid, jnp.exp(jnp.where(valid, log_rho, 0.0)), 0.0).astype(values.dtype)
+
+    vt = vtrace_td_error_and_advantage(
+        values[:-1],
+        values[1:],
+        rewards.astype(values.dtype),
+        discounts.astype(values.dtype),
+        rho,
+        lambda_=lambda_,
+        clip_rho_threshold=clip_rho_threshold,
+        clip_pg_rho_threshold=clip_pg_rho_threshold,
+        clip_c_threshold=clip_c_threshold,
+    )
+    pg = policy_gradient_loss(target_logits, actions, vt.pg_advantage, maskf)
+    baseline = baseline_loss(vt.errors, maskf)
+    ent_loss = entropy_loss(target_logits, maskf)
+    total = pg + baseline_cost * baseline + entropy_cost * ent_loss
+
+    rho_clipped = jnp.zeros_like(rho) if clip_rho_threshold is None else (rho > clip_rho_threshold)
+    sg = jax.lax.stop_gradient
+    metrics = {
+        "pg_loss": sg(pg),
+        "baseline_loss": sg(baseline),
+        "entropy_loss": sg(ent_loss),
+        "entropy": -sg(ent_loss),
+        "rho": jnp.sum(maskf * rho),
+        "rho_clipped": jnp.sum(maskf * rho_clipped),
+        "advantage": jnp.sum(maskf * vt.pg_advantage),
+        "value": sg(jnp.sum(maskf * values[:-1])),
+    }
+    return total, metrics, jnp.sum(maskf).astype(jnp.float32)

@@ -1,0 +1,73 @@
+"""Learning-curve PNGs from metrics.csv files: episode return against env steps and against wall
+time. Uses matplotlib's Agg canvas on a bare `Figure` (no pyplot), so it never changes the
+process's matplotlib backend and works without a display and from any thread."""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+X_AXES = (("env_steps", "env steps"), ("wall_time", "wall time (s)"))
+
+
+def read_columns(csv_path: str | os.PathLike, keys: Sequence[str]) -> dict[str, np.ndarray]:
+    """The named columns of a metrics.csv as float arrays (empty or non-numeric cells are NaN,
+    a column the file lacks is all NaN)."""
+
+    def num(cell: str | None) -> float:
+        try:
+            return float(cell) if cell not in (None, "") else math.nan
+        except ValueError:
+            return math.nan
+
+    with open(csv_path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    return {k: np.array([num(r.get(k)) for r in rows], dtype=float) for k in keys}
+
+
+def plot_curves(
+    runs: Sequence[tuple[str, str | os.PathLike]],
+    png_path: str | os.PathLike,
+    title: str = "",
+    y: str = "episode_return_mean",
+) -> Path:
+    """One figure, two panels (`y` against env steps, and against wall time), one line per
+    (label, metrics.csv) in `runs`: for comparing runs, e.g. R2D2 with an LSTM vs an MLP.
+    Rows where `y` is NaN (no finished episode yet) are skipped. Returns the PNG's path."""
+    fig = Figure(figsize=(11, 4.2), dpi=100, layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(1, 2, sharey=True)
+    plotted = False
+    for label, csv_path in runs:
+        cols = read_columns(csv_path, [y, *(x for x, _ in X_AXES)])
+        for ax, (x, _) in zip(axes, X_AXES):
+            ok = np.isfinite(cols[x]) & np.isfinite(cols[y])
+            if ok.any():
+                ax.plot(cols[x][ok], cols[y][ok], label=label, linewidth=1.5, marker="." if ok.sum() < 30 else None)
+                plotted = True
+    for ax, (_, xlabel) in zip(axes, X_AXES):
+        ax.set_xlabel(xlabel)
+        ax.grid(True, alpha=0.3)
+    axes[0].set_ylabel(y.replace("_", " "))
+    if not plotted:
+        axes[0].text(0.5, 0.5, f"no finite {y} yet", ha="center", va="center", transform=axes[0].transAxes)
+    elif len(runs) > 1:
+        axes[0].legend(loc="best", fontsize="small")
+    if title:
+        fig.suptitle(title)
+    png_path = Path(png_path)
+    png_path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(png_path)
+    return png_path
+
+
+def plot_learning_curve(csv_path: str | os.PathLike, png_path: str | os.PathLike, title: str = "") -> Path:
+    """episode_return_mean against env steps and against wall time, from one run's metrics.csv."""
+    return plot_curves([(Path(csv_path).parent.name, csv_path)], png_path, title)

@@ -1,0 +1,106 @@
+"""ProgressBar: one live line for a terminal (tqdm) fed from the loop's metrics reports: env
+steps against the total, steps/s, recent episode return and policy lag."""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from collections.abc import Mapping
+from typing import IO, Any
+
+from tqdm import tqdm
+
+
+def _isatty(file: IO) -> bool:
+    try:
+        return bool(file.isatty())
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
+        return False
+
+
+def _num(value: Any, fmt: str) -> str:
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return "-"
+    return format(x, fmt) if math.isfinite(x) else "-"
+
+
+class ProgressBar:
+    """Updated with `update(report)` (the bar advances by the change in `report["env_steps"]`);
+    `close()` ends the line. Writes to `file` (stderr by default, as tqdm, keeping stdout clean).
+
+    On a terminal it is a tqdm bar: `42%|####   | 420k/1.00M [00:10<00:14, sps 41.2k, return
+    87.3, lag 0.51]`. When `file` is not a TTY (a log file, a pipe, CI) a redrawn bar would fill
+    the log with carriage returns, so it writes one plain line per report instead.
+    `interactive` forces either mode.
+    """
+
+    def __init__(self, total_env_steps: int | None = None, file: IO | None = None, desc: str | None = None, interactive: bool | None = None):
+        self.file = file if file is not None else sys.stderr
+        self.total = total_env_steps
+        self.desc = desc
+        self.interactive = _isatty(self.file) if interactive is None else interactive
+        self.env_steps = 0
+        self._start = time.monotonic()
+        self._bar: tqdm | None = None
+        if self.interactive:
+            fmt = "{desc}{percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}{postfix}]" if total_env_steps else None
+            self._bar = tqdm(
+                total=total_env_steps,
+                desc=desc,
+                file=self.file,
+                unit=" steps",
+                unit_scale=True,
+                dynamic_ncols=True,
+                bar_format=fmt,
+                mininterval=0.5,
+            )
+        self._closed = False
+
+    @staticmethod
+    def summary(report: Mapping[str, Any]) -> str:
+        """'sps 41.2k, return 87.3, lag 0.51' from a report ('-' for what it lacks or is NaN)."""
+        sps = report.get("sps")
+        sps_s = tqdm.format_sizeof(float(sps)) if _num(sps, "f") != "-" else "-"
+        return f"sps {sps_s}, return {_num(report.get('episode_return_mean'), '.1f')}, lag {_num(report.get('policy_lag'), '.2f')}"
+
+    def update(self, report: Mapping[str, Any]) -> None:
+        if self._closed:
+            return
+        env_steps = int(report.get("env_steps", self.env_steps))
+        delta, self.env_steps = env_steps - self.env_steps, env_steps
+        summary = self.summary(report)
+        if self._bar is not None:
+            if self.total and env_steps > self._bar.total:  # the last cycle overshoots the total
+                self._bar.total = env_steps
+            self._bar.set_postfix_str(summary, refresh=False)
+            if delta > 0:
+                self._bar.update(delta)
+            else:
+                self._bar.refresh()
+            return
+        steps = f"{env_steps:,}"
+        if self.total:
+            steps += f"/{self.total:,} ({env_steps / self.total:.0%})"
+        elapsed = tqdm.format_interval(time.monotonic() - self._start)
+        prefix = f"{self.desc}: " if self.desc else ""
+        try:
+            print(f"{prefix}env steps {steps}, {summary} [{elapsed}]", file=self.file, flush=True)
+        except ValueError:  # the stream was closed under us: progress is not worth a crash
+            pass
+
+    def close(self) -> None:
+        """End the progress line. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._bar is not None:
+            self._bar.close()
+
+    def __enter__(self) -> ProgressBar:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

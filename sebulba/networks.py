@@ -1,0 +1,164 @@
+"""Torsos shared by the agents: flax.linen modules mapping observations [B, ...] to features [B, F].
+
+Image layout. The env pool presents images CHANNEL-FIRST, as uint8 [B, C, H, W] (Atari: [B, 4, 84,
+84], stacked frames as channels). The image torsos (`NatureCNN`, `ImpalaResNet`) take exactly that:
+inside the module they cast to float32, divide by 255 and transpose to NHWC for flax's convs.
+Flax would silently accept channel-last data by mistake (e.g. [B, 84, 84, 4] read as 84 channels
+of 84x4 images, at least with SAME padding), so the image torsos validate their input: rank 4, and
+a channel dim no larger than the smaller spatial dim (C <= min(H, W)); anything else raises a
+`ValueError`. Shapes are static, so the check costs nothing under `jit`.
+
+`torso_for(observation_space, kind)` picks a torso for a Gymnasium observation space.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import flax.linen as nn
+import gymnasium as gym
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+Activation = Callable[[jax.Array], jax.Array]
+
+
+class MLPTorso(nn.Module):
+    """Flattens each observation to float32 and applies Dense + activation per hidden size.
+
+    With `num_categories` set, integer observations [B] (a `Discrete` space) are one-hot encoded
+    (value - `category_start`) first instead of being used as a magnitude.
+    """
+
+    hidden_sizes: Sequence[int]
+    activation: Activation = nn.relu
+    num_categories: int | None = None
+    category_start: int = 0
+
+    @nn.compact
+    def __call__(self, obs: jax.Array) -> jax.Array:
+        if self.num_categories is not None:
+            obs = jax.nn.one_hot(obs - self.category_start, self.num_categories, dtype=jnp.float32)
+        x = obs.reshape(obs.shape[0], -1).astype(jnp.float32)
+        for i, size in enumerate(self.hidden_sizes):
+            x = self.activation(nn.Dense(size, name=f"dense{i + 1}")(x))
+        return x
+
+
+def check_channel_first(shape: Sequence[int], what: str = "input") -> None:
+    """Raises ValueError unless `shape` is one channel-first image [C, H, W] with C <= min(H, W).
+
+    The second rule catches channel-last data fed by mistake: [84, 84, 4] would read as C=84.
+    """
+    if len(shape) != 3:
+        raise ValueError(f"image torsos take channel-first images [C, H, W]; {what} has image shape {tuple(shape)}")
+    c, h, w = shape
+    if c > min(h, w):
+        raise ValueError(
+            f"{what} has image shape {tuple(shape)}: its channel dim ({c}) is larger than a spatial dim, "
+            f"so it looks channel-last [H, W, C]; image torsos take channel-first [C, H, W] "
+            f"(e.g. [4, 84, 84]), as the env pool presents them"
+        )
+
+
+def _to_nhwc(obs: jax.Array) -> jax.Array:
+    """Channel-first pixels [B, C, H, W] (0..255) -> float32 NHWC in [0, 1], after validation."""
+    if obs.ndim != 4:
+        raise ValueError(f"image torsos take a batch of channel-first images [B, C, H, W]; got shape {obs.shape}")
+    check_channel_first(obs.shape[1:])
+    return jnp.transpose(obs.astype(jnp.float32) / 255.0, (0, 2, 3, 1))
+
+
+class NatureCNN(nn.Module):
+    """Mnih et al. 2015: conv 32 8x8/4, conv 64 4x4/2, conv 64 3x3/1 (VALID), Dense 512; relu.
+
+    Input: uint8 [B, C, H, W] channel-first (see the module docstring). Output: float32 [B, 512].
+    On 84x84 the conv stack ends at 7x7x64 = 3136 features before the Dense; it needs H, W >= 36.
+    """
+
+    @nn.compact
+    def __call__(self, obs: jax.Array) -> jax.Array:
+        x = _to_nhwc(obs)
+        if min(x.shape[1:3]) < 36:  # VALID convs would leave no pixels (a silent 0-feature Dense)
+            raise ValueError(f"NatureCNN needs images of at least 36x36; got shape {obs.shape}")
+        x = nn.relu(nn.Conv(32, (8, 8), strides=(4, 4), padding="VALID", name="conv1")(x))
+        x = nn.relu(nn.Conv(64, (4, 4), strides=(2, 2), padding="VALID", name="conv2")(x))
+        x = nn.relu(nn.Conv(64, (3, 3), strides=(1, 1), padding="VALID", name="conv3")(x))
+        x = x.reshape(x.shape[0], -1)
+        return nn.relu(nn.Dense(512, name="dense")(x))
+
+
+class ResidualBlock(nn.Module):
+    """x + conv(relu(conv(relu(x)))), both convs 3x3 SAME with the input's channel count."""
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        channels = x.shape[-1]
+        y = nn.Conv(channels, (3, 3), padding="SAME")(nn.relu(x))
+        y = nn.Conv(channels, (3, 3), padding="SAME")(nn.relu(y))
+        return x + y
+
+
+class ImpalaResNet(nn.Module):
+    """Espeholt et al. 2018, the "deep" IMPALA torso.
+
+    Per section: conv 3x3 (SAME), max pool 3x3 stride 2 (SAME), `num_blocks` residual blocks;
+    then relu, flatten, Dense(`hidden`), relu. Input: uint8 [B, C, H, W] channel-first (see the
+    module docstring). Output: float32 [B, hidden]. On 84x84 the sections give 42, 21, 11 pixels.
+    """
+
+    channels: Sequence[int] = (16, 32, 32)
+    num_blocks: int = 2
+    hidden: int = 256
+
+    @nn.compact
+    def __call__(self, obs: jax.Array) -> jax.Array:
+        x = _to_nhwc(obs)
+        for channels in self.channels:
+            x = nn.Conv(channels, (3, 3), padding="SAME")(x)
+            x = nn.max_pool(x, (3, 3), strides=(2, 2), padding="SAME")
+            for _ in range(self.num_blocks):
+                x = ResidualBlock()(x)
+        x = nn.relu(x).reshape(x.shape[0], -1)
+        return nn.relu(nn.Dense(self.hidden)(x))
+
+
+TORSO_KINDS = ("auto", "mlp", "nature_cnn", "impala_resnet")
+
+
+def torso_for(observation_space: gym.spaces.Space, kind: str = "auto", **kwargs: Any) -> nn.Module:
+    """A torso for `observation_space`; `kwargs` go to the torso's constructor.
+
+    "auto": `MLPTorso(hidden_sizes=(64, 64))` for a `Discrete` (one-hot) or rank-1 `Box`, and
+    `NatureCNN` for a rank-3 uint8 `Box` (a channel-first image). "mlp" (any `Box` or `Discrete`),
+    "nature_cnn" and "impala_resnet" (a channel-first rank-3 `Box`) force one. Raises ValueError,
+    naming the space, for a space the chosen torso cannot take.
+    """
+    if kind not in TORSO_KINDS:
+        raise ValueError(f"unknown torso kind {kind!r}; expected one of {TORSO_KINDS}")
+    space = observation_space
+    is_box = isinstance(space, gym.spaces.Box)
+    if kind == "auto":
+        if isinstance(space, gym.spaces.Discrete) or (is_box and len(space.shape) == 1):
+            kind = "mlp"
+        elif is_box and len(space.shape) == 3 and space.dtype == np.uint8:
+            kind = "nature_cnn"
+        else:
+            raise ValueError(
+                f"no automatic torso for observation space {space}: 'auto' takes Discrete, rank-1 Box "
+                f"or rank-3 uint8 image Box spaces; pass kind= one of {TORSO_KINDS[1:]}"
+            )
+
+    if kind == "mlp":
+        if isinstance(space, gym.spaces.Discrete):
+            kwargs = {"num_categories": int(space.n), "category_start": int(space.start), **kwargs}
+        elif not is_box:
+            raise ValueError(f"the mlp torso takes Box or Discrete observations, not {space}")
+        return MLPTorso(**{"hidden_sizes": (64, 64), **kwargs})
+
+    if not is_box:
+        raise ValueError(f"the {kind} torso takes image Box observations [C, H, W], not {space}")
+    check_channel_first(space.shape, what=f"observation space {space}")
+    return NatureCNN(**kwargs) if kind == "nature_cnn" else ImpalaResNet(**kwargs)

@@ -1,0 +1,226 @@
+"""The shared torsos: shapes, parameter counts, the channel-first layout and torso_for's choices."""
+
+import re
+
+import flax.linen as nn
+import gymnasium as gym
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from sebulba.networks import ImpalaResNet, MLPTorso, NatureCNN, torso_for
+
+B = 2
+SMALL_NATURE = (4, 36, 44)  # the smallest NatureCNN input (1x2 after conv3); non-square to catch an H/W swap
+SMALL_IMPALA = dict(channels=(8, 16), num_blocks=1, hidden=32)
+
+
+def key(seed: int) -> jax.Array:
+    """An rbg key: initializing conv stacks with threefry keys compiles ~10x slower on CPU."""
+    return jax.random.key(seed, impl="rbg")
+
+
+def images(shape, seed=0, batch=B):
+    return np.random.default_rng(seed).integers(0, 256, (batch, *shape), dtype=np.uint8)
+
+
+def init_apply(net, x):
+    params = jax.jit(net.init)(key(0), x)
+    return params, jax.jit(net.apply)(params, x)
+
+
+def n_params(tree) -> int:
+    return sum(int(np.prod(p.shape)) for p in jax.tree.leaves(tree))
+
+
+# --- MLPTorso -----------------------------------------------------------------------------------
+
+
+def test_mlp_flattens_and_outputs_float32_features():
+    x = np.arange(B * 3 * 5, dtype=np.int32).reshape(B, 3, 5)
+    params, y = init_apply(MLPTorso(hidden_sizes=(32, 16)), x)
+    assert y.shape == (B, 16) and y.dtype == jnp.float32
+    assert params["params"]["dense1"]["kernel"].shape == (15, 32)
+    assert params["params"]["dense2"]["kernel"].shape == (32, 16)
+    assert (np.asarray(y) >= 0).all()  # relu after every layer
+
+
+def test_mlp_activation_is_configurable():
+    x = np.random.default_rng(0).normal(size=(B, 7)).astype(np.float32) * 100
+    _, y = init_apply(MLPTorso(hidden_sizes=(8,), activation=nn.tanh), x)
+    assert (np.abs(np.asarray(y)) <= 1).all() and (np.asarray(y) < 0).any()
+
+
+def test_mlp_one_hot_for_categorical_observations():
+    net = MLPTorso(hidden_sizes=(8,), num_categories=5, category_start=-2)
+    x = np.array([-2, 2], np.int64)
+    params = net.init(key(0), x)
+    assert params["params"]["dense1"]["kernel"].shape == (5, 8)
+    y = net.apply(params, x)
+    assert y.shape == (B, 8) and y.dtype == jnp.float32
+    k, b = params["params"]["dense1"]["kernel"], params["params"]["dense1"]["bias"]
+    np.testing.assert_allclose(np.asarray(y), np.maximum(np.asarray(k)[[0, 4]] + np.asarray(b), 0), rtol=1e-6)
+
+
+# --- NatureCNN ----------------------------------------------------------------------------------
+
+
+def test_nature_cnn_on_atari_frames():
+    x = images((4, 84, 84))
+    params, y = init_apply(NatureCNN(), x)
+    assert y.shape == (B, 512) and y.dtype == jnp.float32
+    p = params["params"]
+    assert n_params(p["conv1"]) == 8 * 8 * 4 * 32 + 32 == 8224
+    assert n_params(p["conv2"]) == 4 * 4 * 32 * 64 + 64 == 32832
+    assert n_params(p["conv3"]) == 3 * 3 * 64 * 64 + 64 == 36928
+    assert p["dense"]["kernel"].shape == (7 * 7 * 64, 512) == (3136, 512)
+
+
+def test_nature_cnn_rejects_too_small_images():
+    with pytest.raises(ValueError, match="36x36"):
+        NatureCNN().init(key(0), images((4, 35, 40)))
+
+
+# --- ImpalaResNet -------------------------------------------------------------------------------
+
+
+def test_impala_resnet_on_atari_frames():
+    x = images((4, 84, 84))
+    params, y = init_apply(ImpalaResNet(), x)
+    assert y.shape == (B, 256) and y.dtype == jnp.float32
+    # 84 -> 42 -> 21 -> 11 pixels after the three stride-2 SAME pools, 32 channels.
+    assert params["params"]["Dense_0"]["kernel"].shape == (11 * 11 * 32, 256)
+    convs = [k for k in jax.tree_util.tree_leaves_with_path(params) if "kernel" in jax.tree_util.keystr(k[0])]
+    assert len(convs) == 3 * (1 + 2 * 2) + 1  # per section: 1 conv + 2 blocks x 2 convs; + the dense
+
+
+def test_impala_resnet_configurable():
+    params, y = init_apply(ImpalaResNet(**SMALL_IMPALA), images((3, 16, 12)))
+    assert y.shape == (B, 32) and y.dtype == jnp.float32
+    assert params["params"]["Dense_0"]["kernel"].shape == (4 * 3 * 16, 32)  # 16x12 -> 8x6 -> 4x3
+
+
+# --- channel-first layout (both image torsos) ---------------------------------------------------
+
+IMAGE_TORSOS = [
+    pytest.param(NatureCNN(), SMALL_NATURE, "conv1", "VALID", (4, 4), id="nature_cnn"),
+    pytest.param(ImpalaResNet(**SMALL_IMPALA), (4, 16, 12), "Conv_0", "SAME", (1, 1), id="impala_resnet"),
+]
+
+
+@pytest.mark.parametrize("net, shape, first_conv, padding, strides", IMAGE_TORSOS)
+def test_first_conv_sees_channel_first_pixels_scaled_to_unit(net, shape, first_conv, padding, strides):
+    """The first conv's output equals a reference conv that reads x / 255 as NCHW."""
+    x = images(shape)
+    params = net.init(key(0), x)
+    _, state = net.apply(params, x, capture_intermediates=True, mutable=["intermediates"])
+    got = state["intermediates"][first_conv]["__call__"][0]  # NHWC
+    conv = params["params"][first_conv]
+    want = jax.lax.conv_general_dilated(
+        jnp.asarray(x, jnp.float32) / 255.0, conv["kernel"], strides, padding, dimension_numbers=("NCHW", "HWIO", "NHWC")
+    ) + conv["bias"]
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("net, shape, first_conv, padding, strides", IMAGE_TORSOS)
+def test_each_input_channel_reaches_the_output(net, shape, first_conv, padding, strides):
+    zeros = np.zeros((B, *shape), np.uint8)
+    params = net.init(key(1), zeros)
+    base = np.asarray(net.apply(params, zeros))
+    for c in range(shape[0]):
+        x = zeros.copy()
+        x[:, c] = 255  # only channel c is non-zero
+        assert not np.allclose(np.asarray(net.apply(params, x)), base), f"channel {c} has no effect"
+
+
+@pytest.mark.parametrize("net, shape, first_conv, padding, strides", IMAGE_TORSOS)
+def test_uint8_and_float_pixels_agree_and_jit(net, shape, first_conv, padding, strides):
+    x = images(shape)
+    params = net.init(key(0), x)
+    y_uint8 = jax.jit(net.apply)(params, x)
+    y_float = net.apply(params, x.astype(np.float32))
+    np.testing.assert_allclose(np.asarray(y_uint8), np.asarray(y_float), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("net", [NatureCNN(), ImpalaResNet()], ids=["nature_cnn", "impala_resnet"])
+def test_channel_last_input_is_rejected(net):
+    """NHWC data by mistake ([B, 84, 84, 4]) raises a clear ValueError, at init and at apply (jitted
+    or not): flax alone would read it as 84 channels of 84x4 images."""
+    nhwc = np.zeros((B, 84, 84, 4), np.uint8)
+    with pytest.raises(ValueError, match="channel-last"):
+        net.init(key(0), nhwc)
+    params = net.init(key(0), np.zeros((1, 4, 84, 84), np.uint8))
+    with pytest.raises(ValueError, match="channel-last"):
+        net.apply(params, nhwc)
+    with pytest.raises(ValueError, match="channel-last"):
+        jax.jit(net.apply)(params, nhwc)
+
+
+@pytest.mark.parametrize("net", [NatureCNN(), ImpalaResNet()], ids=["nature_cnn", "impala_resnet"])
+def test_image_torsos_need_a_batch_of_images(net):
+    with pytest.raises(ValueError, match=r"\[B, C, H, W\]"):
+        net.init(key(0), np.zeros((4, 84, 84), np.uint8))  # one image, no batch axis
+
+
+# --- torso_for ----------------------------------------------------------------------------------
+
+
+def test_torso_for_auto():
+    vec = torso_for(gym.spaces.Box(-1, 1, (6,)))
+    assert isinstance(vec, MLPTorso) and tuple(vec.hidden_sizes) == (64, 64) and vec.num_categories is None
+    disc = torso_for(gym.spaces.Discrete(5, start=1))
+    assert isinstance(disc, MLPTorso) and (disc.num_categories, disc.category_start) == (5, 1)
+    assert isinstance(torso_for(gym.spaces.Box(0, 255, (4, 84, 84), np.uint8)), NatureCNN)
+
+
+def test_torso_for_forced_kinds_and_kwargs():
+    img = gym.spaces.Box(0, 255, (3, 16, 12), np.uint8)
+    assert isinstance(torso_for(img, "nature_cnn"), NatureCNN)
+    impala = torso_for(img, "impala_resnet", **SMALL_IMPALA)
+    assert isinstance(impala, ImpalaResNet) and impala.hidden == 32
+    mlp = torso_for(img, "mlp", hidden_sizes=(8,))
+    assert isinstance(mlp, MLPTorso) and tuple(mlp.hidden_sizes) == (8,)
+    assert isinstance(torso_for(gym.spaces.Box(-1, 1, (3, 2)), "mlp"), MLPTorso)  # any Box flattens
+    assert tuple(torso_for(gym.spaces.Box(-1, 1, (3,)), hidden_sizes=(4,)).hidden_sizes) == (4,)
+
+
+@pytest.mark.parametrize(
+    "space, kind, features",
+    [
+        (gym.spaces.Box(-1, 1, (6,), np.float32), "auto", 64),
+        (gym.spaces.Discrete(4), "auto", 64),
+        (gym.spaces.Box(0, 255, SMALL_NATURE, np.uint8), "auto", 512),
+        (gym.spaces.Box(0, 255, (3, 16, 12), np.uint8), "impala_resnet", 256),
+    ],
+    ids=["box", "discrete", "image", "impala"],
+)
+def test_torso_for_runs_on_samples_of_its_space(space, kind, features):
+    space.seed(0)
+    obs = np.stack([space.sample() for _ in range(B)])
+    _, y = init_apply(torso_for(space, kind), obs)
+    assert y.shape == (B, features) and y.dtype == jnp.float32
+
+
+@pytest.mark.parametrize(
+    "space, kind",
+    [
+        (gym.spaces.Box(0, 255, (84, 84), np.uint8), "nature_cnn"),  # rank-2 with an image torso
+        (gym.spaces.Box(0, 255, (84, 84), np.uint8), "impala_resnet"),
+        (gym.spaces.Box(0, 255, (84, 84), np.uint8), "auto"),  # rank 2: no automatic choice
+        (gym.spaces.Box(0, 255, (84, 84, 4), np.uint8), "auto"),  # channel-last image
+        (gym.spaces.Box(0, 255, (84, 84, 3), np.uint8), "impala_resnet"),
+        (gym.spaces.Box(0.0, 1.0, (4, 84, 84), np.float32), "auto"),  # not uint8 pixels
+        (gym.spaces.Discrete(3), "nature_cnn"),
+        (gym.spaces.MultiDiscrete([2, 3]), "auto"),
+        (gym.spaces.Dict({"a": gym.spaces.Discrete(2)}), "mlp"),
+    ],
+)
+def test_torso_for_rejects_unsupported_spaces_naming_them(space, kind):
+    with pytest.raises(ValueError, match=re.escape(str(space))):
+        torso_for(space, kind)
+
+
+def test_torso_for_rejects_unknown_kinds():
+    with pytest.raises(ValueError, match="unknown torso kind 'resnet50'"):
+        torso_for(gym.spaces.Box(-1, 1, (3,)), "resnet50")
