@@ -3,10 +3,11 @@
 Image layout. The env pool presents images CHANNEL-FIRST, as uint8 [B, C, H, W] (Atari: [B, 4, 84,
 84], stacked frames as channels). The image torsos (`NatureCNN`, `ImpalaResNet`) take exactly that:
 inside the module they cast to float32, divide by 255 and transpose to NHWC for flax's convs.
-Flax would silently accept channel-last data by mistake (e.g. [B, 84, 84, 4] read as 84 channels
-of 84x4 images, at least with SAME padding), so the image torsos validate their input: rank 4, and
-a channel dim no larger than the smaller spatial dim (C <= min(H, W)); anything else raises a
-`ValueError`. Shapes are static, so the check costs nothing under `jit`.
+Flax silently accepts channel-last data fed by mistake ([B, 84, 84, 4] reads as 84 channels of
+84x4 images: the ResNet runs on it, and NatureCNN's VALID convs leave 0 pixels, a 0-feature Dense),
+so the image torsos validate their input: rank 4, and a channel dim no larger than the smaller
+spatial dim (C <= min(H, W)); anything else raises a `ValueError`. Shapes are static, so the check
+costs nothing under `jit`. (An input with more channels than pixels per side is rejected too.)
 
 `torso_for(observation_space, kind)` picks a torso for a Gymnasium observation space.
 """

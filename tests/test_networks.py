@@ -55,7 +55,7 @@ def test_mlp_activation_is_configurable():
 def test_mlp_one_hot_for_categorical_observations():
     net = MLPTorso(hidden_sizes=(8,), num_categories=5, category_start=-2)
     x = np.array([-2, 2], np.int64)
-    params = net.init(key(0), x)
+    params = jax.jit(net.init)(key(0), x)
     assert params["params"]["dense1"]["kernel"].shape == (5, 8)
     y = net.apply(params, x)
     assert y.shape == (B, 8) and y.dtype == jnp.float32
@@ -79,7 +79,7 @@ def test_nature_cnn_on_atari_frames():
 
 def test_nature_cnn_rejects_too_small_images():
     with pytest.raises(ValueError, match="36x36"):
-        NatureCNN().init(key(0), images((4, 35, 40)))
+        jax.jit(NatureCNN().init)(key(0), images((4, 35, 40)))
 
 
 # --- ImpalaResNet -------------------------------------------------------------------------------
@@ -113,20 +113,20 @@ IMAGE_TORSOS = [
 def test_first_conv_sees_channel_first_pixels_scaled_to_unit(net, shape, first_conv, padding, strides):
     """The first conv's output equals a reference conv that reads x / 255 as NCHW."""
     x = images(shape)
-    params = net.init(key(0), x)
+    params = jax.jit(net.init)(key(0), x)
     _, state = net.apply(params, x, capture_intermediates=True, mutable=["intermediates"])
     got = state["intermediates"][first_conv]["__call__"][0]  # NHWC
     conv = params["params"][first_conv]
-    want = jax.lax.conv_general_dilated(
-        jnp.asarray(x, jnp.float32) / 255.0, conv["kernel"], strides, padding, dimension_numbers=("NCHW", "HWIO", "NHWC")
-    ) + conv["bias"]
+    nchw = jnp.asarray(x, jnp.float32) / 255.0
+    layout = ("NCHW", "HWIO", "NHWC")
+    want = jax.lax.conv_general_dilated(nchw, conv["kernel"], strides, padding, dimension_numbers=layout) + conv["bias"]
     np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.parametrize("net, shape, first_conv, padding, strides", IMAGE_TORSOS)
 def test_each_input_channel_reaches_the_output(net, shape, first_conv, padding, strides):
     zeros = np.zeros((B, *shape), np.uint8)
-    params = net.init(key(1), zeros)
+    params = jax.jit(net.init)(key(1), zeros)
     base = np.asarray(net.apply(params, zeros))
     for c in range(shape[0]):
         x = zeros.copy()
@@ -137,7 +137,7 @@ def test_each_input_channel_reaches_the_output(net, shape, first_conv, padding, 
 @pytest.mark.parametrize("net, shape, first_conv, padding, strides", IMAGE_TORSOS)
 def test_uint8_and_float_pixels_agree_and_jit(net, shape, first_conv, padding, strides):
     x = images(shape)
-    params = net.init(key(0), x)
+    params = jax.jit(net.init)(key(0), x)
     y_uint8 = jax.jit(net.apply)(params, x)
     y_float = net.apply(params, x.astype(np.float32))
     np.testing.assert_allclose(np.asarray(y_uint8), np.asarray(y_float), rtol=1e-5, atol=1e-6)
@@ -149,8 +149,8 @@ def test_channel_last_input_is_rejected(net):
     or not): flax alone would read it as 84 channels of 84x4 images."""
     nhwc = np.zeros((B, 84, 84, 4), np.uint8)
     with pytest.raises(ValueError, match="channel-last"):
-        net.init(key(0), nhwc)
-    params = net.init(key(0), np.zeros((1, 4, 84, 84), np.uint8))
+        jax.jit(net.init)(key(0), nhwc)
+    params = jax.jit(net.init)(key(0), np.zeros((1, 4, 84, 84), np.uint8))
     with pytest.raises(ValueError, match="channel-last"):
         net.apply(params, nhwc)
     with pytest.raises(ValueError, match="channel-last"):
@@ -160,7 +160,7 @@ def test_channel_last_input_is_rejected(net):
 @pytest.mark.parametrize("net", [NatureCNN(), ImpalaResNet()], ids=["nature_cnn", "impala_resnet"])
 def test_image_torsos_need_a_batch_of_images(net):
     with pytest.raises(ValueError, match=r"\[B, C, H, W\]"):
-        net.init(key(0), np.zeros((4, 84, 84), np.uint8))  # one image, no batch axis
+        jax.jit(net.init)(key(0), np.zeros((4, 84, 84), np.uint8))  # one image, no batch axis
 
 
 # --- torso_for ----------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ import dataclasses
 class ImpalaConfig:
     torso: str = "auto"  # "auto" (MLP for vectors, Nature CNN for images) | "mlp" | "nature_cnn" | "impala_resnet"
     hidden_sizes: tuple[int, ...] = (64, 64)  # MLP torso
+    separate_value_torso: bool = False  # a second torso for the baseline (the paper shares one)
     discount: float = 0.99
     lambda_: float = 1.0  # V-trace's lambda (c_i = lambda * min(c_bar, rho_i))
     clip_rho_threshold: float = 1.0  # rho bar

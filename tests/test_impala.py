@@ -1,0 +1,107 @@
+"""IMPALA agent: loss masking at episode boundaries, config checks, and the experiment entry point."""
+
+import csv
+import json
+import os
+import subprocess
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import envs
+from sebulba.agents.impala import Impala, ImpalaConfig
+from sebulba.types import EnvStep, Trajectory
+
+CARTPOLE = envs.make_spec("CartPole-v1")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def trajectory(T=6, B=3, seed=0):
+    rng = np.random.default_rng(seed)
+    terminated = np.zeros((T + 1, B), bool)
+    terminated[2, 0] = True  # env 0's episode ends at step 2; step 3 is its reset
+    first = np.zeros((T + 1, B), bool)
+    first[3, 0] = True
+    es = EnvStep(
+        jnp.asarray(rng.normal(size=(T + 1, B, 4)), jnp.float32),
+        jnp.asarray(rng.normal(size=(T + 1, B)), jnp.float32),
+        jnp.asarray(terminated), jnp.zeros((T + 1, B), bool), jnp.asarray(first),
+    )
+    return Trajectory(es, jnp.asarray(rng.integers(0, 2, (T, B))), jnp.asarray(rng.normal(size=(T, B, 2)), jnp.float32),
+                      jnp.full((T, B), jnp.nan), jnp.zeros((T, B), jnp.int32), jnp.int32(0))
+
+
+def test_loss_ignores_the_transition_out_of_a_final_state():
+    agent = Impala(CARTPOLE)
+    nets = agent.init_networks(jax.random.key(0))
+    traj = trajectory()
+    loss, metrics = jax.jit(agent.loss)(nets, traj, jax.random.key(1))
+    assert np.isfinite(float(loss)) and set(metrics) >= {"pg_loss", "baseline_loss", "entropy", "rho"}
+    # Step 2 of env 0 is final: its action is discarded by the env pool; changing it, its
+    # behaviour logits or the reset's reward must not change the loss.
+    poked = traj._replace(
+        action=traj.action.at[2, 0].set(1 - traj.action[2, 0]),
+        extras=traj.extras.at[2, 0].set(jnp.array([50.0, -50.0])),
+        env_step=traj.env_step._replace(reward=traj.env_step.reward.at[3, 0].set(1e3)),
+    )
+    np.testing.assert_allclose(float(agent.loss(nets, poked, jax.random.key(1))[0]), float(loss), rtol=1e-6)
+    # ...while changing a real transition's reward does.
+    real = traj._replace(env_step=traj.env_step._replace(reward=traj.env_step.reward.at[2, 1].add(5.0)))
+    assert abs(float(agent.loss(nets, real, jax.random.key(1))[0]) - float(loss)) > 1e-3
+
+
+def test_step_records_behaviour_logits():
+    agent = Impala(CARTPOLE)
+    nets = agent.init_networks(jax.random.key(0))
+    obs = jnp.ones((5, 4))
+    out, key = agent.step(nets, jax.random.key(2), EnvStep(obs, None, None, None, None))
+    logits, _ = agent.net.apply(nets, obs)
+    np.testing.assert_array_equal(np.asarray(out.extras), np.asarray(logits))
+    assert out.action.shape == (5,)
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [({"discount": 1.5}, "discount"), ({"learning_rate": 0}, "learning_rate"), ({"torso": "vit"}, "torso"),
+     ({"rmsprop_decay": 1.0}, "rmsprop_decay"), ({"lr_decay_steps": 0}, "lr_decay_steps")],
+)
+def test_config_validation(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        ImpalaConfig(**kwargs)
+
+
+def test_continuous_actions_are_rejected():
+    with pytest.raises(ValueError, match="Discrete action space"):
+        Impala(envs.make_spec("Pendulum-v1"))
+
+
+def run_cli(*args, timeout=600):
+    env = {**os.environ, "XLA_FLAGS": "", "PYTHONPATH": ROOT}
+    return subprocess.run([sys.executable, "-m", "experiments.impala", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_cli_help_explains_the_flags():
+    out = run_cli("--help")
+    assert out.returncode == 0, out.stderr
+    for flag in ("--env", "--num_envs", "--total_env_steps", "--actor_devices", "--learner_devices", "--seed",
+                 "--logdir", "--async_mode", "--learning_rate", "--entropy_cost"):
+        assert flag in out.stdout, flag
+
+
+def test_cli_run_writes_a_run_directory(tmp_path):
+    out = run_cli("--total_env_steps=3200", f"--logdir={tmp_path}", "--noprogress", "--seed=4")
+    assert out.returncode == 0, out.stderr[-3000:]
+    (run_dir,) = tmp_path.iterdir()
+    assert run_dir.name.startswith("impala-CartPole-v1-") and run_dir.name.endswith("-s4")
+    flags = json.loads((run_dir / "flags.json").read_text())
+    assert flags["total_env_steps"] == 3200 and flags["env"] == "CartPole-v1"
+    rows = list(csv.DictReader((run_dir / "metrics.csv").open()))
+    assert rows and int(rows[-1]["env_steps"]) >= 3200
+    assert {"env_steps", "wall_time", "episode_return_mean", "sps", "policy_lag"} <= set(rows[0])
+    assert any(p.name.startswith("events.out.tfevents") for p in run_dir.iterdir())
+    assert (run_dir / "learning_curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "episode_return_mean" in out.stdout
