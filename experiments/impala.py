@@ -21,11 +21,14 @@ from sebulba.experiment.runner import default_devices, parse_devices, run
 from sebulba.loop.config import LoopConfig
 
 # ---------------------------------------------------------------- presets
-# CartPole: tuned to reach the learning bar (mean return >= 475 over the last 20 episodes)
-# within the step budget on 2 CPU cores; see BENCHMARKS.md for the runs behind it.
+# CartPole: the learning bar's configuration (mean return >= 475 over the last 20 episodes).
+# 400k env steps: seeds 0-7 all ended at 480-500 with it, and the first seeds cross 475 near
+# 300k (BENCHMARKS.md). Sync mode: on 2 CPU cores acting and learning share the cores anyway,
+# and sync runs are bit-reproducible, so the bar is tested, not sampled. A separate value torso:
+# the shared one let large baseline gradients (unscaled returns up to 100) stall the policy.
 CARTPOLE = dict(
-    total_env_steps=400_000, num_envs=16, steps_per_cycle=20, async_mode=False, inferencers_per_device=1,
-    agent=ImpalaConfig(learning_rate=2e-3, hidden_sizes=(64, 64)),
+    total_env_steps=400_000, num_envs=32, steps_per_cycle=20, async_mode=False, inferencers_per_device=1,
+    agent=ImpalaConfig(learning_rate=6e-3, hidden_sizes=(64, 64), separate_value_torso=True),
 )
 # Atari: the paper's settings (unroll 20, batch 32, IMPALA ResNet, RMSProp 6e-4 decayed linearly).
 ATARI = dict(
@@ -73,8 +76,8 @@ def make_experiment(env: str, seed: int = 0, **overrides) -> Experiment:
     p = preset(env)
     o = {k: v for k, v in overrides.items() if v is not None}
     get = lambda k: o.get(k, p.get(k))
-    actors, learners = default_devices()
     steps_per_cycle, num_envs, total = get("steps_per_cycle"), get("num_envs"), get("total_env_steps")
+    actors, learners = default_devices(num_envs)
     loop = LoopConfig(
         env_id=env, num_envs=num_envs, steps_per_cycle=steps_per_cycle, seed=seed,
         actor_devices=o.get("actor_devices") or actors, learner_devices=o.get("learner_devices") or learners,
