@@ -1,0 +1,85 @@
+"""IMPALA's CartPole learning bar, as a user runs it: `python -m experiments.impala --seed N`
+in a fresh process per seed, timed whole (imports and compilation included).
+
+    python benchmarks/bench_impala_cartpole.py [--seeds 0,1,2] [--no-write]
+
+Writes the table into BENCHMARKS.md and the learning curves into benchmarks/figures/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks._report import BENCH_FILE, verdict, write_section  # noqa: E402
+from sebulba.experiment.curves import plot_curves  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+FIGURES = ROOT / "benchmarks" / "figures"
+BAR, GOAL_S = 475.0, 60.0
+
+
+def run_seed(seed: int, logdir: Path) -> tuple[float, dict, Path]:
+    """Wall time of the whole CLI run, its last metrics row, and its run directory."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("XLA_FLAGS", None)
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "experiments.impala", f"--seed={seed}", f"--logdir={logdir}", "--noprogress"],
+                   cwd=ROOT, env=env, check=True, capture_output=True)
+    wall = time.perf_counter() - start
+    (run_dir,) = [p for p in logdir.iterdir() if p.name.endswith(f"-s{seed}")]
+    rows = list(csv.DictReader((run_dir / "metrics.csv").open()))
+    return wall, rows[-1], run_dir
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--no-write", action="store_true")
+    args = parser.parse_args()
+    seeds = [int(s) for s in args.seeds.split(",")]
+    rows, curves = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        for seed in seeds:
+            wall, last, run_dir = run_seed(seed, Path(tmp))
+            ret = float(last["episode_return_mean"])
+            rows.append(f"| {seed} | {int(last['env_steps']):,} | {ret:.1f} | {verdict(ret, BAR, '{:.1f}')} | "
+                        f"{wall:.1f} | {verdict(GOAL_S / wall, 1.0) if wall > GOAL_S else 'yes'} |")
+            print(rows[-1], flush=True)
+            png = FIGURES / f"impala_cartpole_seed{seed}.png"
+            if not args.no_write:
+                FIGURES.mkdir(parents=True, exist_ok=True)
+                shutil.copy(run_dir / "learning_curve.png", png)
+            curves.append((f"seed {seed}", run_dir / "metrics.csv"))
+        if not args.no_write:
+            plot_curves(curves, FIGURES / "impala_cartpole.png", "IMPALA, CartPole-v1 (no-flag run)")
+    body = (
+        "## IMPALA on CartPole-v1: the learning bar (`benchmarks/bench_impala_cartpole.py`)\n\n"
+        f"Run {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC with "
+        f"`python {' '.join(['benchmarks/bench_impala_cartpole.py', *sys.argv[1:]])}`  \n"
+        f"Machine: {platform.platform()}, {os.cpu_count()} cores, CPU only; each seed is "
+        "`python -m experiments.impala --seed N` (the no-flag configuration) in a fresh process, timed whole: "
+        "imports, compilation, 400k env steps, outputs.  \n"
+        "Bar: mean return >= 475 over the last 20 finished episodes at the end of the budget. "
+        "Goal: under 60 s including compilation.\n\n"
+        "| seed | env steps | final return (last 20 episodes) | bar met? | wall time (s) | under 60 s? |\n"
+        "|---|---:|---:|---|---:|---|\n" + "\n".join(rows) + "\n\n"
+        "![IMPALA CartPole learning curves](benchmarks/figures/impala_cartpole.png)\n"
+    )
+    print(body)
+    if not args.no_write:
+        write_section(BENCH_FILE, "bench_impala_cartpole", body)
+
+
+if __name__ == "__main__":
+    main()
