@@ -258,9 +258,8 @@ def render(chosen: list[Variant], rates: dict[str, list[float]], waits: dict[str
     ]
     notes = wait_lines(waits)
     if notes:
-        lines += ["", "Queue waits as the loop reports them (median): " + "; ".join(notes) + ". The learner's "
-                  "update is dispatched asynchronously (the call returns before the work is done), so the time it "
-                  "computes is counted as waiting for trajectories."]
+        lines += ["", "Queue waits as the loop reports them (median): " + "; ".join(notes) + ". The learner "
+                  "blocks until each update is done, so its wait is time with nothing to learn from."]
     return "\n".join(lines) + "\n"
 
 

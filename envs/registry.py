@@ -40,6 +40,8 @@ def resolve(task_id: Any, backend: str | None) -> tuple[str, type[NativeTask] | 
         return "native", native
     if native is not None and backend is None:
         return "native", native
+    if native is not None and task_id not in gym.registry:
+        raise ValueError(f"task {task_id!r} is built in only (it has no Gymnasium id), so backend='process' cannot run it")
     if task_id in gym.registry:
         return "process", None
     raise _unknown(task_id)

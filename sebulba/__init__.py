@@ -4,13 +4,14 @@ from sebulba.agent import Agent
 from sebulba.loop.config import LoopConfig
 from sebulba.loop.loop import GymnasiumLoop, InferencerError
 from sebulba.sharding import LEARNER_AXIS, LearnerSharding
-from sebulba.types import ActorOutput, EnvStep, Trajectory
+from sebulba.types import ActorOutput, EnvStep, ExperienceLayout, Trajectory
 
 __all__ = [
     "LEARNER_AXIS",
     "ActorOutput",
     "Agent",
     "EnvStep",
+    "ExperienceLayout",
     "GymnasiumLoop",
     "InferencerError",
     "LearnerSharding",

@@ -24,7 +24,7 @@ import optax
 
 import envs
 from sebulba.sharding import LEARNER_AXIS, LearnerSharding
-from sebulba.types import ActorOutput, EnvStep, Metrics, Trajectory
+from sebulba.types import ActorOutput, EnvStep, ExperienceLayout, Metrics, Trajectory
 
 N = TypeVar("N")  # networks
 O = TypeVar("O")  # optimizer state  # noqa: E741
@@ -54,7 +54,7 @@ class Agent(abc.ABC, Generic[N, O, E, S]):
     def init_optimizer_state(self, networks: N) -> O:
         return self.tx.init(networks)
 
-    def init_experience(self, networks: N, key: jax.Array) -> E:
+    def init_experience(self, networks: N, layout: ExperienceLayout, key: jax.Array) -> E:
         """One learner device's experience state (e.g. its replay shard). Default: nothing."""
         return ()  # type: ignore[return-value]
 

@@ -47,3 +47,12 @@ class Trajectory(NamedTuple):
     episode_return: jax.Array  # float32 [T, B]: return of the episode that ended at env_step[t + 1], else NaN
     episode_length: jax.Array  # int32 [T, B]: its length, else 0
     policy_version: jax.Array  # int32 []: the learner version of the networks that acted
+    actor: jax.Array  # int32 []: the inferencer that produced it (its envs' cycles come in order)
+
+
+class ExperienceLayout(NamedTuple):
+    """What one learner device's experience state must hold room for."""
+
+    num_actors: int  # inferencers; each sends its cycles in order, interleaved with the others'
+    num_envs: int  # envs of one inferencer on this learner device (its share of the env axis)
+    steps_per_cycle: int  # T

@@ -34,11 +34,11 @@ def test_donated_slots_are_consumed_and_results_correct():
         action, ss, bufs = c.step_and_record(nets, ss, es, bufs, t)
         assert old_ss.is_deleted() and all(x.is_deleted() for x in jax.tree.leaves(old_bufs))
     running = (jnp.zeros(4), jnp.zeros(4, jnp.int32))
-    traj, ret, length = c.finish(bufs, es, *running, jnp.int32(5))
+    traj, ret, length = c.finish(bufs, es, *running, jnp.int32(5), jnp.int32(1))
     assert all(x.is_deleted() for x in jax.tree.leaves(bufs)) and running[0].is_deleted()
     np.testing.assert_array_equal(np.asarray(traj.extras), [[0, 1, 2, 3], [1, 2, 3, 4], [2, 3, 4, 5]])
     np.testing.assert_array_equal(np.asarray(ss), [3, 4, 5, 6])
-    assert traj.env_step.obs.shape == (4, 4, 4) and int(traj.policy_version) == 5
+    assert traj.env_step.obs.shape == (4, 4, 4) and int(traj.policy_version) == 5 and int(traj.actor) == 1
     np.testing.assert_array_equal(np.asarray(ret), 3.0)  # three rewards of 1 since the cycle began
 
 

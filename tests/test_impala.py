@@ -32,7 +32,7 @@ def trajectory(T=6, B=3, seed=0):
         jnp.asarray(terminated), jnp.zeros((T + 1, B), bool), jnp.asarray(first),
     )
     return Trajectory(es, jnp.asarray(rng.integers(0, 2, (T, B))), jnp.asarray(rng.normal(size=(T, B, 2)), jnp.float32),
-                      jnp.full((T, B), jnp.nan), jnp.zeros((T, B), jnp.int32), jnp.int32(0))
+                      jnp.full((T, B), jnp.nan), jnp.zeros((T, B), jnp.int32), jnp.int32(0), jnp.int32(0))
 
 
 def test_loss_ignores_the_transition_out_of_a_final_state():

@@ -62,3 +62,22 @@ class CartPole(NativeTask):
         out = np.abs(new[0::2]) > _THRESHOLDS
         return self._ones[: len(x_dot)].copy(), out[0] | out[1]
 
+
+class CartPoleNoVelocity(CartPole):
+    """CartPole-v1 with the velocities hidden: obs = [x, theta], a memory task.
+
+    Dynamics, rewards, termination, seeding and the 500-step limit are CartPole-v1's (the state is
+    still all four rows, and `reference_entry_point` names the env these dynamics reproduce); only
+    the observation drops x_dot and theta_dot, so a policy must infer them from history. There is
+    no Gymnasium id for it, so `backend="process"` does not serve it.
+    """
+
+    task_id = "CartPoleNoVelocity-v1"
+
+    @staticmethod
+    def observation_space() -> gym.spaces.Box:
+        full = CartPole.observation_space()
+        return gym.spaces.Box(full.low[0::2], full.high[0::2], dtype=np.float32)
+
+    def observe(self, idx: Index) -> np.ndarray:
+        return self.state[0::2, idx].T.astype(np.float32, order="C")  # rows x, theta

@@ -2,10 +2,11 @@
 
 from envs.native.acrobot import Acrobot
 from envs.native.base import NativeTask
-from envs.native.cartpole import CartPole
+from envs.native.cartpole import CartPole, CartPoleNoVelocity
 from envs.native.mountain_car import MountainCar, MountainCarContinuous
 from envs.native.pendulum import Pendulum
 
 NATIVE_TASKS: dict[str, type[NativeTask]] = {
-    t.task_id: t for t in (CartPole, Acrobot, MountainCar, MountainCarContinuous, Pendulum)
+    t.task_id: t
+    for t in (CartPole, CartPoleNoVelocity, Acrobot, MountainCar, MountainCarContinuous, Pendulum)
 }

@@ -62,16 +62,16 @@ class CycleFunctions:
             )
             return out.action, step_state, buffers
 
-        def finish(buffers: Buffers, last: EnvStep, running_return, running_length, version):
+        def finish(buffers: Buffers, last: EnvStep, running_return, running_length, version, actor):
             env_step = jax.tree.map(lambda buf, x: buf.at[steps].set(x), buffers.env_step, last)
-            return _trajectory(env_step, buffers.action, buffers.extras, running_return, running_length, version)
+            return _trajectory(env_step, buffers.action, buffers.extras, running_return, running_length, version, actor)
 
-        def stack(env_steps: list, outs: list, running_return, running_length, version):
+        def stack(env_steps: list, outs: list, running_return, running_length, version, actor):
             stacked = lambda *xs: jnp.stack(xs)
             env_step = jax.tree.map(stacked, *env_steps)
             action = jax.tree.map(stacked, *[o.action for o in outs])
             extras = jax.tree.map(stacked, *[o.extras for o in outs])
-            return _trajectory(env_step, action, extras, running_return, running_length, version)
+            return _trajectory(env_step, action, extras, running_return, running_length, version, actor)
 
         def new_buffers(networks, step_state, env_step) -> Buffers:
             out, _ = jax.eval_shape(step, networks, step_state, env_step)
@@ -91,9 +91,9 @@ class CycleFunctions:
         self.copy = jax.jit(lambda tree: jax.tree.map(jnp.copy, tree))
 
 
-def _trajectory(env_step, action, extras, running_return, running_length, version):
+def _trajectory(env_step, action, extras, running_return, running_length, version, actor):
     ep_ret, ep_len, running_return, running_length = episode_stats(env_step, running_return, running_length)
-    return Trajectory(env_step, action, extras, ep_ret, ep_len, version), running_return, running_length
+    return Trajectory(env_step, action, extras, ep_ret, ep_len, version, actor), running_return, running_length
 
 
 def host_env_step(obs: np.ndarray, reward: np.ndarray, terminated: np.ndarray, truncated: np.ndarray, elapsed: np.ndarray) -> EnvStep:

@@ -88,13 +88,13 @@ class Inferencer:
         c = self.cycle
         with jax.default_device(self.device):
             initial = c.copy(self.step_state)  # the cycle donates step_state; keep the start
-            v = jnp.int32(version)
+            v, actor = jnp.int32(version), jnp.int32(self.index)
             if self.donate:
                 buffers = c.new_buffers(networks, self.step_state, self.env_step)
                 for t in range(c.steps):
                     action, self.step_state, buffers = c.step_and_record(networks, self.step_state, self.env_step, buffers, t)
                     self.env_step = self._env_step(action)
-                traj, *self._running = c.finish(buffers, self.env_step, *self._running, v)
+                traj, *self._running = c.finish(buffers, self.env_step, *self._running, v, actor)
             else:
                 env_steps, outs = [], []
                 for _ in range(c.steps):
@@ -102,7 +102,7 @@ class Inferencer:
                     env_steps.append(self.env_step)
                     outs.append(out)
                     self.env_step = self._env_step(out.action)
-                traj, *self._running = c.stack(env_steps + [self.env_step], outs, *self._running, v)
+                traj, *self._running = c.stack(env_steps + [self.env_step], outs, *self._running, v, actor)
             final = c.copy(self.step_state)
         ep_ret = np.asarray(traj.episode_return)
         done = ~np.isnan(ep_ret)

@@ -10,7 +10,7 @@ from jax.sharding import PartitionSpec as P
 
 from sebulba.agent import Agent
 from sebulba.sharding import LEARNER_AXIS, LearnerSharding
-from sebulba.types import Metrics, Trajectory
+from sebulba.types import ExperienceLayout, Metrics, Trajectory
 
 
 def _specs(tree):
@@ -21,7 +21,7 @@ def _specs(tree):
 class Learner:
     """Holds the learner state on the learner devices and updates it from trajectories."""
 
-    def __init__(self, agent: Agent, sharding: LearnerSharding, key: jax.Array):
+    def __init__(self, agent: Agent, sharding: LearnerSharding, layout: ExperienceLayout, key: jax.Array):
         self.agent = agent
         self.sharding = sharding
         k_net, k_exp, self._key = jax.random.split(key, 3)
@@ -29,7 +29,7 @@ class Learner:
         self.networks = jax.device_put(networks, sharding.replicated)
         self.opt_state = jax.jit(agent.init_optimizer_state, out_shardings=sharding.replicated)(self.networks)
         exp_keys = jax.random.split(k_exp, sharding.num_devices)
-        per_device = [agent.init_experience(networks, k) for k in exp_keys]
+        per_device = [agent.init_experience(networks, layout, k) for k in exp_keys]
         stacked = jax.tree.map(lambda *xs: jnp.stack(xs), *per_device)  # leading device axis
         self.experience = jax.device_put(stacked, sharding.envs(0))
         self.version = 0  # learner updates so far; the policy version of `networks`

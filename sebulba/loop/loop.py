@@ -33,6 +33,7 @@ from sebulba.loop.middleware import (
 from sebulba.loop.staging import Staging
 from sebulba.loop.task import Middleware, Task
 from sebulba.sharding import LearnerSharding
+from sebulba.types import ExperienceLayout
 
 log = logging.getLogger("sebulba")
 
@@ -57,7 +58,8 @@ class GymnasiumLoop:
         self.learner_devices = [devices[i] for i in config.learner_devices]
         self.sharding = LearnerSharding.create(self.learner_devices, config.num_envs)
         key_learner, key_actors = jax.random.split(jax.random.key(config.seed))
-        self.learner = Learner(agent, self.sharding, key_learner)
+        layout = ExperienceLayout(config.num_inferencers, config.num_envs // len(self.learner_devices), config.steps_per_cycle)
+        self.learner = Learner(agent, self.sharding, layout, key_learner)
         self.staging = Staging(self.actor_devices)
         self.staging.publish(self.learner.version, self.learner.networks)
         self.cycle = CycleFunctions(agent, config.steps_per_cycle)

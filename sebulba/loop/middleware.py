@@ -138,7 +138,9 @@ def track_metrics(loop: GymnasiumLoop, every_s: float, sink: Callable[[dict], No
             a, l = report["actor_wait_frac"], report["learner_wait_frac"]
             if max(a, l) > 0.05 and max(a, l) > 5 * max(min(a, l), 1e-9):
                 side, other = ("actors", "learner") if a > l else ("learner", "actors")
-                log.warning(f"{side} wait {max(a, l):.0%} of the time, over 5x the {other}: the {other} is the bottleneck")
+                verb = "are" if other == "actors" else "is"
+                log.warning(f"{side} waited {max(a, l):.0%} of the time, over 5x as much as the {other}: "
+                            f"the {other} {verb} the bottleneck")
         if sink is not None:
             sink(report)
 

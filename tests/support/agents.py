@@ -25,7 +25,7 @@ class CountingAgent(Agent):
     def init_step_state(self, networks, num_envs, key):
         return jnp.zeros(num_envs, jnp.int32)
 
-    def init_experience(self, networks, key):
+    def init_experience(self, networks, layout, key):
         z = jnp.zeros((), jnp.int32)
         return {"initial_min": z, "final_min": z, "first_extra": z, "last_extra": z, "cycles": z}
 
