@@ -101,3 +101,27 @@ def test_random_agent_actions_are_valid_for_box_spaces():
     action, _ = jax.jit(agent.step)((), agent.init_step_state((), 64, jax.random.key(0)), None)
     a = np.asarray(action)
     assert a.shape == (64, 1) and (a >= -2).all() and (a <= 2).all() and a.std() > 0.5
+
+
+def test_step_state_with_one_array_twice_is_donated_safely():
+    """A step state may hold the same array in two leaves; donation must not trip over it."""
+
+    class Aliased(CountingAgent):
+        def init_step_state(self, networks, num_envs, key):
+            zeros = jnp.zeros(num_envs, jnp.int32)
+            return (zeros, zeros)
+
+        def step(self, networks, step_state, env_step):
+            a, b = step_state
+            return jnp.zeros_like(a), (a + 1, b + 2)
+
+        def update_experience(self, experience, initial_step_state, final_step_state, trajectory):
+            return experience
+
+    cfg = sebulba.LoopConfig(num_envs=4, steps_per_cycle=5, async_mode=False, inferencers_per_device=1, log_every_s=1e3)
+    with sebulba.GymnasiumLoop(Aliased(CARTPOLE), cfg) as loop:
+        inf = loop.inferencers[0]
+        inf.run_cycle(0, loop.learner.networks)
+        a, b = inf.step_state
+        np.testing.assert_array_equal(np.asarray(a), 5)
+        np.testing.assert_array_equal(np.asarray(b), 10)

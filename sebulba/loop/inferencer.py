@@ -73,7 +73,9 @@ class Inferencer:
         n = self.num_envs
         self.env_step = host_env_step(obs, np.zeros(n, np.float32), np.zeros(n, bool), np.zeros(n, bool), info["elapsed_step"])
         with jax.default_device(self.device):
-            self.step_state = jax.device_put(self.agent.init_step_state(networks, n, self._key), self.device)
+            # A copy in distinct buffers: a user's step state may hold one array twice (e.g. zeros
+            # for both LSTM states), and a buffer can be donated only once per call.
+            self.step_state = self.cycle.copy(jax.device_put(self.agent.init_step_state(networks, n, self._key), self.device))
             self._running = (jnp.zeros(n, jnp.float32), jnp.zeros(n, jnp.int32))
 
     def _env_step(self, action: jax.Array) -> EnvStep:

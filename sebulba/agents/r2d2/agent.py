@@ -1,0 +1,196 @@
+"""R2D2 (Kapturowski et al. 2019) as a Sebulba agent: a recurrent Q-network learning off-policy
+from prioritized sequence replay, with stored recurrent state, burn-in, n-step double-Q targets
+under value rescaling, and a periodically copied target network.
+
+Each loop cycle is half a sequence: a sequence is two consecutive cycles of one env, and its
+stored state is the step state the actor had at the start of the first of them (the
+`initial_step_state` that came with that cycle). The replay lives on the learner devices,
+sharded like the trajectories.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import gymnasium as gym
+import jax
+import jax.numpy as jnp
+import optax
+
+import envs
+from sebulba.agent import Agent
+from sebulba.agents.r2d2 import replay as rp
+from sebulba.agents.r2d2.config import R2D2Config
+from sebulba.agents.r2d2.networks import CoreState, make_network, unroll
+from sebulba.agents.r2d2.returns import n_step_double_q_targets, sequence_priority
+from sebulba.sharding import LEARNER_AXIS
+from sebulba.types import EnvStep, ExperienceLayout, Metrics, Trajectory
+
+
+class Networks(NamedTuple):
+    online: dict
+    target: dict
+
+
+class StepState(NamedTuple):
+    """Per env: the core state and previous action (what a stored sequence starts from), its
+    epsilon, and the batch's RNG key."""
+
+    core: CoreState
+    prev_action: jax.Array  # int32 [B]
+    epsilon: jax.Array  # float32 [B]
+    key: jax.Array  # one typed key
+
+
+class Experience(NamedTuple):
+    replay: rp.SequenceReplay
+    learner_steps: jax.Array  # int32 []: optimizer steps taken (target copies follow it)
+
+
+def apex_epsilons(num_envs: int, base: float, alpha: float) -> jax.Array:
+    """Ape-X: env i of N explores with base ** (1 + alpha * i / (N - 1))."""
+    i = jnp.arange(num_envs, dtype=jnp.float32)
+    return base ** (1.0 + alpha * i / max(num_envs - 1, 1))
+
+
+class R2D2(Agent[Networks, optax.OptState, Experience, StepState]):
+    def __init__(self, env_spec: envs.EnvSpec, config: R2D2Config = R2D2Config()):
+        super().__init__(env_spec)
+        if not isinstance(env_spec.action_space, gym.spaces.Discrete):
+            raise ValueError(f"R2D2 needs a Discrete action space, got {env_spec.action_space}")
+        self.config = config
+        self.num_actions = int(env_spec.action_space.n)
+        self.net = make_network(env_spec.observation_space, self.num_actions, config)
+
+    # ---------------------------------------------------------------- state
+    def init_networks(self, key: jax.Array) -> Networks:
+        space = self.env_spec.observation_space
+        params = self.net.init(key, jnp.zeros((1, *space.shape), space.dtype), jnp.zeros(1, jnp.int32),
+                               jnp.zeros(1), self.net.initial_state(1))
+        return Networks(params, params)
+
+    def optimizer(self) -> optax.GradientTransformation:
+        c = self.config
+        adam = optax.adam(c.learning_rate, eps=c.adam_eps)
+        return adam if c.max_grad_norm is None else optax.chain(optax.clip_by_global_norm(c.max_grad_norm), adam)
+
+    def init_optimizer_state(self, networks: Networks) -> optax.OptState:
+        return self.tx.init(networks.online)
+
+    def init_step_state(self, networks: Networks, num_envs: int, key: jax.Array) -> StepState:
+        c = self.config
+        return StepState(self.net.initial_state(num_envs), jnp.zeros(num_envs, jnp.int32),
+                         apex_epsilons(num_envs, c.epsilon_base, c.epsilon_alpha), key)
+
+    def _stored(self, step_state: StepState) -> tuple[CoreState, jax.Array]:
+        """The per-env part of a step state that a sequence stores."""
+        return step_state.core, step_state.prev_action
+
+    def init_experience(self, networks: Networks, layout: ExperienceLayout, key: jax.Array) -> Experience:
+        c, space = self.config, self.env_spec.observation_space
+        if layout.steps_per_cycle != c.cycle_length:
+            raise ValueError(
+                f"R2D2 needs cycles of sequence_length / 2 = {c.cycle_length} steps, the loop runs {layout.steps_per_cycle}"
+            )
+        f32, b = jax.ShapeDtypeStruct((), jnp.float32), jax.ShapeDtypeStruct((), jnp.bool_)
+        env_row = EnvStep(jax.ShapeDtypeStruct(space.shape, space.dtype), f32, b, b, b)
+        core = jax.ShapeDtypeStruct((c.core_size,), jnp.float32)
+        state_row = (CoreState(core, core), jax.ShapeDtypeStruct((), jnp.int32))
+        replay = rp.init(c.replay_capacity, layout.num_envs, layout.steps_per_cycle, env_row,
+                         jax.ShapeDtypeStruct((), jnp.int32), state_row, num_sources=layout.num_actors)
+        return Experience(replay, jnp.zeros((), jnp.int32))
+
+    # ---------------------------------------------------------------- acting
+    def step(self, networks: Networks, step_state: StepState, env_step: EnvStep) -> tuple[jax.Array, StepState]:
+        first = env_step.first
+        keep = (~first)[:, None]
+        core = CoreState(step_state.core.h * keep, step_state.core.c * keep)
+        prev_action = jnp.where(first, 0, step_state.prev_action)
+        q, core = self.net.apply(networks.online, env_step.obs, prev_action, jnp.where(first, 0.0, env_step.reward), core)
+        key, k_explore, k_random = jax.random.split(step_state.key, 3)
+        explore = jax.random.uniform(k_explore, first.shape) < step_state.epsilon
+        random = jax.random.randint(k_random, first.shape, 0, self.num_actions)
+        action = jnp.where(explore, random, jnp.argmax(q, -1)).astype(jnp.int32)
+        return action, StepState(core, action, step_state.epsilon, key)
+
+    # ---------------------------------------------------------------- learning
+    def update_experience(self, experience: Experience, initial_step_state: StepState, final_step_state: StepState,
+                          trajectory: Trajectory) -> Experience:
+        replay = rp.add_cycle(experience.replay, self._stored(initial_step_state), trajectory.env_step,
+                              trajectory.action, source=trajectory.actor)
+        return experience._replace(replay=replay)
+
+    def _sequence_loss(self, online, target, seqs: rp.Sequences, weights):
+        """Loss over a batch of sequences [b, 2T(+1), ...] -> (loss, (metrics, priorities [b]))."""
+        c = self.config
+        es = jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), seqs.env_step)  # time-major [m + 1, b, ...]
+        action = jnp.swapaxes(seqs.action, 0, 1)  # [m, b]
+        core, stored_prev_action = seqs.state
+        prev_action = jnp.concatenate([stored_prev_action[None], action], 0)  # the action before each env step
+        l = c.burn_in
+        burn = lambda x: x[:l]
+        rest = lambda x: x[l:]
+        inputs = (es.obs, prev_action, es.reward, es.first)
+
+        def q_values(params):
+            # Burn-in warms the stored state without gradients, then the rest is unrolled from it.
+            _, state = unroll(self.net, params, *map(burn, inputs), core)
+            state = jax.lax.stop_gradient(state)
+            q, _ = unroll(self.net, params, *map(rest, inputs), state)
+            return q  # [m + 1 - l, b, A]
+
+        q_online = q_values(online)
+        q_target = jax.lax.stop_gradient(q_values(target))
+        final = es.terminated | es.truncated
+        targets = jax.vmap(n_step_double_q_targets, in_axes=(1, 1, 1, 1, 1, None, None, None), out_axes=1)(
+            jax.lax.stop_gradient(q_online), q_target, rest(es.reward), rest(es.terminated), rest(es.truncated),
+            c.discount, c.n_step, c.rescaling_eps,
+        )  # [m - l, b]
+        q_taken = jnp.take_along_axis(q_online[:-1], rest(action)[..., None], -1)[..., 0]
+        td = targets - q_taken
+        mask = ~rest(final)[:-1]  # a transition out of a final state is the pool's reset step
+        per_seq = 0.5 * jnp.sum(mask * td**2, 0) / jnp.maximum(mask.sum(0), 1)
+        loss = jnp.mean(weights * per_seq)
+        priorities = jax.vmap(sequence_priority, in_axes=(1, 1, None))(jnp.abs(td), mask, c.priority_eta)
+        metrics = {"q_mean": jnp.sum(mask * q_taken) / jnp.maximum(mask.sum(), 1),
+                   "td_abs_mean": jnp.sum(mask * jnp.abs(td)) / jnp.maximum(mask.sum(), 1)}
+        return loss, (metrics, jax.lax.stop_gradient(priorities))
+
+    def loss(self, networks: Networks, experience: Experience, key: jax.Array) -> tuple[jax.Array, Metrics]:
+        (loss, (metrics, _)), _ = self._sample_and_loss(networks.online, networks.target, experience.replay, key)
+        return loss, metrics
+
+    def _sample_and_loss(self, online, target, replay, key):
+        c = self.config
+        seqs, idx, probs = rp.sample(replay, key, c.batch_size, c.priority_exponent)
+        weights = rp.importance_weights(probs, replay.size, c.importance_sampling_exponent)
+        return self._sequence_loss(online, target, seqs, weights), idx
+
+    def num_off_policy_optims_per_cycle(self) -> int:
+        return self.config.optims_per_cycle
+
+    def optimize(self, networks: Networks, opt_state, experience: Experience, key: jax.Array):
+        """One step on a prioritized batch; new priorities go back to the replay, and the target
+        network is copied every target_update_period steps. Nothing changes until the replay
+        holds min_replay_size sequences."""
+        c = self.config
+        replay = experience.replay
+
+        def loss_fn(online):
+            (loss, aux), idx = self._sample_and_loss(online, networks.target, replay, key)
+            return loss, (aux, idx)
+
+        (loss, ((metrics, priorities), idx)), grads = jax.value_and_grad(loss_fn, has_aux=True)(networks.online)
+        grads = jax.lax.pmean(grads, LEARNER_AXIS)
+        updates, new_opt = self.tx.update(grads, opt_state, networks.online)
+        online = optax.apply_updates(networks.online, updates)
+        steps = experience.learner_steps + 1
+        target = jax.tree.map(lambda t, o: jnp.where(steps % c.target_update_period == 0, o, t), networks.target, online)
+        ready = jax.lax.pmin(replay.size, LEARNER_AXIS) >= c.min_replay_size
+        pick = lambda new, old: jax.tree.map(lambda n, o: jnp.where(ready, n, o), new, old)
+        networks = pick(Networks(online, target), networks)
+        opt_state = pick(new_opt, opt_state)
+        replay = pick(rp.update_priorities(replay, idx, priorities), replay)
+        experience = Experience(replay, jnp.where(ready, steps, experience.learner_steps))
+        metrics = {**metrics, "loss": loss, "replay_size": replay.size.astype(jnp.float32), "learning": ready.astype(jnp.float32)}
+        return networks, opt_state, experience, metrics
