@@ -151,20 +151,3 @@ def sequence_priority(abs_td_errors: Array, mask: Array, eta: Numeric = 0.9) -> 
     mean = jnp.sum(errors) / jnp.maximum(count, 1).astype(errors.dtype)
     priority = eta * jnp.max(errors, initial=0.0) + (1.0 - eta) * mean
     return jnp.where(count > 0, priority, jnp.zeros((), errors.dtype))
-
-
-def importance_weights(probabilities: Array, num_items: Numeric, exponent: Numeric) -> Array:
-    """Prioritized replay's importance weights (Schaul et al. 2016): (N p_i)^-exponent / max_j (...).
-
-    Args:
-      probabilities: [b] sampling probabilities of the sampled items (all > 0).
-      num_items: N, the number of items in the replay.
-      exponent: beta (0: all weights 1).
-
-    Returns:
-      [b] weights in (0, 1], the largest (least likely item's) being 1.
-    """
-    chex.assert_rank(probabilities, 1)
-    chex.assert_type(probabilities, float)
-    weights = (num_items * probabilities) ** (-exponent)
-    return weights / jnp.max(weights)
