@@ -9,8 +9,8 @@ import jax.numpy as jnp
 import numpy as np
 from absl.testing import parameterized
 
+from sebulba.agents.r2d2.replay import importance_weights
 from sebulba.agents.r2d2.returns import (
-    importance_weights,
     n_step_double_q_targets,
     sequence_priority,
     signed_hyperbolic,
