@@ -1,6 +1,6 @@
 """IMPALA on the Sebulba loop.
 
-    python -m experiments.impala                         # CartPole-v1 on the CPU, a couple of minutes
+    python -m experiments.impala                         # CartPole-v1 on the CPU, about 15 s
     python -m experiments.impala --env Pong-v5           # the paper's Atari settings
     python -m experiments.impala --help
 
@@ -11,14 +11,12 @@ learning_curve.png.
 from __future__ import annotations
 
 import dataclasses
-import logging
 
 from absl import app, flags
 
-import envs
 from sebulba.agents.impala import Impala, ImpalaConfig
-from sebulba.experiment.runner import default_devices, parse_devices, run
-from sebulba.loop.config import LoopConfig
+from sebulba.experiment import cli
+from sebulba.experiment.cli import Experiment, build, define_loop_flags, overrides_from_flags, train
 
 # ---------------------------------------------------------------- presets
 # CartPole: the learning bar's configuration (mean return >= 475 over the last 20 episodes).
@@ -43,16 +41,9 @@ def preset(env_id: str) -> dict:
 
 
 # ---------------------------------------------------------------- flags
-flags.DEFINE_string("env", "CartPole-v1", "Task id of the env pool (envs.list_all_envs()).")
-flags.DEFINE_integer("num_envs", None, "Envs per inferencer (default: the env's preset).")
-flags.DEFINE_integer("total_env_steps", None, "Stop after this many env steps (default: the preset's budget).")
+define_loop_flags("CartPole-v1")
+flags.adopt_module_key_flags(cli)  # list the shared flags in --help
 flags.DEFINE_integer("steps_per_cycle", None, "Unroll length T of each trajectory.")
-flags.DEFINE_string("actor_devices", None, "Comma-separated jax device indices that act (default: 0).")
-flags.DEFINE_string("learner_devices", None, "Comma-separated device indices that learn (default: the others, or 0).")
-flags.DEFINE_integer("inferencers_per_device", None, "Inferencer threads per actor device (async mode).")
-flags.DEFINE_integer("seed", 0, "Seed of networks, actors and envs.")
-flags.DEFINE_string("logdir", "runs", "Parent directory of run directories.")
-flags.DEFINE_bool("async_mode", None, "Sebulba actors in threads (True) or one cycle then one update, reproducible (False).")
 flags.DEFINE_float("learning_rate", None, "RMSProp learning rate (decays linearly to 0 over the run).")
 flags.DEFINE_float("entropy_cost", None, "Weight of the entropy bonus.")
 flags.DEFINE_float("baseline_cost", None, "Weight of the baseline (value) loss.")
@@ -61,55 +52,26 @@ flags.DEFINE_float("vtrace_lambda", None, "V-trace lambda.")
 flags.DEFINE_float("max_grad_norm", None, "Global gradient-norm clip.")
 flags.DEFINE_enum("torso", None, ["auto", "mlp", "nature_cnn", "impala_resnet"], "Network torso.")
 flags.DEFINE_list("hidden_sizes", None, "MLP torso layer sizes, e.g. 64,64.")
-flags.DEFINE_float("log_every_s", None, "Seconds between metrics rows (CSV, TensorBoard, progress line).")
-flags.DEFINE_bool("progress", True, "Show a live progress line.")
 FLAGS = flags.FLAGS
-
-
-@dataclasses.dataclass(frozen=True)
-class Experiment:
-    loop: LoopConfig
-    agent: ImpalaConfig
-    total_env_steps: int
+AGENT_FLAGS = {"learning_rate": "learning_rate", "entropy_cost": "entropy_cost", "baseline_cost": "baseline_cost",
+               "discount": "discount", "vtrace_lambda": "lambda_", "max_grad_norm": "max_grad_norm", "torso": "torso",
+               "hidden_sizes": "hidden_sizes"}
 
 
 def make_experiment(env: str, seed: int = 0, **overrides) -> Experiment:
     """The preset for env with overrides (None values are ignored); what the flags map onto."""
     p = preset(env)
-    o = {k: v for k, v in overrides.items() if v is not None}
-    get = lambda k: o.get(k, p.get(k))
-    steps_per_cycle, num_envs, total = get("steps_per_cycle"), get("num_envs"), get("total_env_steps")
-    actors, learners = default_devices(num_envs)
-    loop = LoopConfig(
-        env_id=env, num_envs=num_envs, steps_per_cycle=steps_per_cycle, seed=seed,
-        actor_devices=o.get("actor_devices") or actors, learner_devices=o.get("learner_devices") or learners,
-        inferencers_per_device=get("inferencers_per_device"), async_mode=get("async_mode"),
-        log_every_s=get("log_every_s"),
-    )
-    agent_fields = {f.name for f in dataclasses.fields(ImpalaConfig)}
-    agent_overrides = {k: v for k, v in o.items() if k in agent_fields}
-    learner_steps = -(-total // (num_envs * steps_per_cycle * loop.num_inferencers)) * loop.num_inferencers
-    agent = dataclasses.replace(p["agent"], lr_decay_steps=learner_steps, **agent_overrides)
-    return Experiment(loop, agent, total)
+    T = overrides.get("steps_per_cycle") or p["steps_per_cycle"]
+    exp = build(env, seed, p, overrides, lambda agent: T)
+    loop = exp.loop
+    learner_steps = -(-exp.total_env_steps // (loop.num_envs * T * loop.num_inferencers)) * loop.num_inferencers
+    return dataclasses.replace(exp, agent=dataclasses.replace(exp.agent, lr_decay_steps=learner_steps))
 
 
 def main(argv: list[str]) -> None:
     del argv
-    logging.getLogger("sebulba").setLevel(logging.INFO)
-    exp = make_experiment(
-        FLAGS.env, FLAGS.seed,
-        num_envs=FLAGS.num_envs, total_env_steps=FLAGS.total_env_steps, steps_per_cycle=FLAGS.steps_per_cycle,
-        actor_devices=parse_devices(FLAGS.actor_devices), learner_devices=parse_devices(FLAGS.learner_devices),
-        inferencers_per_device=FLAGS.inferencers_per_device, async_mode=FLAGS.async_mode, log_every_s=FLAGS.log_every_s,
-        learning_rate=FLAGS.learning_rate, entropy_cost=FLAGS.entropy_cost, baseline_cost=FLAGS.baseline_cost,
-        discount=FLAGS.discount, lambda_=FLAGS.vtrace_lambda, max_grad_norm=FLAGS.max_grad_norm, torso=FLAGS.torso,
-        hidden_sizes=tuple(int(h) for h in FLAGS.hidden_sizes) if FLAGS.hidden_sizes else None,
-    )
-    agent = Impala(envs.make_spec(FLAGS.env, **exp.loop.env_kwargs), exp.agent)
-    result = run("impala", agent, exp.loop, exp.total_env_steps, FLAGS.logdir, FLAGS.flag_values_dict(), FLAGS.progress)
-    f = result.final
-    print(f"done: {f['env_steps']:,} env steps, episode_return_mean {f['episode_return_mean']:.1f} "
-          f"(last 20 episodes); run directory {result.run_dir.path}")
+    overrides = overrides_from_flags(AGENT_FLAGS)
+    train("impala", make_experiment(FLAGS.env, FLAGS.seed, steps_per_cycle=FLAGS.steps_per_cycle, **overrides), Impala)
 
 
 if __name__ == "__main__":

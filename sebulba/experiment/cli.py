@@ -1,0 +1,79 @@
+"""What the experiment entry points share: the loop's flags, presets plus overrides into
+configs, and the run itself. Each entry point adds its agent's hyperparameter flags."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from absl import flags
+
+import envs
+from sebulba.agent import Agent
+from sebulba.experiment.runner import RunResult, default_devices, parse_devices, run
+from sebulba.loop.config import LoopConfig
+
+FLAGS = flags.FLAGS
+LOOP_FLAGS = ("num_envs", "total_env_steps", "inferencers_per_device", "async_mode", "log_every_s")
+
+
+def define_loop_flags(default_env: str) -> None:
+    """The flags every experiment has (defaults None mean: the env's preset)."""
+    flags.DEFINE_string("env", default_env, "Task id of the env pool (envs.list_all_envs()).")
+    flags.DEFINE_integer("num_envs", None, "Envs per inferencer (default: the env's preset).")
+    flags.DEFINE_integer("total_env_steps", None, "Stop after this many env steps (default: the preset's budget).")
+    flags.DEFINE_string("actor_devices", None, "Comma-separated jax device indices that act (default: 0).")
+    flags.DEFINE_string("learner_devices", None, "Comma-separated device indices that learn (default: the others, or 0).")
+    flags.DEFINE_integer("inferencers_per_device", None, "Inferencer threads per actor device.")
+    flags.DEFINE_integer("seed", 0, "Seed of networks, actors and envs.")
+    flags.DEFINE_string("logdir", "runs", "Parent directory of run directories.")
+    flags.DEFINE_bool("async_mode", None, "Sebulba actors in threads (True) or one cycle then one update, reproducible (False).")
+    flags.DEFINE_float("log_every_s", None, "Seconds between metrics rows (CSV, TensorBoard, progress line).")
+    flags.DEFINE_bool("progress", True, "Show a live progress line.")
+
+
+@dataclasses.dataclass(frozen=True)
+class Experiment:
+    loop: LoopConfig
+    agent: Any  # the agent's config dataclass
+    total_env_steps: int
+
+
+def build(env: str, seed: int, preset: dict, overrides: dict, steps_per_cycle: Callable[[Any], int]) -> Experiment:
+    """preset (loop values and `agent`, a config dataclass) updated by the non-None overrides;
+    agent-config fields among the overrides go to the agent config."""
+    o = {k: v for k, v in overrides.items() if v is not None}
+    get = lambda k: o.get(k, preset.get(k))
+    fields = {f.name for f in dataclasses.fields(preset["agent"])}
+    agent = dataclasses.replace(preset["agent"], **{k: v for k, v in o.items() if k in fields})
+    actors, learners = default_devices(get("num_envs"))
+    loop = LoopConfig(
+        env_id=env, num_envs=get("num_envs"), steps_per_cycle=steps_per_cycle(agent), seed=seed,
+        actor_devices=o.get("actor_devices") or actors, learner_devices=o.get("learner_devices") or learners,
+        inferencers_per_device=get("inferencers_per_device"), async_mode=get("async_mode"), log_every_s=get("log_every_s"),
+    )
+    return Experiment(loop, agent, get("total_env_steps"))
+
+
+def overrides_from_flags(agent_flags: dict[str, str]) -> dict[str, Any]:
+    """Loop flags plus agent flags ({flag name: config field}) as build() overrides."""
+    out = {name: FLAGS[name].value for name in LOOP_FLAGS}
+    out["actor_devices"] = parse_devices(FLAGS.actor_devices)
+    out["learner_devices"] = parse_devices(FLAGS.learner_devices)
+    for flag, field in agent_flags.items():
+        value = FLAGS[flag].value
+        out[field] = tuple(int(h) for h in value) if isinstance(value, list) else value
+    return out
+
+
+def train(name: str, exp: Experiment, make_agent: Callable[[envs.EnvSpec, Any], Agent]) -> RunResult:
+    """Run the experiment from the flags' logdir/progress, and print where its outputs are."""
+    logging.getLogger("sebulba").setLevel(logging.INFO)
+    agent = make_agent(envs.make_spec(exp.loop.env_id, **exp.loop.env_kwargs), exp.agent)
+    result = run(name, agent, exp.loop, exp.total_env_steps, FLAGS.logdir, FLAGS.flag_values_dict(), FLAGS.progress)
+    f = result.final
+    print(f"done: {f['env_steps']:,} env steps, episode_return_mean {f['episode_return_mean']:.1f} "
+          f"(last 20 episodes); run directory {result.run_dir.path}")
+    return result
