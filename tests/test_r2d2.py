@@ -1,0 +1,106 @@
+"""R2D2 agent: burn-in, stored state through the real loop, masking, CLI."""
+
+import os
+import subprocess
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import envs
+import sebulba
+from sebulba.agents.r2d2 import R2D2, R2D2Config
+from sebulba.agents.r2d2 import replay as rp
+
+CARTPOLE = envs.make_spec("CartPole-v1")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SMALL = dict(core_size=16, hidden_sizes=(16,), sequence_length=8, burn_in=3, n_step=2, discount=0.9, batch_size=4,
+             replay_capacity=64, min_replay_size=4, target_update_period=5)
+
+
+def loop_config(**kw):
+    kw.setdefault("num_envs", 4)
+    return sebulba.LoopConfig(steps_per_cycle=SMALL["sequence_length"] // 2, async_mode=False, inferencers_per_device=1,
+                              log_every_s=1e3, **kw)
+
+
+def test_stored_state_is_the_actors_state_at_the_sequence_start():
+    agent = R2D2(CARTPOLE, R2D2Config(**SMALL))
+    starts = []
+    with sebulba.GymnasiumLoop(agent, loop_config()) as loop:
+        def record(ctx):
+            s = ctx.result.initial_step_state
+            starts.append(jax.tree.map(np.asarray, (s.core, s.prev_action)))  # (not the typed RNG key)
+
+        loop.run(max_cycles=3, middleware=[record])
+        replay = jax.tree.map(lambda x: np.asarray(x[0]), loop.learner.experience.replay)  # device 0's shard
+    # Cycles 0+1 and 1+2 made 4 sequences each, stored with the state at the start of cycles 0 and 1.
+    assert int(replay.size) == 8
+    (core, prev_action) = replay.sequences.state
+    for seq_slot, cycle in ((0, 0), (4, 1)):
+        for b in range(4):
+            np.testing.assert_array_equal(core.h[seq_slot + b], starts[cycle][0].h[b])
+            np.testing.assert_array_equal(core.c[seq_slot + b], starts[cycle][0].c[b])
+            assert prev_action[seq_slot + b] == starts[cycle][1][b]
+    assert np.abs(starts[1][0].h).sum() > 0  # a real, non-zero recurrent state was stored
+
+
+def test_burn_in_passes_no_gradient():
+    c = R2D2Config(**SMALL)
+    agent = R2D2(CARTPOLE, c)
+    nets = agent.init_networks(jax.random.key(0))
+    with sebulba.GymnasiumLoop(agent, loop_config()) as loop:
+        loop.run(max_cycles=3)
+        replay = jax.tree.map(lambda x: x[0], loop.learner.experience.replay)
+    seqs, _, _ = rp.sample(replay, jax.random.key(1), 4)
+
+    def loss_of_obs(obs):
+        s = seqs._replace(env_step=seqs.env_step._replace(obs=obs))
+        return agent._sequence_loss(nets.online, nets.target, s, jnp.ones(4))[0]
+
+    g = np.asarray(jax.grad(loss_of_obs)(seqs.env_step.obs))  # [b, m + 1, 4]
+    assert np.all(g[:, : c.burn_in] == 0)  # burn-in observations only warm up the state
+    assert np.abs(g[:, c.burn_in :]).sum() > 0
+
+
+def test_apex_epsilons_and_step_resets_state_on_first():
+    agent = R2D2(CARTPOLE, R2D2Config(**SMALL))
+    nets = agent.init_networks(jax.random.key(0))
+    ss = agent.init_step_state(nets, 4, jax.random.key(1))
+    np.testing.assert_allclose(np.asarray(ss.epsilon), [0.4 ** (1 + 7 * i / 3) for i in range(4)], rtol=1e-6)
+    obs = jnp.ones((4, 4))
+    es = sebulba.EnvStep(obs, jnp.zeros(4), jnp.zeros(4, bool), jnp.zeros(4, bool), jnp.array([True, False, True, False]))
+    dirty = ss._replace(core=jax.tree.map(lambda x: x + 5.0, ss.core), prev_action=jnp.ones(4, jnp.int32))
+    _, clean_out = agent.step(nets, ss, es)
+    _, dirty_out = agent.step(nets, dirty, es)
+    for i in (0, 2):  # episode starts: the old state is dropped
+        np.testing.assert_array_equal(np.asarray(dirty_out.core.h[i]), np.asarray(clean_out.core.h[i]))
+    assert not np.array_equal(np.asarray(dirty_out.core.h[1]), np.asarray(clean_out.core.h[1]))
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [({"sequence_length": 7}, "even"), ({"burn_in": 80}, "burn_in"), ({"core": "gru"}, "core"),
+     ({"min_replay_size": 0}, "min_replay_size"), ({"n_step": 0}, "n_step")],
+)
+def test_config_validation(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        R2D2Config(**kwargs)
+
+
+def test_cycle_length_must_be_half_a_sequence():
+    with pytest.raises(ValueError, match="cycles of sequence_length / 2 = 4"):
+        sebulba.GymnasiumLoop(R2D2(CARTPOLE, R2D2Config(**SMALL)), sebulba.LoopConfig(num_envs=4, steps_per_cycle=5))
+
+
+def test_cli_writes_a_run_directory(tmp_path):
+    env = {**os.environ, "XLA_FLAGS": "", "PYTHONPATH": ROOT}
+    out = subprocess.run([sys.executable, "-m", "experiments.r2d2", "--total_env_steps=2000", f"--logdir={tmp_path}",
+                          "--noprogress", "--core=mlp"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    (run_dir,) = tmp_path.iterdir()
+    assert run_dir.name.startswith("r2d2-CartPole-v1-")
+    assert (run_dir / "metrics.csv").exists() and (run_dir / "learning_curve.png").exists()
+    assert any(p.name.startswith("events.out.tfevents") for p in run_dir.iterdir())
