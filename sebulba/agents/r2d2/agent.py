@@ -71,7 +71,8 @@ class R2D2(Agent[Networks, optax.OptState, Experience, StepState]):
 
     def optimizer(self) -> optax.GradientTransformation:
         c = self.config
-        adam = optax.adam(c.learning_rate, eps=c.adam_eps)
+        lr = c.learning_rate if c.lr_decay_steps is None else optax.linear_schedule(c.learning_rate, 0.0, c.lr_decay_steps)
+        adam = optax.adam(lr, eps=c.adam_eps)
         return adam if c.max_grad_norm is None else optax.chain(optax.clip_by_global_norm(c.max_grad_norm), adam)
 
     def init_optimizer_state(self, networks: Networks) -> optax.OptState:

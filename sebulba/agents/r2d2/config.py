@@ -17,6 +17,7 @@ class R2D2Config:
     discount: float = 0.997
     rescaling_eps: float = 1e-3  # h(x) = sign(x)(sqrt(|x| + 1) - 1) + eps x
     learning_rate: float = 1e-4
+    lr_decay_steps: int | None = None  # linear decay to 0 over this many learner steps; None: constant (the paper)
     adam_eps: float = 1e-3
     max_grad_norm: float | None = None  # the paper does not clip
     batch_size: int = 64  # sequences per optimizer step, per learner device
@@ -46,6 +47,8 @@ class R2D2Config:
                      "target_update_period", "replay_capacity"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+        if self.lr_decay_steps is not None and self.lr_decay_steps < 1:
+            raise ValueError(f"lr_decay_steps must be >= 1 or None, got {self.lr_decay_steps}")
         if not 1 <= self.min_replay_size <= self.replay_capacity:
             raise ValueError(f"min_replay_size must be in [1, replay_capacity={self.replay_capacity}], got {self.min_replay_size}")
         if not 0.0 <= self.priority_eta <= 1.0:
