@@ -163,7 +163,7 @@ class GymnasiumLoop:
             except queue.Empty:
                 if not any(t.is_alive() for t in self._threads):
                     self._raise_errors()
-                    raise InferencerError("every inferencer thread has stopped; no trajectories will come")
+                    raise InferencerError("every inferencer thread has stopped; no trajectories will come") from None
 
     def _raise_errors(self) -> None:
         if self._errors:
