@@ -16,6 +16,9 @@ from sebulba.experiment.runner import RunResult, default_devices, parse_devices,
 from sebulba.loop.config import LoopConfig
 
 FLAGS = flags.FLAGS
+# Entry points log at INFO through absl; jax's INFO lines (e.g. "Unable to initialize backend
+# 'tpu'" on every CPU host) would read like errors.
+logging.getLogger("jax").setLevel(logging.WARNING)
 LOOP_FLAGS = ("num_envs", "total_env_steps", "inferencers_per_device", "async_mode", "log_every_s")
 
 

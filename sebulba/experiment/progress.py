@@ -46,7 +46,7 @@ class ProgressBar:
         self._start = time.monotonic()
         self._bar: tqdm | None = None
         if self.interactive:
-            fmt = "{desc}{percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}{postfix}]" if total_env_steps else None
+            fmt = "{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}{postfix}]" if total_env_steps else None
             self._bar = tqdm(
                 total=total_env_steps,
                 desc=desc,
