@@ -6,6 +6,11 @@ leaves the rest of the file (other sections, hand-written analysis) as it was.
 
 from __future__ import annotations
 
+import csv
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 BENCH_FILE = Path(__file__).resolve().parents[1] / "BENCHMARKS.md"
@@ -37,3 +42,20 @@ def verdict(value: float | None, target: float | None, fmt: str = "{:.2f}") -> s
     if value >= target:
         return "yes"
     return f"missed ({fmt.format(value)} of {fmt.format(target)})"
+
+
+def run_cli(module: str, args: list[str], logdir: Path) -> tuple[float, dict, Path]:
+    """Run `python -m module *args --logdir=logdir --noprogress` in a fresh process (1 CPU device),
+    timed whole; returns (wall seconds, its last metrics row, its run directory)."""
+    root = Path(__file__).resolve().parents[1]
+    logdir.mkdir(parents=True, exist_ok=True)
+    before = set(logdir.iterdir())
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    env.pop("XLA_FLAGS", None)
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", module, *args, f"--logdir={logdir}", "--noprogress"],
+                   cwd=root, env=env, check=True, capture_output=True)
+    wall = time.perf_counter() - start
+    (run_dir,) = set(logdir.iterdir()) - before
+    rows = list(csv.DictReader((run_dir / "metrics.csv").open()))
+    return wall, rows[-1], run_dir

@@ -9,37 +9,21 @@ Writes the table into BENCHMARKS.md and the learning curves into benchmarks/figu
 from __future__ import annotations
 
 import argparse
-import csv
 import datetime
 import os
 import platform
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks._report import BENCH_FILE, verdict, write_section  # noqa: E402
+from benchmarks._report import BENCH_FILE, run_cli, verdict, write_section  # noqa: E402
 from sebulba.experiment.curves import plot_curves  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 FIGURES = ROOT / "benchmarks" / "figures"
 BAR, GOAL_S = 475.0, 60.0
-
-
-def run_seed(seed: int, logdir: Path) -> tuple[float, dict, Path]:
-    """Wall time of the whole CLI run, its last metrics row, and its run directory."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    env.pop("XLA_FLAGS", None)
-    start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "experiments.impala", f"--seed={seed}", f"--logdir={logdir}", "--noprogress"],
-                   cwd=ROOT, env=env, check=True, capture_output=True)
-    wall = time.perf_counter() - start
-    (run_dir,) = [p for p in logdir.iterdir() if p.name.endswith(f"-s{seed}")]
-    rows = list(csv.DictReader((run_dir / "metrics.csv").open()))
-    return wall, rows[-1], run_dir
 
 
 def main() -> None:
@@ -51,7 +35,7 @@ def main() -> None:
     rows, curves = [], []
     with tempfile.TemporaryDirectory() as tmp:
         for seed in seeds:
-            wall, last, run_dir = run_seed(seed, Path(tmp))
+            wall, last, run_dir = run_cli("experiments.impala", [f"--seed={seed}"], Path(tmp))
             ret = float(last["episode_return_mean"])
             rows.append(f"| {seed} | {int(last['env_steps']):,} | {ret:.1f} | {verdict(ret, BAR, '{:.1f}')} | "
                         f"{wall:.1f} | {verdict(GOAL_S / wall, 1.0) if wall > GOAL_S else 'yes'} |")

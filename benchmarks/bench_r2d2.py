@@ -1,0 +1,73 @@
+"""R2D2's learning bars, as a user runs them (`python -m experiments.r2d2 ...` in fresh processes):
+1. CartPole-v1, the no-flag run, one row per seed: mean return over the last 20 episodes >= 400;
+2. the memory task CartPoleNoVelocity-v1: the LSTM core >= 3x the MLP core, same budget, both
+   curves in one PNG.
+
+    python benchmarks/bench_r2d2.py [--seeds 0,1,2] [--no-write]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks._report import BENCH_FILE, run_cli, verdict, write_section  # noqa: E402
+from sebulba.experiment.curves import plot_curves  # noqa: E402
+
+FIGURES = Path(__file__).resolve().parent / "figures"
+CARTPOLE_BAR, MEMORY_RATIO = 400.0, 3.0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--no-write", action="store_true")
+    args = parser.parse_args()
+    seeds = [int(s) for s in args.seeds.split(",")]
+    rows, curves = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        for seed in seeds:
+            wall, last, run_dir = run_cli("experiments.r2d2", [f"--seed={seed}"], Path(tmp) / "cartpole")
+            ret = float(last["episode_return_mean"])
+            rows.append(f"| CartPole-v1 | {seed} | {int(last['env_steps']):,} | {ret:.1f} | "
+                        f"{verdict(ret, CARTPOLE_BAR, '{:.1f}')} | {wall:.0f} |")
+            print(rows[-1], flush=True)
+            curves.append((f"seed {seed}", run_dir / "metrics.csv"))
+        memory, returns = [], {}
+        for core in ("lstm", "mlp"):
+            wall, last, run_dir = run_cli("experiments.r2d2", ["--env=CartPoleNoVelocity-v1", f"--core={core}"], Path(tmp) / core)
+            returns[core] = float(last["episode_return_mean"])
+            memory.append((f"{core.upper()} core", run_dir / "metrics.csv"))
+            print(core, returns[core], f"{wall:.0f}s", flush=True)
+        ratio = returns["lstm"] / max(returns["mlp"], 1e-9)
+        if not args.no_write:
+            FIGURES.mkdir(parents=True, exist_ok=True)
+            plot_curves(curves, FIGURES / "r2d2_cartpole.png", "R2D2, CartPole-v1 (no-flag run)")
+            plot_curves(memory, FIGURES / "r2d2_memory.png", "R2D2 on CartPoleNoVelocity-v1: LSTM vs MLP core")
+    body = (
+        "## R2D2 learning bars (`benchmarks/bench_r2d2.py`)\n\n"
+        f"Run {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC with "
+        f"`python {' '.join(['benchmarks/bench_r2d2.py', *sys.argv[1:]])}`  \n"
+        f"Machine: {platform.platform()}, {os.cpu_count()} cores, CPU only; each run is `python -m experiments.r2d2` "
+        "in a fresh process (the CartPole preset), timed whole.\n\n"
+        "| task | seed | env steps | final return (last 20 episodes) | bar met? (>= 400) | wall time (s) |\n"
+        "|---|---|---:|---:|---|---:|\n" + "\n".join(rows) + "\n\n"
+        f"Memory task, seed 0, same budget: LSTM {returns['lstm']:.1f}, MLP {returns['mlp']:.1f}, ratio {ratio:.2f}x "
+        f"(bar >= {MEMORY_RATIO:.0f}x: {verdict(ratio, MEMORY_RATIO)}).\n\n"
+        "![R2D2 CartPole](benchmarks/figures/r2d2_cartpole.png)\n"
+        "![R2D2 memory task: LSTM vs MLP](benchmarks/figures/r2d2_memory.png)\n"
+    )
+    print(body)
+    if not args.no_write:
+        write_section(BENCH_FILE, "bench_r2d2", body)
+
+
+if __name__ == "__main__":
+    main()
