@@ -12,7 +12,6 @@ import argparse
 import datetime
 import os
 import platform
-import shutil
 import sys
 import tempfile
 from pathlib import Path
