@@ -2,10 +2,7 @@
 
 import csv
 import json
-import os
 import re
-import subprocess
-import sys
 
 import jax
 import jax.numpy as jnp
@@ -15,9 +12,9 @@ import pytest
 import envs
 from sebulba.agents.impala import Impala, ImpalaConfig
 from sebulba.types import EnvStep, Trajectory
+from tests.support.cli import run_experiment
 
 CARTPOLE = envs.make_spec("CartPole-v1")
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def trajectory(T=6, B=3, seed=0):
@@ -79,10 +76,8 @@ def test_continuous_actions_are_rejected():
         Impala(envs.make_spec("Pendulum-v1"))
 
 
-def run_cli(*args, timeout=600):
-    env = {**os.environ, "XLA_FLAGS": "", "PYTHONPATH": ROOT}
-    return subprocess.run([sys.executable, "-m", "experiments.impala", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+def run_cli(*args):
+    return run_experiment("experiments.impala", *args)
 
 
 def test_cli_help_explains_the_flags():

@@ -1,8 +1,5 @@
 """R2D2 agent: burn-in, stored state through the real loop, masking, CLI."""
 
-import os
-import subprocess
-import sys
 
 import jax
 import jax.numpy as jnp
@@ -13,9 +10,9 @@ import envs
 import sebulba
 from sebulba.agents.r2d2 import R2D2, R2D2Config
 from sebulba.agents.r2d2 import replay as rp
+from tests.support.cli import last_metrics, run_experiment
 
 CARTPOLE = envs.make_spec("CartPole-v1")
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SMALL = dict(core_size=16, hidden_sizes=(16,), sequence_length=8, burn_in=3, n_step=2, discount=0.9, batch_size=4,
              replay_capacity=64, min_replay_size=4, target_update_period=5)
 
@@ -96,11 +93,20 @@ def test_cycle_length_must_be_half_a_sequence():
 
 
 def test_cli_writes_a_run_directory(tmp_path):
-    env = {**os.environ, "XLA_FLAGS": "", "PYTHONPATH": ROOT}
-    out = subprocess.run([sys.executable, "-m", "experiments.r2d2", "--total_env_steps=2000", f"--logdir={tmp_path}",
-                          "--noprogress", "--core=mlp"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    out = run_experiment("experiments.r2d2", "--total_env_steps=2000", f"--logdir={tmp_path}", "--noprogress", "--core=mlp")
     assert out.returncode == 0, out.stderr[-3000:]
-    (run_dir,) = tmp_path.iterdir()
-    assert run_dir.name.startswith("r2d2-CartPole-v1-")
-    assert (run_dir / "metrics.csv").exists() and (run_dir / "learning_curve.png").exists()
+    run_dir, last = last_metrics(tmp_path)
+    assert run_dir.name.startswith("r2d2-CartPole-v1-") and int(last["env_steps"]) >= 2000
+    assert (run_dir / "learning_curve.png").exists()
     assert any(p.name.startswith("events.out.tfevents") for p in run_dir.iterdir())
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_learning_bar_cartpole(seed, tmp_path):
+    """The no-flag run of `python -m experiments.r2d2` (a fresh 1-device process, as a user runs
+    it): mean return >= 400 over the last 20 episodes within its 500k-step budget."""
+    out = run_experiment("experiments.r2d2", f"--seed={seed}", f"--logdir={tmp_path}", "--noprogress")
+    assert out.returncode == 0, out.stderr[-3000:]
+    _, last = last_metrics(tmp_path)
+    assert int(last["env_steps"]) >= 500_000
+    assert float(last["episode_return_mean"]) >= 400, last
