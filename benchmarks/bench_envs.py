@@ -117,6 +117,29 @@ class AsyncDriver:
         self.pool.close()
 
 
+class AleAsyncDriver:
+    """ALE's own vector env, driven as its docs do: send() the last batch's actions, recv()."""
+
+    def __init__(self, env: Any, batch_size: int):
+        self.env = env
+        self.batch_size = batch_size
+        self.actions = random_actions(env.single_action_space, batch_size).astype(np.int32)
+        self.k = 0
+        env.reset(seed=SEED)
+
+    def run(self, calls: int) -> int:
+        send, recv, actions, k = self.env.send, self.env.recv, self.actions, self.k
+        for _ in range(calls):
+            send(actions[k])
+            recv()
+            k = (k + 1) % ACTION_BATCHES
+        self.k = k
+        return calls * self.batch_size
+
+    def close(self) -> None:
+        self.env.close()
+
+
 # ---------------------------------------------------------------------------- contestants
 def ours_sync(task: str, num_envs: int, backend: str | None = None) -> Driver:
     kwargs = {} if backend is None else {"backend": backend}
@@ -124,8 +147,8 @@ def ours_sync(task: str, num_envs: int, backend: str | None = None) -> Driver:
     return SyncDriver(pool, pool.action_space, num_envs, pool.reset)
 
 
-def ours_async(task: str, num_envs: int, batch_size: int) -> Driver:
-    pool = envs.make(task, num_envs=num_envs, batch_size=batch_size, seed=SEED)
+def ours_async(task: str, num_envs: int, batch_size: int, **kwargs: Any) -> Driver:
+    pool = envs.make(task, num_envs=num_envs, batch_size=batch_size, seed=SEED, **kwargs)
     return AsyncDriver(pool, batch_size)
 
 
@@ -134,9 +157,16 @@ def envpool_sync(task: str, num_envs: int) -> Driver:
     return SyncDriver(pool, pool.action_space, num_envs, pool.reset)
 
 
-def envpool_async(task: str, num_envs: int, batch_size: int) -> Driver:
-    pool = envpool.make_gymnasium(task, num_envs=num_envs, batch_size=batch_size, seed=SEED)
+def envpool_async(task: str, num_envs: int, batch_size: int, **kwargs: Any) -> Driver:
+    pool = envpool.make_gymnasium(task, num_envs=num_envs, batch_size=batch_size, seed=SEED, **kwargs)
     return AsyncDriver(pool, batch_size)
+
+
+def ale_async(game: str, num_envs: int, batch_size: int, num_threads: int) -> Driver:
+    from ale_py.vector_env import AtariVectorEnv
+
+    env = AtariVectorEnv(game, num_envs, batch_size=batch_size, num_threads=num_threads, reward_clipping=False)
+    return AleAsyncDriver(env, batch_size)
 
 
 def gym_numpy_vector(task: str, num_envs: int) -> Driver:
@@ -197,6 +227,15 @@ def workloads() -> list[Workload]:
             f"{cp}, 16 envs, worker processes, sync",
             Contestant("ours (process)", lambda: ours_sync(cp, 16, backend="process")),
             [Peer(Contestant("gymnasium AsyncVectorEnv", lambda: gym_async_vector(cp, 16)), target=3.0)],
+        ),
+        Workload(
+            "atari-pong-16x8",
+            "Pong-v5, 16 envs, async batch 8, 2 threads",
+            Contestant("ours", lambda: ours_async("Pong-v5", 16, 8, num_threads=2)),
+            [
+                Peer(envpool_contestant(lambda: envpool_async("Pong-v5", 16, 8, num_threads=2)), target=1.2),
+                Peer(Contestant("ALE AtariVectorEnv (raw)", lambda: ale_async("pong", 16, 8, 2))),
+            ],
         ),
         Workload(
             "sync-16",
@@ -344,7 +383,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=5, help="interleaved repeats per contestant; the median is reported")
     ap.add_argument("--seconds", type=float, default=1.0, help="target length of one timed repeat")
-    ap.add_argument("--only", default="", help="run only workloads whose key or title contains this (case-insensitive)")
+    ap.add_argument("--only", default="", help="run only workloads whose key or title contains this (case-insensitive); "
+                    "the written section then holds only those")
     ap.add_argument("--no-write", action="store_true", help=f"print the table only, leave {BENCH_FILE.name} alone")
     args = ap.parse_args(argv)
     if args.repeats < 1 or args.seconds <= 0:

@@ -4,14 +4,16 @@
     obs, info = pool.reset()
     obs, reward, terminated, truncated, info = pool.step(actions)
 
-Built-in classic-control tasks run as vectorized numpy in-process; any other Gymnasium id runs in
-worker processes. `backend="process"` forces Gymnasium's own implementation of a built-in id.
+Built-in classic-control tasks run as vectorized numpy in-process; Atari games (`Pong-v5`, ...)
+run in ALE's C++ threaded vector env (the `atari` extra); any other Gymnasium id runs in worker
+processes. `backend="process"` forces Gymnasium's own implementation of a built-in id.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from envs.atari.games import ATARI_TASKS
 from envs.config import PoolConfig
 from envs.pool import DmObservation, EnvPool
 from envs.registry import list_all_envs, resolve
@@ -28,6 +30,15 @@ def _build(task_id: str, env_type: str, kwargs: dict[str, Any], start: bool) -> 
         from envs.native.backend import NativeBackend
 
         return config, NativeBackend(native, config)
+    if name == "atari":
+        from envs.atari import task as atari_task
+
+        task = atari_task.configure(task_id, env_type, kwargs)
+        if not start:
+            return task.config, (task.observation_space, task.action_space)
+        from envs.atari.backend import AtariBackend
+
+        return task.config, AtariBackend(task)
     from envs.process import gym_task
 
     task = gym_task.configure(task_id, env_type, kwargs)
@@ -56,6 +67,11 @@ def make_dm(task_id: str, **kwargs: Any) -> EnvPool:
     return make(task_id, env_type="dm", **kwargs)
 
 
+def is_atari(task_id: str) -> bool:
+    """Whether task_id is an Atari game served by ALE's vector env (`<Game>-v5`)."""
+    return task_id in ATARI_TASKS
+
+
 def make_spec(task_id: str, env_type: str = "gymnasium", **kwargs: Any) -> EnvSpec:
     """The spaces and config `make` would give, without building the pool."""
     config, (obs_space, act_space) = _build(task_id, env_type, dict(kwargs), start=False)
@@ -66,6 +82,7 @@ __all__ = [
     "DmObservation",
     "EnvPool",
     "EnvSpec",
+    "is_atari",
     "PoolConfig",
     "list_all_envs",
     "make",

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 ENV_TYPES = ("gym", "gymnasium", "dm")
-BACKENDS = ("native", "process")
+BACKENDS = ("native", "process", "atari")
 
 # Standard kwargs of envpool.make (seed 001), with their defaults. None means "derived".
 STANDARD_KWARGS: dict[str, Any] = {

@@ -6,6 +6,8 @@ envs, and the output format (Gymnasium tuple or dm_env.TimeStep). Backends only 
 
 from __future__ import annotations
 
+import collections
+import functools
 from typing import Any, NamedTuple, Protocol
 
 import dm_env
@@ -41,6 +43,14 @@ class DmObservation(NamedTuple):
     elapsed_step: np.ndarray
 
 
+@functools.lru_cache(maxsize=None)
+def dm_observation_type(extra: tuple[str, ...]) -> type:
+    """DmObservation, or for tasks with extra info (Atari: lives, reward) the same fields plus those."""
+    if not extra:
+        return DmObservation
+    return collections.namedtuple("DmObservation", (*DmObservation._fields, *extra))
+
+
 class EnvPool:
     """A batch of envs with EnvPool's API. Build it with `envs.make`."""
 
@@ -57,6 +67,7 @@ class EnvPool:
         self._num_pending = 0
         self._last_ids: np.ndarray | None = None
         self._closed = False
+        self._lockstep = getattr(backend, "lockstep", False)  # sends must name the last batch received
         space = backend.action_space
         self._discrete_n = int(space.n) if isinstance(space, gym.spaces.Discrete) else None
         self._discrete_start = int(space.start) if self._discrete_n is not None else 0
@@ -109,6 +120,16 @@ class EnvPool:
         """Reset envs env_id (default all) and return their first observations, in env_id's order."""
         self._check_open("reset")
         ids = self._check_ids(env_id, None)
+        if self._lockstep and self._async:
+            # ALE can step only the batch it returned last, so an async reset returns one batch,
+            # exactly as EnvPool's own reset() does (async_reset(), then recv()).
+            if ids is not None:
+                raise ValueError(
+                    f"{self._cfg.task_id}: this backend resets single envs only in sync mode "
+                    "(batch_size == num_envs); call reset() without env_id"
+                )
+            self.async_reset()
+            return self._format(self._receive(self._assemble(self._take_batch(), None)), is_reset=True)
         self._mark_sent(ids)
         self._backend.send(ids, None, reset=True)
         want = self._all_ids if ids is None else ids
@@ -135,6 +156,8 @@ class EnvPool:
                 raise ValueError(f"an action dict needs the key 'action' (and optionally 'env_id'), got keys {sorted(action)}")
             action, env_id = action["action"], action.get("env_id")
         ids = self._check_ids(env_id, action)
+        if self._lockstep:
+            self._check_lockstep(ids)
         action = self._check_action(action, self._num_envs if ids is None else len(ids))
         self._mark_sent(ids)
         self._backend.send(ids, action, reset=False)
@@ -151,12 +174,14 @@ class EnvPool:
                 f"recv() needs batch_size={need} envs but only {self._num_pending} are in flight; "
                 f"send actions for more envs first"
             )
-        while self._ready.count < need:
-            self._collect()
-        chunks = self._ready.take(need)
         order = None if self._async else self._all_ids
-        batch = self._receive(self._assemble(chunks, order))
+        batch = self._receive(self._assemble(self._take_batch(), order))
         return self._format(batch, is_reset=False)
+
+    def _take_batch(self) -> list[Chunk]:
+        while self._ready.count < self._batch_size:
+            self._collect()
+        return self._ready.take(self._batch_size)
 
     def step(self, action: Any, env_id: np.ndarray | None = None) -> Any:
         """send(action, env_id) then recv()."""
@@ -221,6 +246,20 @@ class EnvPool:
         if len(ids) == n and not self._async and (ids == self._all_ids).all():
             return None
         return ids
+
+    def _check_lockstep(self, ids: np.ndarray | None) -> None:
+        """A lockstep backend (ALE) steps exactly the envs of the last batch received, in any order."""
+        expected = self._last_ids if self._async and self._last_ids is not None else None
+        if ids is expected or (ids is not None and expected is not None and np.array_equal(ids, expected)):
+            return
+        got = self._all_ids if ids is None else ids
+        want = self._all_ids if expected is None else expected
+        if len(got) == len(want) and np.array_equal(np.sort(got), np.sort(want)):
+            return
+        raise ValueError(
+            f"{self._cfg.task_id}: this backend steps exactly the envs of the last batch received; "
+            f"send actions for env_id {np.sort(want).tolist()} (in any order), got env_id {got.tolist()}"
+        )
 
     def _check_action(self, action: Any, count: int) -> np.ndarray:
         a = action if type(action) is np.ndarray else np.asarray(action)
@@ -312,8 +351,13 @@ class EnvPool:
                 b.elapsed == 0, dm_env.StepType.FIRST, np.where(b.terminated | b.truncated, dm_env.StepType.LAST, dm_env.StepType.MID)
             ).astype(np.int32)
             discount = (~b.terminated).astype(np.float32)
-            return dm_env.TimeStep(step_type, b.reward, discount, DmObservation(b.obs, b.env_id, b.elapsed))
+            if b.extra is None:
+                return dm_env.TimeStep(step_type, b.reward, discount, DmObservation(b.obs, b.env_id, b.elapsed))
+            observation = dm_observation_type(tuple(b.extra))(b.obs, b.env_id, b.elapsed, *b.extra.values())
+            return dm_env.TimeStep(step_type, b.reward, discount, observation)
         info = {"env_id": b.env_id, "elapsed_step": b.elapsed}
+        if b.extra is not None:
+            info.update(b.extra)
         if is_reset:
             return b.obs, info
         return b.obs, b.reward, b.terminated, b.truncated, info

@@ -18,15 +18,19 @@ class Batch(NamedTuple):
     terminated: np.ndarray  # bool
     truncated: np.ndarray  # bool
     elapsed: np.ndarray  # int32
+    extra: dict[str, np.ndarray] | None = None  # task-specific info arrays (Atari: lives, raw reward)
 
     def take(self, sel: slice | np.ndarray) -> Batch:
-        return Batch(*(a[sel] for a in self))
+        extra = None if self.extra is None else {k: v[sel] for k, v in self.extra.items()}
+        return Batch(*(a[sel] for a in self[:6]), extra)
 
     @staticmethod
     def concat(parts: list[Batch]) -> Batch:
         if len(parts) == 1:
             return parts[0]
-        return Batch(*(np.concatenate(col) for col in zip(*parts)))
+        first = parts[0].extra
+        extra = None if first is None else {k: np.concatenate([p.extra[k] for p in parts]) for k in first}
+        return Batch(*(np.concatenate(col) for col in zip(*(p[:6] for p in parts))), extra)
 
 
 class Chunk(NamedTuple):

@@ -14,6 +14,7 @@ import dataclasses
 
 from absl import app, flags
 
+import envs
 from sebulba.agents.impala import Impala, ImpalaConfig
 from sebulba.experiment import cli
 from sebulba.experiment.cli import Experiment, build, define_loop_flags, overrides_from_flags, train
@@ -28,16 +29,18 @@ CARTPOLE = dict(
     total_env_steps=400_000, num_envs=32, steps_per_cycle=20, async_mode=False, inferencers_per_device=1,
     log_every_s=0.5, agent=ImpalaConfig(learning_rate=6e-3, hidden_sizes=(64, 64), separate_value_torso=True),
 )
-# Atari: the paper's settings (unroll 20, batch 32, IMPALA ResNet, RMSProp 6e-4 decayed linearly).
+# Atari: the paper's settings (unroll 20, batch 32, IMPALA ResNet, RMSProp 6e-4 decayed linearly),
+# on its preprocessing: 84x84 gray, 4 stacked frames, frame skip 4, up to 30 noops, rewards
+# clipped to [-1, 1], and a life loss ending the episode (EnvPool's reward_clip, episodic_life).
 ATARI = dict(
     total_env_steps=50_000_000, num_envs=32, steps_per_cycle=20, async_mode=True, inferencers_per_device=2,
-    log_every_s=10.0,
+    log_every_s=10.0, env_kwargs=dict(reward_clip=True, episodic_life=True),
     agent=ImpalaConfig(torso="impala_resnet", learning_rate=6e-4, entropy_cost=0.01),
 )
 
 
 def preset(env_id: str) -> dict:
-    return ATARI if env_id.endswith("-v5") and not env_id.startswith(("CartPole", "Acrobot", "Pendulum", "MountainCar")) else CARTPOLE
+    return ATARI if envs.is_atari(env_id) else CARTPOLE
 
 
 # ---------------------------------------------------------------- flags

@@ -45,7 +45,8 @@ class Experiment:
 
 
 def build(env: str, seed: int, preset: dict, overrides: dict, steps_per_cycle: Callable[[Any], int]) -> Experiment:
-    """preset (loop values and `agent`, a config dataclass) updated by the non-None overrides;
+    """preset (loop values, optional `env_kwargs` for envs.make, and `agent`, a config dataclass)
+    updated by the non-None overrides;
     agent-config fields among the overrides go to the agent config."""
     o = {k: v for k, v in overrides.items() if v is not None}
     get = lambda k: o.get(k, preset.get(k))
@@ -53,7 +54,7 @@ def build(env: str, seed: int, preset: dict, overrides: dict, steps_per_cycle: C
     agent = dataclasses.replace(preset["agent"], **{k: v for k, v in o.items() if k in fields})
     actors, learners = default_devices(get("num_envs"))
     loop = LoopConfig(
-        env_id=env, num_envs=get("num_envs"), steps_per_cycle=steps_per_cycle(agent), seed=seed,
+        env_id=env, env_kwargs=preset.get("env_kwargs", {}), num_envs=get("num_envs"), steps_per_cycle=steps_per_cycle(agent), seed=seed,
         actor_devices=o.get("actor_devices") or actors, learner_devices=o.get("learner_devices") or learners,
         inferencers_per_device=get("inferencers_per_device"), async_mode=get("async_mode"), log_every_s=get("log_every_s"),
     )

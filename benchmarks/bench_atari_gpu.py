@@ -1,0 +1,115 @@
+"""Atari on a GPU host: raw env frames/s of the host's cores, and end-to-end IMPALA Pong frames/s
+of `python -m experiments.impala --env Pong-v5`, measured in the same run (issue 6).
+
+    python benchmarks/bench_atari_gpu.py --out DIR [--seconds 180] [--num_envs 32,64]
+
+Raw env: ALE's own AtariVectorEnv and our `envs` pool on top of it, 64 envs, async batch 32,
+16 threads, random actions, interleaved repeats (median). End to end: the CLI in a fresh process
+per setting, stopped after --seconds; frames/s is the slope of env steps x frame_skip (4) over the
+metrics rows after the first 60 s (compilation and warm-up excluded). The markdown section is
+printed and written to DIR/bench_atari_gpu.md; `benchmarks/_report.write_section` puts it into
+BENCHMARKS.md on the developer machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import bench_envs  # noqa: E402
+
+FRAME_SKIP = 4
+TARGET_FPS = 63_000
+
+
+def raw_env(repeats: int, seconds: float) -> dict[str, float]:
+    contestants = {
+        "ALE AtariVectorEnv (raw)": lambda: bench_envs.ale_async("pong", 64, 32, 16),
+        "ours (envs.make, atari backend)": lambda: bench_envs.ours_async("Pong-v5", 64, 32, num_threads=16),
+    }
+    rates: dict[str, list[float]] = {k: [] for k in contestants}
+    calls: dict[str, int | None] = {k: None for k in contestants}
+    for r in range(repeats):
+        for name, build in contestants.items():
+            rate, calls[name] = bench_envs.measure_once(bench_envs.Contestant(name, build), calls[name], seconds)
+            rates[name].append(rate * FRAME_SKIP)
+            print(f"raw repeat {r + 1} {name}: {rate * FRAME_SKIP:,.0f} frames/s", flush=True)
+    return {k: statistics.median(v) for k, v in rates.items()}
+
+
+def end_to_end(num_envs: int, seconds: float, logdir: Path) -> dict[str, float]:
+    logdir.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, "-m", "experiments.impala", "--env=Pong-v5", f"--num_envs={num_envs}",
+           "--total_env_steps=1000000000", f"--logdir={logdir}", "--noprogress", "--log_every_s=5"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        out, _ = proc.communicate(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        proc.terminate()
+        out, _ = proc.communicate(timeout=60)
+    (run_dir,) = list(logdir.iterdir())
+    rows = list(csv.DictReader((run_dir / "metrics.csv").open()))
+    if len(rows) < 3:
+        print(out[-4000:])
+        raise RuntimeError(f"end-to-end run with {num_envs} envs logged {len(rows)} rows")
+    t = [float(r["wall_time"]) for r in rows]
+    s = [float(r["env_steps"]) for r in rows]
+    first = next((i for i, x in enumerate(t) if x >= 60.0), 0)
+    if first >= len(rows) - 1:
+        first = 0
+    fps = (s[-1] - s[first]) / (t[-1] - t[first]) * FRAME_SKIP
+    ret = rows[-1].get("episode_return_mean", "nan")
+    return {"fps": fps, "frames": s[-1] * FRAME_SKIP, "wall": t[-1], "return": float(ret) if ret else float("nan"), "run_dir": str(run_dir)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--seconds", type=float, default=180.0, help="wall time of each end-to-end run")
+    ap.add_argument("--num_envs", default="32", help="comma-separated envs per inferencer, one end-to-end run each")
+    ap.add_argument("--repeats", type=int, default=3)
+    args = ap.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    import jax
+
+    device = f"{jax.devices()[0].device_kind} ({jax.devices()[0].platform}), {os.cpu_count()} CPU cores"
+    raw = raw_env(args.repeats, 3.0)
+    rows = []
+    for n in [int(x) for x in args.num_envs.split(",")]:
+        e2e = end_to_end(n, args.seconds, Path(tempfile.mkdtemp()) / f"runs{n}")
+        shutil.copy(Path(e2e["run_dir"]) / "metrics.csv", args.out / f"impala_pong_{n}envs_metrics.csv")
+        ratio = e2e["fps"] / raw["ALE AtariVectorEnv (raw)"]
+        rows.append(f"| {n} x 2 inferencers, sync pools | {e2e['fps']:,.0f} | {ratio:.2f}x | {e2e['frames'] / 1e6:.2f}M in "
+                    f"{e2e['wall']:.0f} s | {e2e['return']:.1f} | {bench_envs.verdict(e2e['fps'], TARGET_FPS, '{:,.0f}')} |")
+        print(rows[-1], flush=True)
+    body = (
+        "## Atari on a GPU host (`benchmarks/bench_atari_gpu.py`)\n\n"
+        f"Run {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC with "
+        f"`python benchmarks/bench_atari_gpu.py {' '.join(sys.argv[1:])}` on the lent GPU host: {device}; "
+        f"jax {jax.__version__}, {platform.platform()}.\n\n"
+        f"Raw env, Pong-v5, 64 envs, async batch 32, 16 threads (median of {args.repeats}): "
+        + ", ".join(f"{k} {v:,.0f} frames/s" for k, v in raw.items()) + ".\n\n"
+        "End-to-end IMPALA (`python -m experiments.impala --env Pong-v5`, the Atari preset: IMPALA ResNet, "
+        f"unroll 20; actors and learner share the one GPU), frames/s after the first 60 s; target >= {TARGET_FPS:,}:\n\n"
+        "| envs per inferencer | frames/s | of raw ALE | frames seen | return (last 20 episodes) | target met? |\n"
+        "|---|---:|---:|---|---:|---|\n" + "\n".join(rows) + "\n"
+    )
+    print(body)
+    (args.out / "bench_atari_gpu.md").write_text(body)
+
+
+if __name__ == "__main__":
+    main()

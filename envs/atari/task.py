@@ -1,0 +1,87 @@
+"""Atari tasks (`<Game>-v5`): EnvPool's Atari options, validated, and the pool's spaces."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from envs.atari.games import ATARI_TASKS
+from envs.config import PoolConfig
+
+INSTALL_HINT = "Atari tasks need ale-py: pip install -e '.[atari]' (or pip install ale-py==0.12.1)"
+
+# EnvPool's Atari options and defaults (reward_clip and episodic_life off, no sticky actions).
+ATARI_KWARGS: dict[str, Any] = {
+    "img_height": 84,
+    "img_width": 84,
+    "stack_num": 4,
+    "gray_scale": True,
+    "frame_skip": 4,
+    "noop_max": 30,
+    "episodic_life": False,
+    "reward_clip": False,
+    "repeat_action_probability": 0.0,
+    "use_fire_reset": True,
+    "full_action_space": False,
+}
+DEFAULT_MAX_EPISODE_STEPS = 27_000  # agent steps: 108,000 frames at frame_skip 4
+
+
+def require_ale() -> Any:
+    try:
+        import ale_py
+    except ImportError as e:
+        raise ImportError(INSTALL_HINT) from e
+    return ale_py
+
+
+@dataclasses.dataclass(frozen=True)
+class AtariTask:
+    config: PoolConfig
+    rom: str
+    observation_space: gym.spaces.Box
+    action_space: gym.spaces.Discrete
+
+    def option(self, name: str) -> Any:
+        return self.config.task_kwargs[name]
+
+
+def _check_options(task_id: str, o: dict[str, Any]) -> None:
+    for name in ("img_height", "img_width", "stack_num", "frame_skip"):
+        v = o[name]
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise ValueError(f"{task_id}: {name} must be an int >= 1, got {v!r}")
+    v = o["noop_max"]
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+        raise ValueError(f"{task_id}: noop_max must be an int >= 0, got {v!r}")
+    for name in ("gray_scale", "episodic_life", "reward_clip", "use_fire_reset", "full_action_space"):
+        if not isinstance(o[name], (bool, np.bool_)):
+            raise ValueError(f"{task_id}: {name} must be a bool, got {o[name]!r}")
+    p = o["repeat_action_probability"]
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
+        raise ValueError(f"{task_id}: repeat_action_probability must be in [0, 1], got {p!r}")
+
+
+@functools.lru_cache(maxsize=None)
+def num_actions(rom: str, full_action_space: bool) -> int:
+    """The game's action count, read from ALE without starting a vector env."""
+    ale_py = require_ale()
+    ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)
+    ale = ale_py.ALEInterface()
+    ale.loadROM(ale_py.roms.get_rom_path(rom))
+    return len(ale.getLegalActionSet() if full_action_space else ale.getMinimalActionSet())
+
+
+def configure(task_id: str, env_type: str, kwargs: dict[str, Any]) -> AtariTask:
+    require_ale()
+    config = PoolConfig.create(task_id, env_type, "atari", DEFAULT_MAX_EPISODE_STEPS, kwargs, ATARI_KWARGS)
+    o = dict(config.task_kwargs)
+    _check_options(task_id, o)
+    rom = ATARI_TASKS[task_id]
+    channels = o["stack_num"] * (1 if o["gray_scale"] else 3)
+    obs_space = gym.spaces.Box(0, 255, (channels, o["img_height"], o["img_width"]), np.uint8)
+    return AtariTask(config, rom, obs_space, gym.spaces.Discrete(num_actions(rom, bool(o["full_action_space"]))))

@@ -1,0 +1,208 @@
+"""Atari through ALE's vector env: EnvPool's Atari options, outputs and contract (seed 001)."""
+
+import subprocess
+import sys
+
+import dm_env
+import numpy as np
+import pytest
+
+import envs
+
+ale_py = pytest.importorskip("ale_py", reason="the atari extra is not installed: pip install -e '.[atari]'")
+from ale_py.vector_env import AtariVectorEnv  # noqa: E402
+
+
+def make(task="Pong-v5", **kw):
+    kw.setdefault("num_threads", 2)
+    return envs.make(task, **kw)
+
+
+def test_spec_defaults_are_envpools():
+    spec = envs.make_spec("Pong-v5")
+    c = spec.config
+    assert c["backend"] == "atari" and c["max_episode_steps"] == 27_000
+    assert (c["img_height"], c["img_width"], c["stack_num"], c["frame_skip"], c["noop_max"]) == (84, 84, 4, 4, 30)
+    assert c["gray_scale"] and c["use_fire_reset"]
+    assert not c["reward_clip"] and not c["episodic_life"] and not c["full_action_space"]
+    assert c["repeat_action_probability"] == 0.0
+    assert spec.observation_space.shape == (4, 84, 84) and spec.observation_space.dtype == np.uint8
+    assert spec.action_space.n == 6
+    assert envs.make_spec("Pong-v5", full_action_space=True).action_space.n == 18
+    assert envs.make_spec("Breakout-v5", gray_scale=False, stack_num=2, img_height=64, img_width=48).observation_space.shape == (6, 64, 48)
+    ids = envs.list_all_envs()
+    assert {"Pong-v5", "Breakout-v5", "MsPacman-v5", "SpaceInvaders-v5"} <= set(ids) and len(ids) == len(set(ids))
+
+
+def test_outputs_layout_and_info():
+    with make(num_envs=3) as pool:
+        obs, info = pool.reset()
+        assert obs.shape == (3, 4, 84, 84) and obs.dtype == np.uint8
+        assert set(info) == {"env_id", "elapsed_step", "lives", "reward"}
+        assert info["env_id"].tolist() == [0, 1, 2] and info["elapsed_step"].tolist() == [0, 0, 0]
+        obs, rew, term, trunc, info = pool.step(np.array([0, 1, 2]))
+        assert obs.shape == (3, 4, 84, 84) and rew.dtype == np.float32 and term.dtype == bool and trunc.dtype == bool
+        assert info["elapsed_step"].tolist() == [1, 1, 1] and info["reward"].dtype == np.float32
+
+
+def test_observations_are_ales_own_frames_channel_first_with_seed_plus_i():
+    """Gray and RGB stacks are ALE's frames; env i is seeded seed + i (EnvPool's rule)."""
+    actions = np.random.default_rng(0).integers(0, 4, (12, 2))
+    for gray in (True, False):
+        ref = AtariVectorEnv("breakout", 2, grayscale=gray, stack_num=2, reward_clipping=False)
+        ref_obs = [ref.reset(seed=7)[0]] + [ref.step(a)[0] for a in actions]
+        ref.close()
+        with make("Breakout-v5", num_envs=2, seed=7, gray_scale=gray, stack_num=2) as pool:
+            obs = [pool.reset()[0]] + [pool.step(a)[0] for a in actions]
+        for o, r in zip(obs, ref_obs):
+            if gray:
+                np.testing.assert_array_equal(o, r)
+            else:  # ALE: (N, stack, H, W, 3); EnvPool: (N, 3 * stack, H, W), frame by frame
+                assert o.shape == (2, 6, 84, 84)
+                np.testing.assert_array_equal(o[:, 3:6], r[:, 1].transpose(0, 3, 1, 2))
+                np.testing.assert_array_equal(o[:, 0:3], r[:, 0].transpose(0, 3, 1, 2))
+
+
+def test_auto_reset_table_of_seed_001_and_truncation():
+    """max_episode_steps=3: calls 1 and 5 reset (action discarded), call 4 truncates, never terminates."""
+    with make(num_envs=2, max_episode_steps=3, seed=3) as pool, make(num_envs=2, seed=3) as fresh:
+        first_obs, _ = fresh.reset()
+        calls = [pool.step(np.array([2, 3])) for _ in range(5)]
+    assert [c[4]["elapsed_step"].tolist() for c in calls] == [[0, 0], [1, 1], [2, 2], [3, 3], [0, 0]]
+    np.testing.assert_array_equal(calls[0][0], first_obs)
+    assert [c[3].tolist() for c in calls] == [[False, False]] * 3 + [[True, True], [False, False]]
+    assert not any(c[2].any() for c in calls)
+    assert calls[4][1].tolist() == [0, 0]
+
+
+def test_sync_determinism_and_sticky_actions_are_seeded():
+    def run(seed, sticky):
+        rng = np.random.default_rng(0)
+        with make(num_envs=2, seed=seed, repeat_action_probability=sticky) as pool:
+            return np.stack([pool.reset()[0]] + [pool.step(rng.integers(0, 6, 2))[0] for _ in range(40)])
+
+    np.testing.assert_array_equal(run(1, 0.25), run(1, 0.25))
+    assert not np.array_equal(run(1, 0.0), run(2, 0.0))  # noop starts differ by seed
+
+
+def test_async_batches_and_lockstep_sends():
+    with make(num_envs=6, batch_size=2) as pool:
+        pool.async_reset()
+        obs, rew, term, trunc, info = pool.recv()
+        ids = info["env_id"]
+        assert obs.shape == (2, 4, 84, 84) and len(ids) == 2 and (info["elapsed_step"] == 0).all()
+        # ALE steps exactly the last batch: any other ids are refused, naming the expected ones
+        wrong = np.array([x for x in range(6) if x not in ids][:2])
+        with pytest.raises(ValueError, match=rf"env_id {sorted(ids.tolist())}".replace("[", r"\[").replace("]", r"\]")):
+            pool.send(np.zeros(2, int), wrong)
+        with pytest.raises(ValueError, match="last batch received"):
+            pool.send(np.zeros(1, int), ids[:1])
+        pool.send(np.array([1, 2]), ids[::-1])  # any order
+        seen = set()
+        for _ in range(3):
+            info = pool.recv()[4]
+            seen |= set(info["env_id"].tolist())
+            pool.send(np.zeros(2, int))  # without env_id: the last batch
+        assert seen <= set(range(6)) and len(seen) >= 4
+        with pytest.raises(ValueError, match="only in sync mode"):
+            pool.reset(np.array([0]))
+
+
+def test_async_reset_returns_one_batch():
+    with make(num_envs=4, batch_size=2) as pool:
+        obs, info = pool.reset()
+        assert obs.shape == (2, 4, 84, 84) and (info["elapsed_step"] == 0).all()
+        pool.send(np.zeros(2, int), info["env_id"])
+        assert pool.recv()[0].shape == (2, 4, 84, 84)
+
+
+def test_async_results_per_env_match_sync():
+    n, steps = 4, 25
+    actions = np.random.default_rng(3).integers(0, 6, (n, steps + 1))
+    with make(num_envs=n, seed=1) as pool:
+        sync = np.stack([pool.reset()[0]] + [pool.step(actions[:, t])[0] for t in range(steps)], 1)
+    with make(num_envs=n, batch_size=2, seed=1) as pool:
+        pool.async_reset()
+        t = np.zeros(n, int)
+        traj = [[] for _ in range(n)]
+        while min(len(x) for x in traj) < steps + 1:
+            obs, _, _, _, info = pool.recv()
+            ids = info["env_id"]
+            for i, o in zip(ids, obs):
+                traj[i].append(o)
+            pool.send(actions[ids, np.minimum(t[ids], steps)], ids)
+            t[ids] += 1
+    for i in range(n):
+        np.testing.assert_array_equal(np.stack(traj[i][: steps + 1]), sync[i])
+
+
+def test_sync_partial_reset():
+    with make(num_envs=3) as pool:
+        pool.reset()
+        pool.step(np.ones(3, int))
+        obs, info = pool.reset(np.array([2, 0]))
+        assert info["env_id"].tolist() == [2, 0] and (info["elapsed_step"] == 0).all()
+        info = pool.step(np.ones(3, int))[4]
+        assert info["elapsed_step"].tolist() == [1, 2, 1]
+        with pytest.raises(ValueError, match="last batch received"):
+            pool.send(np.ones(2, int), np.array([0, 1]))
+
+
+def test_reward_clip_keeps_the_raw_reward_in_info():
+    rng = np.random.default_rng(0)
+    with make("SpaceInvaders-v5", num_envs=2, reward_clip=True, seed=0) as pool:
+        pool.reset()
+        for _ in range(400):
+            _, rew, _, _, info = pool.step(rng.integers(0, 6, 2))
+            np.testing.assert_array_equal(rew, np.sign(info["reward"]))
+            if (info["reward"] > 1).any():
+                break
+        assert (info["reward"] > 1).any(), "no reward above 1 within 400 random steps"
+
+
+def test_episodic_life_ends_the_episode_and_the_game_goes_on():
+    with make("Breakout-v5", num_envs=1, episodic_life=True, seed=0) as pool, \
+            make("Breakout-v5", num_envs=1, seed=0) as whole:
+        pool.reset()
+        whole.reset()
+        for _ in range(300):
+            _, _, term, _, info = pool.step(np.ones(1, int))
+            _, _, whole_term, _, whole_info = whole.step(np.ones(1, int))
+            if term[0]:
+                break
+        assert term[0] and info["lives"][0] == 4, "a life loss terminates with episodic_life"
+        assert not whole_term[0] and whole_info["lives"][0] == 4, "without it, a life loss does not"
+        _, _, term, _, info = pool.step(np.ones(1, int))
+        assert not term[0] and info["elapsed_step"][0] == 0 and info["lives"][0] == 4  # same game, 4 lives left
+
+
+def test_dm_observation_carries_lives_and_raw_reward():
+    with envs.make_dm("Breakout-v5", num_envs=2, num_threads=2) as pool:
+        ts = pool.reset()
+        assert ts.step_type.tolist() == [dm_env.StepType.FIRST] * 2
+        assert ts.observation._fields == ("obs", "env_id", "elapsed_step", "lives", "reward")
+        assert ts.observation.lives.tolist() == [5, 5] and ts.observation.obs.shape == (2, 4, 84, 84)
+        ts = pool.step(np.ones(2, int))
+        assert ts.step_type.tolist() == [dm_env.StepType.MID] * 2
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(stack_num=0), "stack_num must be an int >= 1"),
+        (dict(gray_scale="yes"), "gray_scale must be a bool"),
+        (dict(repeat_action_probability=1.5), r"repeat_action_probability must be in \[0, 1\]"),
+        (dict(noop_max=-1), "noop_max must be an int >= 0"),
+        (dict(frameskip=4), r"unknown kwarg\(s\) \['frameskip'\]"),
+        (dict(backend="process"), "runs on backend='atari'"),
+    ],
+)
+def test_bad_options_are_named(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        envs.make_spec("Pong-v5", **kwargs)
+
+
+def test_without_ale_py_the_error_says_how_to_install():
+    code = "import sys; sys.modules['ale_py'] = None\nimport envs\ntry:\n    envs.make('Pong-v5')\nexcept ImportError as e:\n    print(e)\n"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert "pip install -e '.[atari]'" in out.stdout, out.stdout + out.stderr
