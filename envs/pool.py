@@ -188,6 +188,18 @@ class EnvPool:
         self.send(action, env_id)
         return self.recv()
 
+    @property
+    def extra_info(self) -> dict[str, np.dtype]:
+        """Task-specific info arrays beyond env_id and elapsed_step (Atari: lives, raw reward)."""
+        return dict(getattr(self._backend, "extra_info", {}))
+
+    def xla(self) -> tuple[Any, Any, Any, Any]:
+        """`handle, recv, send, step` for use inside jit (EnvPool's XLA interface, seed 000)."""
+        self._check_open("xla")
+        from envs.xla import make_xla
+
+        return make_xla(self)
+
     def close(self) -> None:
         """Stop the backend (workers exit). Idempotent."""
         if not self._closed:

@@ -1,7 +1,10 @@
 """Atari through ALE's vector env: EnvPool's Atari options, outputs and contract (seed 001)."""
 
+import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import dm_env
 import numpy as np
@@ -11,6 +14,8 @@ import envs
 
 ale_py = pytest.importorskip("ale_py", reason="the atari extra is not installed: pip install -e '.[atari]'")
 from ale_py.vector_env import AtariVectorEnv  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def make(task="Pong-v5", **kw):
@@ -206,3 +211,42 @@ def test_without_ale_py_the_error_says_how_to_install():
     code = "import sys; sys.modules['ale_py'] = None\nimport envs\ntry:\n    envs.make('Pong-v5')\nexcept ImportError as e:\n    print(e)\n"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert "pip install -e '.[atari]'" in out.stdout, out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("async_mode", [False, True])
+def test_sebulba_loop_runs_on_atari_pools(async_mode):
+    import sebulba
+    from sebulba.agents import RandomAgent
+
+    spec = envs.make_spec("Pong-v5")
+    cfg = sebulba.LoopConfig(env_id="Pong-v5", env_kwargs=dict(num_threads=2), num_envs=4, steps_per_cycle=5,
+                             learner_devices=(1, 2), async_mode=async_mode, log_every_s=1000.0)
+    shapes = []
+    with sebulba.GymnasiumLoop(RandomAgent(spec), cfg) as loop:
+        ctx = loop.run(max_cycles=4, middleware=[lambda ctx: shapes.append(ctx.result.trajectory.env_step.obs.shape)])
+        assert ctx.env_steps == 4 * 4 * 5
+    assert set(shapes) == {(6, 4, 4, 84, 84)}  # [T + 1, envs, stack, H, W], uint8 frames
+
+
+def test_atari_presets_follow_the_papers():
+    from experiments import impala
+
+    exp = impala.make_experiment("Pong-v5")
+    assert exp.loop.env_kwargs == {"reward_clip": True, "episodic_life": True}
+    assert exp.agent.torso == "impala_resnet" and exp.loop.steps_per_cycle == 20 and exp.loop.num_envs == 32
+    assert exp.loop.actor_devices == (0,) and 0 not in exp.loop.learner_devices  # separate devices (4 forced CPUs)
+    # experiments.r2d2 defines the same absl flags, so it is read in its own process (4 CPU devices too)
+    code = (
+        "import dataclasses, json\nfrom experiments.r2d2 import make_experiment\n"
+        "e = make_experiment('Pong-v5')\n"
+        "print(json.dumps([dataclasses.asdict(e.agent), e.loop.env_kwargs, e.loop.actor_devices, e.loop.learner_devices]))\n"
+    )
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4", "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    a, env_kwargs, actors, learners = json.loads(out.stdout.strip().splitlines()[-1])
+    assert (a["sequence_length"], a["burn_in"], a["n_step"], a["discount"], a["learning_rate"], a["adam_eps"],
+            a["batch_size"], a["target_update_period"]) == (80, 40, 5, 0.997, 1e-4, 1e-3, 64, 2500)
+    assert a["torso"] == "nature_cnn" and a["core"] == "lstm" and a["core_size"] == 512
+    assert env_kwargs == {"reward_clip": False, "episodic_life": False}
+    assert actors == [0] and 0 not in learners

@@ -23,6 +23,7 @@ from envs.ready import Batch, Chunk
 
 class AtariBackend:
     lockstep = True  # a send must name exactly the envs of the last batch received
+    extra_info = {"lives": np.dtype(np.int32), "reward": np.dtype(np.float32)}  # info beyond env_id, elapsed_step
 
     def __init__(self, task: AtariTask):
         from ale_py.vector_env import AtariVectorEnv
