@@ -18,17 +18,15 @@ import csv
 import datetime
 import os
 import platform
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
-import bench_envs  # noqa: E402
+import bench_envs
 
 FRAME_SKIP = 4
 TARGET_FPS = 63_000
@@ -87,17 +85,17 @@ def main() -> None:
 
     device = f"{jax.devices()[0].device_kind} ({jax.devices()[0].platform}), {os.cpu_count()} CPU cores"
     raw = raw_env(args.repeats, 3.0)
+    (args.out / "raw_env.txt").write_text(repr(raw) + "\n")
     rows = []
     for n in [int(x) for x in args.num_envs.split(",")]:
-        e2e = end_to_end(n, args.seconds, Path(tempfile.mkdtemp()) / f"runs{n}")
-        shutil.copy(Path(e2e["run_dir"]) / "metrics.csv", args.out / f"impala_pong_{n}envs_metrics.csv")
+        e2e = end_to_end(n, args.seconds, args.out / f"runs{n}")  # metrics.csv lands in DIR even if this is cut short
         ratio = e2e["fps"] / raw["ALE AtariVectorEnv (raw)"]
         rows.append(f"| {n} x 2 inferencers, sync pools | {e2e['fps']:,.0f} | {ratio:.2f}x | {e2e['frames'] / 1e6:.2f}M in "
                     f"{e2e['wall']:.0f} s | {e2e['return']:.1f} | {bench_envs.verdict(e2e['fps'], TARGET_FPS, '{:,.0f}')} |")
         print(rows[-1], flush=True)
     body = (
         "## Atari on a GPU host (`benchmarks/bench_atari_gpu.py`)\n\n"
-        f"Run {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC with "
+        f"Run {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC with "
         f"`python benchmarks/bench_atari_gpu.py {' '.join(sys.argv[1:])}` on the lent GPU host: {device}; "
         f"jax {jax.__version__}, {platform.platform()}.\n\n"
         f"Raw env, Pong-v5, 64 envs, async batch 32, 16 threads (median of {args.repeats}): "
