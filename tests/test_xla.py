@@ -219,3 +219,23 @@ def test_misuse_raises_clear_errors():
         pool.xla()
     with pytest.raises(Exception, match="closed EnvPool"):
         jax.block_until_ready(jax.jit(step)(handle, jnp.zeros(2, jnp.int32)))
+
+
+def test_a_send_whose_result_is_dropped_still_runs_in_order():
+    """No dead-code elimination and no reordering: a jitted function whose send results are all
+    discarded still sends, in program order (two sends to disjoint envs, then one recv)."""
+    with envs.make("CartPole-v1", num_envs=4, batch_size=2, seed=0) as pool:
+        handle, recv, send, _ = pool.xla()
+        pool.async_reset()
+        first = pool.recv()[4]["env_id"]
+        second = pool.recv()[4]["env_id"]
+
+        @jax.jit
+        def fire_and_forget(h):
+            send(h, jnp.zeros(2, jnp.int32), jnp.asarray(first))
+            send(h, jnp.ones(2, jnp.int32), jnp.asarray(second))
+            return h
+
+        jax.block_until_ready(fire_and_forget(handle))
+        got = set(pool.recv()[4]["env_id"].tolist()) | set(pool.recv()[4]["env_id"].tolist())
+        assert got == set(first.tolist()) | set(second.tolist())
