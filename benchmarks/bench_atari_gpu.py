@@ -47,9 +47,9 @@ def raw_env(repeats: int, seconds: float) -> dict[str, float]:
     return {k: statistics.median(v) for k, v in rates.items()}
 
 
-def end_to_end(num_envs: int, seconds: float, logdir: Path) -> dict[str, float]:
+def end_to_end(num_envs: int, lanes: int, seconds: float, logdir: Path) -> dict[str, float]:
     logdir.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "experiments.impala", "--env=Pong-v5", f"--num_envs={num_envs}",
+    cmd = [sys.executable, "-m", "experiments.impala", "--env=Pong-v5", f"--num_envs={num_envs}", f"--env_lanes={lanes}",
            "--total_env_steps=1000000000", f"--logdir={logdir}", "--noprogress", "--log_every_s=5"]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -78,6 +78,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--seconds", type=float, default=180.0, help="wall time of each end-to-end run")
     ap.add_argument("--num_envs", default="32", help="comma-separated envs per inferencer, one end-to-end run each")
+    ap.add_argument("--env_lanes", default="1", help="comma-separated env lanes per inferencer, crossed with --num_envs")
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -87,10 +88,11 @@ def main() -> None:
     raw = raw_env(args.repeats, 3.0)
     (args.out / "raw_env.txt").write_text(repr(raw) + "\n")
     rows = []
-    for n in [int(x) for x in args.num_envs.split(",")]:
-        e2e = end_to_end(n, args.seconds, args.out / f"runs{n}")  # metrics.csv lands in DIR even if this is cut short
+    settings = [(int(n), int(k)) for n in args.num_envs.split(",") for k in args.env_lanes.split(",")]
+    for n, lanes in settings:
+        e2e = end_to_end(n, lanes, args.seconds, args.out / f"runs{n}x{lanes}")  # metrics.csv lands in DIR even if cut short
         ratio = e2e["fps"] / raw["ALE AtariVectorEnv (raw)"]
-        rows.append(f"| {n} x 2 inferencers, sync pools | {e2e['fps']:,.0f} | {ratio:.2f}x | {e2e['frames'] / 1e6:.2f}M in "
+        rows.append(f"| {n} x 2 inferencers, {lanes} lane(s) of sync pools | {e2e['fps']:,.0f} | {ratio:.2f}x | {e2e['frames'] / 1e6:.2f}M in "
                     f"{e2e['wall']:.0f} s | {e2e['return']:.1f} | {bench_envs.verdict(e2e['fps'], TARGET_FPS, '{:,.0f}')} |")
         print(rows[-1], flush=True)
     body = (

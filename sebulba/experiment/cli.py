@@ -19,7 +19,7 @@ FLAGS = flags.FLAGS
 # Entry points log at INFO through absl; jax's INFO lines (e.g. "Unable to initialize backend
 # 'tpu'" on every CPU host) would read like errors.
 logging.getLogger("jax").setLevel(logging.WARNING)
-LOOP_FLAGS = ("num_envs", "total_env_steps", "inferencers_per_device", "async_mode", "log_every_s")
+LOOP_FLAGS = ("num_envs", "total_env_steps", "inferencers_per_device", "env_lanes", "async_mode", "log_every_s")
 
 
 def define_loop_flags(default_env: str) -> None:
@@ -30,6 +30,8 @@ def define_loop_flags(default_env: str) -> None:
     flags.DEFINE_string("actor_devices", None, "Comma-separated jax device indices that act (default: 0).")
     flags.DEFINE_string("learner_devices", None, "Comma-separated device indices that learn (default: the others, or 0).")
     flags.DEFINE_integer("inferencers_per_device", None, "Inferencer threads per actor device.")
+    flags.DEFINE_integer("env_lanes", None, "Split each inferencer's envs into this many sync pools stepped in turn, "
+                         "so one lane's envs step while another's actions are inferred (default 1).")
     flags.DEFINE_integer("seed", 0, "Seed of networks, actors and envs.")
     flags.DEFINE_string("logdir", "runs", "Parent directory of run directories.")
     flags.DEFINE_bool("async_mode", None, "Sebulba actors in threads (True) or one cycle then one update, reproducible (False).")
@@ -56,7 +58,8 @@ def build(env: str, seed: int, preset: dict, overrides: dict, steps_per_cycle: C
     loop = LoopConfig(
         env_id=env, env_kwargs=preset.get("env_kwargs", {}), num_envs=get("num_envs"), steps_per_cycle=steps_per_cycle(agent), seed=seed,
         actor_devices=o.get("actor_devices") or actors, learner_devices=o.get("learner_devices") or learners,
-        inferencers_per_device=get("inferencers_per_device"), async_mode=get("async_mode"), log_every_s=get("log_every_s"),
+        inferencers_per_device=get("inferencers_per_device"), env_lanes=get("env_lanes") or 1,
+        async_mode=get("async_mode"), log_every_s=get("log_every_s"),
     )
     return Experiment(loop, agent, get("total_env_steps"))
 

@@ -18,6 +18,7 @@ class LoopConfig:
     actor_devices: tuple[int, ...] = (0,)
     learner_devices: tuple[int, ...] = (0,)
     inferencers_per_device: int = 2  # double buffering: one steps envs while the other infers
+    env_lanes: int = 1  # an inferencer's envs as this many sync pools: one lane's envs step while another's actions are inferred
     queue_size: int = 2  # bounded trajectory queue: a slow learner makes actors wait
     async_mode: bool = True  # False: one cycle then one update, in order, bit-reproducible
     donate: bool = True  # in-place, donated trajectory bookkeeping inside the jitted step
@@ -25,7 +26,7 @@ class LoopConfig:
     log_every_s: float = 5.0
 
     def __post_init__(self) -> None:
-        for name in ("num_envs", "steps_per_cycle", "inferencers_per_device", "queue_size"):
+        for name in ("num_envs", "steps_per_cycle", "inferencers_per_device", "env_lanes", "queue_size"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
                 raise ValueError(f"{name} must be a positive int, got {getattr(self, name)!r}")
         for name in ("actor_devices", "learner_devices"):
@@ -38,6 +39,8 @@ class LoopConfig:
                 f"num_envs={self.num_envs} must be divisible by the {len(self.learner_devices)} learner devices "
                 "(each learner device takes an equal share of every trajectory)"
             )
+        if self.num_envs % self.env_lanes:
+            raise ValueError(f"num_envs={self.num_envs} must be divisible by env_lanes={self.env_lanes}")
         if self.log_every_s <= 0:
             raise ValueError(f"log_every_s must be > 0, got {self.log_every_s}")
         object.__setattr__(self, "env_kwargs", dict(self.env_kwargs))

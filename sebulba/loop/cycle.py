@@ -82,6 +82,15 @@ class CycleFunctions:
                 jax.tree.map(zeros(steps), out.extras),
             )
 
+        def concat_lanes(trees: list, axis: int, lane_envs: int):
+            """One tree from per-lane trees: leaves with lane_envs rows along axis are
+            concatenated along it, the rest (e.g. the policy version) are the first lane's."""
+            def cat(*xs):
+                x = xs[0]
+                return jnp.concatenate(xs, axis) if x.ndim > axis and x.shape[axis] == lane_envs else x
+
+            return jax.tree.map(cat, *trees)
+
         # Donation: the step state and the buffers are updated in place, cycle after cycle.
         self.step = jax.jit(step, donate_argnums=(1,))  # the no-bookkeeping reference path
         self.step_and_record = jax.jit(step_and_record, donate_argnums=(1, 3))
@@ -89,6 +98,7 @@ class CycleFunctions:
         self.stack = jax.jit(stack, donate_argnums=(2, 3))
         self.new_buffers = jax.jit(new_buffers)
         self.copy = jax.jit(lambda tree: jax.tree.map(jnp.copy, tree))
+        self.concat_lanes = jax.jit(concat_lanes, static_argnums=(1, 2))
 
 
 def _trajectory(env_step, action, extras, running_return, running_length, version, actor):

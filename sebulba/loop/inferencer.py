@@ -36,14 +36,42 @@ class CycleResult(NamedTuple):
     put_wait_s: float  # filled in by the thread: time blocked on a full queue
 
 
+class Lane:
+    """A sync env pool of some of an inferencer's envs, with their step state and episode sums.
+    Its envs step (send) while the inferencer acts for its other lanes, and are received
+    (recv) just before this lane acts again."""
+
+    def __init__(self, pool: envs.EnvPool):
+        self.pool = pool
+        self.step_state: Any = None
+        self.env_step: EnvStep | None = None
+        self.running: tuple[jax.Array, jax.Array] | None = None
+        self.in_flight = False
+
+    def send(self, action: jax.Array) -> None:
+        self.pool.send(np.asarray(action))
+        self.in_flight = True
+
+    def recv(self) -> None:
+        obs, reward, terminated, truncated, info = self.pool.recv()
+        self.env_step = host_env_step(obs, reward, terminated, truncated, info["elapsed_step"])
+        self.in_flight = False
+
+
 class Inferencer:
+    """One actor device and `len(make_pools)` lanes of envs. Per env step, each lane in turn
+    receives its envs' results, acts (one jitted, donated call) and sends the actions, so with
+    two lanes one lane's envs step while the other's actions are inferred (seed 000's
+    overlapped send/recv). A cycle's lanes are concatenated along the env axis: the learner
+    sees one trajectory of all the inferencer's envs."""
+
     def __init__(
         self,
         index: int,
         agent: Agent,
         cycle: CycleFunctions,
         device: jax.Device,
-        make_pool: Callable[[], envs.EnvPool],
+        make_pools: list[Callable[[], envs.EnvPool]],
         sharding: LearnerSharding,
         key: jax.Array,
         donate: bool,
@@ -54,13 +82,19 @@ class Inferencer:
         self.device = device
         self.sharding = sharding
         self.donate = donate
-        self.pool = make_pool()
-        self.num_envs = self.pool.num_envs
-        self._key = key
+        self.lanes: list[Lane] = []
+        try:
+            for make_pool in make_pools:
+                self.lanes.append(Lane(make_pool()))
+        except BaseException:
+            self.close()
+            raise
+        self.lane_envs = self.lanes[0].pool.num_envs
+        self.num_envs = self.lane_envs * len(self.lanes)
+        self._keys = [key] if len(self.lanes) == 1 else list(jax.random.split(key, len(self.lanes)))
         self._networks: Any = None
         self._version = -1
-        self.step_state: Any = None
-        self.env_step: EnvStep | None = None
+        self._started = False
 
     def _networks_for(self, version: int, networks: Any) -> Any:
         if version != self._version:
@@ -69,59 +103,75 @@ class Inferencer:
         return self._networks
 
     def _start(self, networks: Any) -> None:
-        obs, info = self.pool.reset()
-        n = self.num_envs
-        self.env_step = host_env_step(obs, np.zeros(n, np.float32), np.zeros(n, bool), np.zeros(n, bool), info["elapsed_step"])
+        n = self.lane_envs
         with jax.default_device(self.device):
-            # A copy in distinct buffers: a user's step state may hold one array twice (e.g. zeros
-            # for both LSTM states), and a buffer can be donated only once per call.
-            self.step_state = self.cycle.copy(jax.device_put(self.agent.init_step_state(networks, n, self._key), self.device))
-            self._running = (jnp.zeros(n, jnp.float32), jnp.zeros(n, jnp.int32))
-
-    def _env_step(self, action: jax.Array) -> EnvStep:
-        obs, reward, terminated, truncated, info = self.pool.step(np.asarray(action))
-        return host_env_step(obs, reward, terminated, truncated, info["elapsed_step"])
+            for lane, key in zip(self.lanes, self._keys):
+                obs, info = lane.pool.reset()
+                lane.env_step = host_env_step(obs, np.zeros(n, np.float32), np.zeros(n, bool), np.zeros(n, bool), info["elapsed_step"])
+                # A copy in distinct buffers: a user's step state may hold one array twice (e.g.
+                # zeros for both LSTM states), and a buffer can be donated only once per call.
+                lane.step_state = self.cycle.copy(jax.device_put(self.agent.init_step_state(networks, n, key), self.device))
+                lane.running = (jnp.zeros(n, jnp.float32), jnp.zeros(n, jnp.int32))
+        self._started = True
 
     def run_cycle(self, version: int, networks: Any) -> CycleResult:
         """steps_per_cycle env steps with the given networks, then the results moved to the learner."""
         networks = self._networks_for(version, networks)
-        if self.step_state is None:
+        if not self._started:
             self._start(networks)
-        c = self.cycle
+        c, lanes = self.cycle, self.lanes
         with jax.default_device(self.device):
-            initial = c.copy(self.step_state)  # the cycle donates step_state; keep the start
+            initial = [c.copy(lane.step_state) for lane in lanes]  # the cycle donates step_state; keep the start
             v, actor = jnp.int32(version), jnp.int32(self.index)
+            trajs = []
             if self.donate:
-                buffers = c.new_buffers(networks, self.step_state, self.env_step)
+                buffers = [c.new_buffers(networks, lane.step_state, lane.env_step) for lane in lanes]
                 for t in range(c.steps):
-                    action, self.step_state, buffers = c.step_and_record(networks, self.step_state, self.env_step, buffers, t)
-                    self.env_step = self._env_step(action)
-                traj, *self._running = c.finish(buffers, self.env_step, *self._running, v, actor)
+                    for k, lane in enumerate(lanes):
+                        if lane.in_flight:
+                            lane.recv()
+                        action, lane.step_state, buffers[k] = c.step_and_record(networks, lane.step_state, lane.env_step, buffers[k], t)
+                        lane.send(action)
+                for k, lane in enumerate(lanes):
+                    lane.recv()
+                    traj, *lane.running = c.finish(buffers[k], lane.env_step, *lane.running, v, actor)
+                    trajs.append(traj)
             else:
-                env_steps, outs = [], []
+                env_steps, outs = [[] for _ in lanes], [[] for _ in lanes]
                 for _ in range(c.steps):
-                    out, self.step_state = c.step(networks, self.step_state, self.env_step)
-                    env_steps.append(self.env_step)
-                    outs.append(out)
-                    self.env_step = self._env_step(out.action)
-                traj, *self._running = c.stack(env_steps + [self.env_step], outs, *self._running, v, actor)
-            final = c.copy(self.step_state)
-        ep_ret = np.asarray(traj.episode_return)
+                    for k, lane in enumerate(lanes):
+                        if lane.in_flight:
+                            lane.recv()
+                        out, lane.step_state = c.step(networks, lane.step_state, lane.env_step)
+                        env_steps[k].append(lane.env_step)
+                        outs[k].append(out)
+                        lane.send(out.action)
+                for k, lane in enumerate(lanes):
+                    lane.recv()
+                    traj, *lane.running = c.stack(env_steps[k] + [lane.env_step], outs[k], *lane.running, v, actor)
+                    trajs.append(traj)
+            final = [c.copy(lane.step_state) for lane in lanes]
+            if len(lanes) > 1:
+                trajs, initial, final = c.concat_lanes(trajs, 1, self.lane_envs), [c.concat_lanes(initial, 0, self.lane_envs)], [c.concat_lanes(final, 0, self.lane_envs)]
+            else:
+                trajs = trajs[0]
+        ep_ret = np.asarray(trajs.episode_return)
         done = ~np.isnan(ep_ret)
         return CycleResult(
-            self.agent.shard_step_state(initial, self.sharding),
-            self.agent.shard_step_state(final, self.sharding),
-            self.sharding.per_env(traj, axis=1),
+            self.agent.shard_step_state(initial[0], self.sharding),
+            self.agent.shard_step_state(final[0], self.sharding),
+            self.sharding.per_env(trajs, axis=1),
             self.index,
             version,
             c.steps * self.num_envs,
             ep_ret[done],
-            np.asarray(traj.episode_length)[done],
+            np.asarray(trajs.episode_length)[done],
             0.0,
         )
 
     def close(self) -> None:
-        self.pool.close()
+        for lane in self.lanes:
+            lane.pool.close()
 
 
 class InferencerThread(threading.Thread):

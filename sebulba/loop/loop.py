@@ -69,7 +69,7 @@ class GymnasiumLoop:
             for i in range(config.num_inferencers):
                 device = self.actor_devices[i // config.inferencers_per_device]
                 self.inferencers.append(
-                    Inferencer(i, agent, self.cycle, device, self._pool_factory(i), self.sharding, actor_keys[i], config.donate)
+                    Inferencer(i, agent, self.cycle, device, self._pool_factories(i), self.sharding, actor_keys[i], config.donate)
                 )
         except BaseException:
             self.close()
@@ -82,9 +82,16 @@ class GymnasiumLoop:
         self._errors: list[tuple[int, BaseException]] = []
         self._closed = False
 
-    def _pool_factory(self, i: int) -> Callable[[], envs.EnvPool]:
+    def _pool_factories(self, i: int) -> list[Callable[[], envs.EnvPool]]:
+        """Inferencer i's lanes: sync pools of num_envs / env_lanes envs; env j of the
+        inferencer is seeded seed + i * num_envs + j whatever the number of lanes."""
         c = self.config
-        return lambda: envs.make(c.env_id, num_envs=c.num_envs, seed=c.seed + i * c.num_envs, **c.env_kwargs)
+        n = c.num_envs // c.env_lanes
+
+        def make(lane: int) -> Callable[[], envs.EnvPool]:
+            return lambda: envs.make(c.env_id, num_envs=n, seed=c.seed + i * c.num_envs + lane * n, **c.env_kwargs)
+
+        return [make(lane) for lane in range(c.env_lanes)]
 
     # ------------------------------------------------------------------ running
     def run(
