@@ -43,7 +43,7 @@ class DmObservation(NamedTuple):
     elapsed_step: np.ndarray
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def dm_observation_type(extra: tuple[str, ...]) -> type:
     """DmObservation, or for tasks with extra info (Atari: lives, reward) the same fields plus those."""
     if not extra:
@@ -209,7 +209,7 @@ class EnvPool:
     def __enter__(self) -> EnvPool:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def __del__(self) -> None:

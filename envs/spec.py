@@ -57,4 +57,4 @@ class EnvSpec:
         return f"EnvSpec({self._config.task_id!r}, obs={self.observation_space}, action={self.action_space})"
 
 
-__all__ = ["EnvSpec", "space_to_dm_spec", "dm_env"]
+__all__ = ["EnvSpec", "dm_env", "space_to_dm_spec"]

@@ -13,7 +13,7 @@ import pytest
 import envs
 
 ale_py = pytest.importorskip("ale_py", reason="the atari extra is not installed: pip install -e '.[atari]'")
-from ale_py.vector_env import AtariVectorEnv  # noqa: E402
+from ale_py.vector_env import AtariVectorEnv
 
 ROOT = Path(__file__).resolve().parents[1]
 

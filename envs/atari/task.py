@@ -66,7 +66,7 @@ def _check_options(task_id: str, o: dict[str, Any]) -> None:
         raise ValueError(f"{task_id}: repeat_action_probability must be in [0, 1], got {p!r}")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def num_actions(rom: str, full_action_space: bool) -> int:
     """The game's action count, read from ALE without starting a vector env."""
     ale_py = require_ale()
