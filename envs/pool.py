@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import pickle
 from typing import Any, NamedTuple, Protocol
 
 import dm_env
@@ -187,6 +188,29 @@ class EnvPool:
         """send(action, env_id) then recv()."""
         self.send(action, env_id)
         return self.recv()
+
+    def snapshot(self) -> bytes:
+        """The pool's whole state (envs, random streams, episode counters) as bytes, for exact
+        resume from a checkpoint. Nothing may be in flight; only in-process backends (the native
+        tasks) can be captured: worker processes and ALE hold state this process cannot copy."""
+        self._check_open("snapshot")
+        capture = getattr(self._backend, "snapshot", None)
+        if capture is None:
+            raise NotImplementedError(
+                f"{self._cfg.task_id} runs on the {self._cfg.backend} backend, whose env state lives outside this "
+                "process; only the native backend's pools can be snapshotted"
+            )
+        if self._num_pending or self._ready.count:
+            raise RuntimeError("snapshot() needs a quiescent pool: receive every env in flight first")
+        return pickle.dumps((capture(), self._last_ids))
+
+    def restore(self, snapshot: bytes) -> None:
+        """Put back a state taken by `snapshot()` from a pool of the same task and settings."""
+        self._check_open("restore")
+        if self._num_pending or self._ready.count:
+            raise RuntimeError("restore() needs a quiescent pool: receive every env in flight first")
+        state, self._last_ids = pickle.loads(snapshot)
+        self._backend.restore(state)
 
     @property
     def extra_info(self) -> dict[str, np.dtype]:

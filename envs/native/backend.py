@@ -7,6 +7,8 @@ its own actions and seed, so batching changes no result, only the cost.
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 from envs.config import PoolConfig
@@ -70,6 +72,16 @@ class NativeBackend:
             resets = None
         terminated, truncated, elapsed = self.book.finish(idx, resets, terminated)
         return Chunk(env_id, Batch(env_id, self.task.observe(idx), reward, terminated, truncated, elapsed), in_order)
+
+    def snapshot(self) -> tuple:
+        return copy.deepcopy((self.task, self.book))
+
+    def restore(self, state: tuple) -> None:
+        task, book = state
+        if type(task) is not type(self.task) or task.num_envs != self.task.num_envs:
+            raise ValueError(f"snapshot of {type(task).__name__} x {task.num_envs} does not fit this pool "
+                             f"({type(self.task).__name__} x {self.task.num_envs})")
+        self.task, self.book = copy.deepcopy(task), copy.deepcopy(book)
 
     def gather(self, ids: np.ndarray) -> Batch:
         raise AssertionError("native chunks always carry their batch")

@@ -114,6 +114,15 @@ class Inferencer:
                 lane.running = (jnp.zeros(n, jnp.float32), jnp.zeros(n, jnp.int32))
         self._started = True
 
+    @property
+    def started(self) -> bool:
+        return self._started
+
+    def start(self, version: int, networks: Any) -> None:
+        """Reset the pools and build the step states (run_cycle does it on first use)."""
+        if not self._started:
+            self._start(self._networks_for(version, networks))
+
     def run_cycle(self, version: int, networks: Any) -> CycleResult:
         """steps_per_cycle env steps with the given networks, then the results moved to the learner."""
         networks = self._networks_for(version, networks)

@@ -19,15 +19,19 @@ import jax
 import envs
 from sebulba.agent import Agent
 from sebulba.loop.config import LoopConfig
+from sebulba.loop.checkpoint import Checkpointer
 from sebulba.loop.cycle import CycleFunctions
 from sebulba.loop.inferencer import CycleResult, Inferencer, InferencerThread
 from sebulba.loop.learner import Learner
 from sebulba.loop.middleware import (
     LoopContext,
+    MetricsWindow,
     fetch_trajectories,
     learn,
     publish_networks,
+    save_checkpoints,
     stop_after,
+    stop_on_request,
     track_metrics,
 )
 from sebulba.loop.staging import Staging
@@ -80,6 +84,8 @@ class GymnasiumLoop:
         self._threads: list[InferencerThread] = []
         self._stop = threading.Event()
         self._errors: list[tuple[int, BaseException]] = []
+        self.window = MetricsWindow()
+        self.stop_requested = False
         self._closed = False
 
     def _pool_factories(self, i: int) -> list[Callable[[], envs.EnvPool]]:
@@ -100,11 +106,16 @@ class GymnasiumLoop:
         max_cycles: int | None = None,
         middleware: Sequence[Middleware] = (),
         report: Callable[[dict], None] | None = None,
+        checkpointer: Checkpointer | None = None,
+        resume: bool = False,
     ) -> LoopContext:
-        """Learn until max_env_steps env steps or max_cycles learner updates (one must be set).
+        """Learn until max_env_steps env steps or max_cycles learner updates (one must be set),
+        counted from the start of training (a resumed run continues the count).
 
         `middleware` runs after publishing the networks and before the stop check and metrics;
         `report` receives each metrics report (every `config.log_every_s` seconds, and at the end).
+        With a `checkpointer`, the loop saves every `every_learner_steps` and when the run ends or
+        stops on `request_stop()`; `resume` first loads its latest complete checkpoint.
         """
         if self._closed:
             raise RuntimeError("run() on a closed GymnasiumLoop")
@@ -113,20 +124,45 @@ class GymnasiumLoop:
         for name, v in (("max_env_steps", max_env_steps), ("max_cycles", max_cycles)):
             if v is not None and (not isinstance(v, int) or v < 1):
                 raise ValueError(f"{name} must be a positive int, got {v!r}")
-        with self.task.start(async_mode=self.config.async_mode, ctx=LoopContext()):
+        if resume and checkpointer is None:
+            raise ValueError("resume=True needs a checkpointer")
+        ctx = LoopContext()
+        if resume:
+            meta = checkpointer.restore(self)
+            ctx.env_steps, ctx.learner_steps = meta["env_steps"], meta["learner_steps"]
+            self.window.load(meta)
+        self.window.restart(ctx.env_steps, ctx.learner_steps)
+        self.stop_requested = False
+        with self.task.start(async_mode=self.config.async_mode, ctx=ctx):
             self.task.use(fetch_trajectories(self))
             self.task.use(learn(self))
             self.task.use(publish_networks(self))
             for mw in middleware:
                 self.task.use(mw)
+            if checkpointer is not None:
+                self.task.use(save_checkpoints(self, checkpointer))
+            self.task.use(stop_on_request(self, self.task))
             self.task.use(stop_after(self.task, max_env_steps, max_cycles))
             self.task.use(track_metrics(self, self.config.log_every_s, report))
             if self.config.async_mode:
                 self._start_threads()
             try:
-                return self.task.run()
+                ctx = self.task.run()
             finally:
                 self._stop_threads()
+        if checkpointer is not None:
+            checkpointer.save(self, ctx, self.window)  # a clean end: the final state
+        return ctx
+
+    def request_stop(self) -> None:
+        """Stop at the end of the current learner iteration (e.g. from a signal handler); a
+        run with a checkpointer then saves its final state."""
+        self.stop_requested = True
+
+    def start_inferencers(self) -> None:
+        """Reset every pool and build every step state now (a checkpoint restore needs them)."""
+        for inf in self.inferencers:
+            inf.start(self.learner.version, self.learner.networks)
 
     def _start_threads(self) -> None:
         self._stop.clear()

@@ -85,6 +85,18 @@ class MetricsWindow:
         self.episodes = 0
         self._reset(time.perf_counter(), 0, 0)
 
+    def restart(self, env_steps: int, learner_steps: int) -> None:
+        """A new run's first interval starts now, at these counters."""
+        self._reset(time.perf_counter(), env_steps, learner_steps)
+
+    def load(self, meta: dict) -> None:
+        """Episode statistics from a checkpoint's metadata."""
+        self.returns.clear()
+        self.lengths.clear()
+        self.returns.extend(meta.get("returns", []))
+        self.lengths.extend(meta.get("lengths", []))
+        self.episodes = meta.get("episodes", 0)
+
     def _reset(self, now: float, env_steps: int, learner_steps: int) -> None:
         self.start, self.env_steps0, self.learner_steps0 = now, env_steps, learner_steps
         self.learner_wait = self.lag_sum = 0.0
@@ -124,8 +136,9 @@ class MetricsWindow:
 
 def track_metrics(loop: GymnasiumLoop, every_s: float, sink: Callable[[dict], None] | None = None) -> Callable[[LoopContext], None]:
     """Every `every_s` seconds: a report of env steps/s, updates/s, policy lag, both sides' queue
-    waits and recent returns, into `loop.reports` and `sink`. Warns on a one-sided bottleneck."""
-    window = MetricsWindow()
+    waits and recent returns, into `loop.reports` and `sink`. Warns on a one-sided bottleneck.
+    Episode statistics live in `loop.window`, so they carry over runs and checkpoints."""
+    window = loop.window
 
     def track(ctx: LoopContext) -> None:
         window.add(ctx)
@@ -145,6 +158,27 @@ def track_metrics(loop: GymnasiumLoop, every_s: float, sink: Callable[[dict], No
             sink(report)
 
     return track
+
+
+def save_checkpoints(loop: GymnasiumLoop, checkpointer: Any) -> Callable[[LoopContext], None]:
+    """Every `checkpointer.config.every_learner_steps` learner steps, a checkpoint."""
+    every = checkpointer.config.every_learner_steps
+
+    def save(ctx: LoopContext) -> None:
+        if ctx.learner_steps % every == 0:
+            checkpointer.save(loop, ctx, loop.window)
+
+    return save
+
+
+def stop_on_request(loop: GymnasiumLoop, task: Task) -> Callable[[LoopContext], None]:
+    """Finish at the end of this iteration once `loop.request_stop()` was called (a signal)."""
+
+    def stop(ctx: LoopContext) -> None:
+        if loop.stop_requested:
+            task.finish()
+
+    return stop
 
 
 def stop_after(task: Task, max_env_steps: int | None, max_cycles: int | None) -> Callable[[LoopContext], None]:
