@@ -4,6 +4,7 @@ configs, and the run itself. Each entry point adds its agent's hyperparameter fl
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -12,7 +13,8 @@ from absl import flags
 
 import envs
 from sebulba.agent import Agent
-from sebulba.experiment.runner import RunResult, default_devices, parse_devices, run
+from sebulba.experiment.run_dir import RunDir
+from sebulba.experiment.runner import CheckpointFlags, RunResult, default_devices, parse_devices, run
 from sebulba.loop.config import LoopConfig
 
 FLAGS = flags.FLAGS
@@ -37,6 +39,12 @@ def define_loop_flags(default_env: str) -> None:
     flags.DEFINE_bool("async_mode", None, "Sebulba actors in threads (True) or one cycle then one update, reproducible (False).")
     flags.DEFINE_float("log_every_s", None, "Seconds between metrics rows (CSV, TensorBoard, progress line).")
     flags.DEFINE_bool("progress", True, "Show a live progress line.")
+    flags.DEFINE_integer("checkpoint_every", 1000, "Learner steps between checkpoints (also saved at the end and on "
+                         "SIGTERM / Ctrl-C); 0 turns checkpoints off.")
+    flags.DEFINE_integer("keep_checkpoints", 3, "How many of the latest checkpoints to keep.")
+    flags.DEFINE_bool("save_replay", False, "Include the agent's experience state (R2D2's replay) in checkpoints.")
+    flags.DEFINE_string("resume", None, "A run directory to continue from its latest complete checkpoint, with the "
+                        "flags it was started with (flags.json).")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,11 +83,28 @@ def overrides_from_flags(agent_flags: dict[str, str]) -> dict[str, Any]:
     return out
 
 
+NOT_RESUMED = ("resume", "progress", "logdir")  # flags a resumed run takes from its own command line
+
+
+def adopt_resumed_flags() -> None:
+    """With --resume RUN_DIR, set every flag to its value in RUN_DIR/flags.json (the run goes on
+    with its own configuration), except --resume, --progress and --logdir."""
+    if not FLAGS.resume:
+        return
+    saved = json.loads(RunDir.open(FLAGS.resume).flags_path.read_text())
+    for name, value in saved.items():
+        if name in FLAGS and name not in NOT_RESUMED and not name.startswith(("help", "only_check_args", "undefok")):
+            FLAGS[name].value = value
+
+
 def train(name: str, exp: Experiment, make_agent: Callable[[envs.EnvSpec, Any], Agent]) -> RunResult:
-    """Run the experiment from the flags' logdir/progress, and print where its outputs are."""
+    """Run the experiment from the flags' logdir/progress/checkpoints, and print where its outputs are.
+    Call `adopt_resumed_flags()` before building `exp` from the flags."""
     logging.getLogger("sebulba").setLevel(logging.INFO)
     agent = make_agent(envs.make_spec(exp.loop.env_id, **exp.loop.env_kwargs), exp.agent)
-    result = run(name, agent, exp.loop, exp.total_env_steps, FLAGS.logdir, FLAGS.flag_values_dict(), FLAGS.progress)
+    checkpoints = CheckpointFlags(FLAGS.checkpoint_every, FLAGS.keep_checkpoints, FLAGS.save_replay)
+    result = run(name, agent, exp.loop, exp.total_env_steps, FLAGS.logdir, FLAGS.flag_values_dict(), FLAGS.progress,
+                 checkpoints, FLAGS.resume)
     f = result.final
     print(f"done: {f['env_steps']:,} env steps, episode_return_mean {f['episode_return_mean']:.1f} "
           f"(last 20 episodes); run directory {result.run_dir.path}")

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tensorboardX.event_file_writer import EventsWriter
-from tensorboardX.proto.event_pb2 import Event
+from tensorboardX.proto.event_pb2 import Event, SessionLog
 from tensorboardX.proto.summary_pb2 import Summary
 
 from sebulba.experiment.curves import plot_learning_curve
@@ -106,6 +106,28 @@ class MetricsWriter:
         self._tb.write_event(Event(wall_time=time.time(), step=int(report["env_steps"]), summary=Summary(value=values)))
         self._tb.flush()
 
+    def resume_at(self, env_steps: int) -> None:
+        """Continue a run from a checkpoint taken at env_steps: rows logged after it are dropped
+        from metrics.csv, wall_time goes on from the last kept row, and TensorBoard is told to
+        purge the old events past that step (the event `SummaryWriter(purge_step=...)` writes)."""
+        rows = []
+        if self.csv_path.exists() and self.columns is not None:
+            with open(self.csv_path, newline="") as f:
+                reader = csv.reader(f)
+                next(reader, None)
+                rows = [r for r in reader if r and float(r[0]) <= env_steps]
+            self._csv.close()
+            with open(self.csv_path, "w", newline="") as f:
+                w = csv.writer(f)
+                w.writerow(self.columns)
+                w.writerows(rows)
+            self._csv = open(self.csv_path, "a", newline="")
+            self._writer = csv.writer(self._csv)
+        last_wall = float(rows[-1][self.columns.index("wall_time")]) if rows else 0.0
+        self.start_time = time.monotonic() - last_wall
+        self._tb.write_event(Event(wall_time=time.time(), step=int(env_steps) + 1, session_log=SessionLog(status=SessionLog.START)))
+        self._tb.flush()
+
     def close(self) -> None:
         """Flush and close both outputs. Idempotent."""
         if self._closed:
@@ -129,9 +151,12 @@ class Outputs:
     learning_curve.png. Pass it as `loop.run(..., report=outputs)`; use it as a context manager
     or call `close()` in a `finally`."""
 
-    def __init__(self, run_dir: RunDir, total_env_steps: int | None = None, progress: bool = True):
+    def __init__(self, run_dir: RunDir, total_env_steps: int | None = None, progress: bool = True,
+                 resume_env_steps: int | None = None):
         self.run_dir = run_dir
         self.metrics = MetricsWriter(run_dir.path)
+        if resume_env_steps is not None:
+            self.metrics.resume_at(resume_env_steps)
         self.progress = ProgressBar(total_env_steps, desc=run_dir.name) if progress else None
         self._closed = False
 

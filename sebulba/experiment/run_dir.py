@@ -81,6 +81,18 @@ class RunDir:
         run.flags_path.write_text(json.dumps(data, indent=2, sort_keys=isinstance(data, dict)) + "\n")
         return run
 
+    @classmethod
+    def open(cls, path: str | os.PathLike) -> RunDir:
+        """An existing run directory (to resume it)."""
+        run = cls(Path(path))
+        if not run.flags_path.is_file():
+            raise FileNotFoundError(f"{path} is not a run directory: it has no {cls.FLAGS}")
+        return run
+
+    @property
+    def checkpoint_dir(self) -> Path:
+        return self.path / "checkpoints"
+
     @property
     def name(self) -> str:
         return self.path.name

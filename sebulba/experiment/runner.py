@@ -3,8 +3,11 @@ outputs, and the loop run itself."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
+import signal
+import threading
 from typing import Any
 
 import jax
@@ -12,6 +15,7 @@ import jax
 from sebulba.agent import Agent
 from sebulba.experiment.outputs import Outputs
 from sebulba.experiment.run_dir import RunDir
+from sebulba.loop.checkpoint import CheckpointConfig, Checkpointer
 from sebulba.loop.config import LoopConfig
 from sebulba.loop.loop import GymnasiumLoop
 
@@ -44,6 +48,35 @@ class RunResult:
     run_dir: RunDir
 
 
+@dataclasses.dataclass(frozen=True)
+class CheckpointFlags:
+    every_learner_steps: int = 1000  # 0: no checkpoints
+    keep: int = 3
+    save_replay: bool = False
+
+
+@contextlib.contextmanager
+def graceful_stop(loop: GymnasiumLoop):
+    """SIGTERM or a first Ctrl-C asks the loop to stop after the current learner iteration (it
+    then saves its final checkpoint); a second Ctrl-C interrupts at once."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        if loop.stop_requested and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        log.warning(f"{signal.Signals(signum).name}: stopping after this learner iteration (Ctrl-C again to abort)")
+        loop.request_stop()
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, h in previous.items():
+            signal.signal(sig, h)
+
+
 def run(
     experiment: str,
     agent: Agent,
@@ -52,12 +85,32 @@ def run(
     logdir: str,
     flags: dict[str, Any],
     progress: bool = True,
+    checkpoints: CheckpointFlags = CheckpointFlags(),
+    resume: str | None = None,
 ) -> RunResult:
-    """Train until total_env_steps, writing metrics, TensorBoard, flags and the learning curve
-    into a new run directory under logdir."""
-    run_dir = RunDir.create(logdir, experiment, loop_config.env_id, loop_config.seed, flags)
+    """Train until total_env_steps, writing metrics, TensorBoard, flags, checkpoints and the
+    learning curve into a new run directory under logdir, or, with `resume` (a run directory),
+    continuing that run from its latest complete checkpoint."""
+    if resume is not None:
+        run_dir = RunDir.open(resume)
+    else:
+        run_dir = RunDir.create(logdir, experiment, loop_config.env_id, loop_config.seed, flags)
     log.info(f"run directory: {run_dir.path}")
-    with GymnasiumLoop(agent, loop_config) as loop, Outputs(run_dir, total_env_steps, progress=progress) as outputs:
-        loop.run(max_env_steps=total_env_steps, report=outputs)
+    checkpointer = None
+    if checkpoints.every_learner_steps > 0:
+        checkpointer = Checkpointer(CheckpointConfig(str(run_dir.checkpoint_dir), checkpoints.every_learner_steps,
+                                                     checkpoints.keep, checkpoints.save_replay))
+    elif resume is not None:
+        raise ValueError("resuming needs checkpoints: checkpoint_every must be > 0")
+    resume_steps = None
+    if resume is not None:
+        meta = checkpointer.latest_meta()
+        if meta is None:
+            raise FileNotFoundError(f"{run_dir.path} has no complete checkpoint to resume from")
+        resume_steps = meta["env_steps"]
+    with GymnasiumLoop(agent, loop_config) as loop, \
+            Outputs(run_dir, total_env_steps, progress=progress, resume_env_steps=resume_steps) as outputs, \
+            graceful_stop(loop):
+        loop.run(max_env_steps=total_env_steps, report=outputs, checkpointer=checkpointer, resume=resume is not None)
         final = loop.reports[-1]
     return RunResult(final, run_dir)

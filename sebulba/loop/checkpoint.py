@@ -138,6 +138,13 @@ class Checkpointer:
     def latest_step(self) -> int | None:
         return self._manager.latest_step()
 
+    def latest_meta(self) -> dict | None:
+        """The latest complete checkpoint's metadata (counters), or None when there is none."""
+        step = self._manager.latest_step()
+        if step is None:
+            return None
+        return dict(self._manager.restore(step, args=self._ocp.args.Composite(meta=self._ocp.args.JsonRestore()))["meta"])
+
     def restore(self, loop: GymnasiumLoop, step: int | None = None) -> dict:
         """Load the latest complete checkpoint (or `step`) into loop; returns its metadata
         (counters and recent episode statistics) for the loop's context."""

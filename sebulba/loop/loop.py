@@ -139,11 +139,11 @@ class GymnasiumLoop:
             self.task.use(publish_networks(self))
             for mw in middleware:
                 self.task.use(mw)
-            if checkpointer is not None:
-                self.task.use(save_checkpoints(self, checkpointer))
             self.task.use(stop_on_request(self, self.task))
             self.task.use(stop_after(self.task, max_env_steps, max_cycles))
             self.task.use(track_metrics(self, self.config.log_every_s, report))
+            if checkpointer is not None:  # last: the saved episode statistics include this iteration's
+                self.task.use(save_checkpoints(self, checkpointer))
             if self.config.async_mode:
                 self._start_threads()
             try:

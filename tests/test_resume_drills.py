@@ -1,0 +1,95 @@
+"""Failure drills through the CLI, on real processes: kill -9 mid-training then --resume, and
+SIGTERM's clean stop then --resume. Sync mode, so the resumed run must end exactly where an
+uninterrupted run ends."""
+
+import csv
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.support.cli import ROOT, last_metrics, run_experiment
+
+ARGS = ["--total_env_steps=64000", "--checkpoint_every=20", "--noprogress", "--log_every_s=0.2"]
+WAIT_S = 300  # generous: only a bound on a hang, never a measurement
+
+
+def start(logdir: Path) -> subprocess.Popen:
+    env = {**os.environ, "XLA_FLAGS": "", "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen([sys.executable, "-m", "experiments.impala", *ARGS, f"--logdir={logdir}"], cwd=ROOT, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def complete_checkpoints(run_dir: Path) -> list[int]:
+    ckpt = run_dir / "checkpoints"
+    return sorted(int(p.name) for p in ckpt.iterdir() if p.name.isdigit()) if ckpt.exists() else []
+
+
+def wait_for_checkpoint(proc: subprocess.Popen, logdir: Path, at_least: int) -> Path:
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, f"training exited early ({proc.returncode}): {proc.stderr.read()[-2000:]}"
+        runs = list(logdir.iterdir()) if logdir.exists() else []
+        if runs and any(s >= at_least for s in complete_checkpoints(runs[0])):
+            return runs[0]
+        time.sleep(0.05)
+    proc.kill()
+    pytest.fail(f"no checkpoint >= {at_least} within {WAIT_S} s")
+
+
+def final_row(run_dir: Path) -> dict:
+    return last_metrics(run_dir.parent)[1]
+
+
+def assert_continuous(run_dir: Path) -> None:
+    rows = list(csv.DictReader((run_dir / "metrics.csv").open()))
+    steps = [int(r["env_steps"]) for r in rows]
+    walls = [float(r["wall_time"]) for r in rows]
+    assert steps == sorted(set(steps)), "metrics.csv has a duplicate or out-of-order row"
+    assert walls == sorted(walls), "wall_time went backwards across the resume"
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    logdir = tmp_path_factory.mktemp("straight")
+    out = run_experiment("experiments.impala", *ARGS, f"--logdir={logdir}")
+    assert out.returncode == 0, out.stderr[-3000:]
+    return last_metrics(logdir)[1]
+
+
+@pytest.mark.timeout(900)
+def test_kill_9_then_resume_ends_where_an_uninterrupted_run_ends(tmp_path, uninterrupted):
+    proc = start(tmp_path)
+    run_dir = wait_for_checkpoint(proc, tmp_path, at_least=40)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=60)
+    saved = complete_checkpoints(run_dir)
+    out = run_experiment("experiments.impala", f"--resume={run_dir}", "--noprogress", f"--logdir={tmp_path}")
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert f"resumed from checkpoint {saved[-1]}" in out.stderr
+    assert len(list(tmp_path.iterdir())) == 1, "the resumed run must continue in its own directory"
+    final = final_row(run_dir)
+    for key in ("env_steps", "learner_steps", "episodes", "episode_return_mean"):
+        assert final[key] == uninterrupted[key], (key, final[key], uninterrupted[key])
+    assert_continuous(run_dir)
+    assert (run_dir / "learning_curve.png").exists()
+
+
+@pytest.mark.timeout(900)
+def test_sigterm_stops_cleanly_with_a_checkpoint_then_resumes(tmp_path, uninterrupted):
+    proc = start(tmp_path)
+    run_dir = wait_for_checkpoint(proc, tmp_path, at_least=20)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=WAIT_S) == 0, proc.stderr.read()[-3000:]
+    stopped_at = int(final_row(run_dir)["learner_steps"])
+    assert complete_checkpoints(run_dir)[-1] == stopped_at  # the final state was saved on the way out
+    out = run_experiment("experiments.impala", f"--resume={run_dir}", "--noprogress")
+    assert out.returncode == 0, out.stderr[-3000:]
+    final = final_row(run_dir)
+    for key in ("env_steps", "learner_steps", "episodes", "episode_return_mean"):
+        assert final[key] == uninterrupted[key], (key, final[key], uninterrupted[key])
+    assert_continuous(run_dir)
