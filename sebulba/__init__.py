@@ -1,6 +1,7 @@
 """sebulba: Sebulba-style actor-learner RL in JAX."""
 
 from sebulba.agent import Agent
+from sebulba.loop.checkpoint import CheckpointConfig, Checkpointer
 from sebulba.loop.config import LoopConfig
 from sebulba.loop.loop import GymnasiumLoop, InferencerError
 from sebulba.sharding import LEARNER_AXIS, LearnerSharding
@@ -10,6 +11,8 @@ __all__ = [
     "LEARNER_AXIS",
     "ActorOutput",
     "Agent",
+    "CheckpointConfig",
+    "Checkpointer",
     "EnvStep",
     "ExperienceLayout",
     "GymnasiumLoop",
