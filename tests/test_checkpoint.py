@@ -1,6 +1,7 @@
 """Checkpoints with orbax: exact resume in sync mode, atomic writes, the last K kept."""
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -8,6 +9,8 @@ import envs
 import sebulba
 from sebulba.agents import SimplePolicyGradient, SPGConfig
 from sebulba.loop.checkpoint import CheckpointConfig, Checkpointer
+from sebulba.loop.learner import NonFiniteError
+from tests.support.agents import CountingAgent
 
 CARTPOLE = envs.make_spec("CartPole-v1")
 
@@ -65,3 +68,29 @@ def test_resume_needs_a_checkpoint_and_the_same_mode(tmp_path):
             loop.run(max_cycles=2, resume=True)
     with pytest.raises(ValueError, match="every_learner_steps and keep must be >= 1"):
         CheckpointConfig(str(tmp_path), every_learner_steps=0)
+
+
+class NaNAtStep3(CountingAgent):
+    """Its loss turns NaN on the third cycle it learns from."""
+
+    def loss(self, networks, experience, key):
+        poison = jnp.where(experience["cycles"] >= 3, jnp.nan, 0.0)
+        return (networks["w"] - 1.0) ** 2 + poison, {"w": networks["w"]}
+
+
+def test_nan_loss_stops_the_run_with_a_checkpoint_of_the_last_good_state(tmp_path):
+    ckpt = CheckpointConfig(str(tmp_path / "ckpt"), every_learner_steps=1000)
+    cfg = sebulba.LoopConfig(num_envs=4, steps_per_cycle=5, async_mode=False, inferencers_per_device=1,
+                             learner_devices=(1, 2), log_every_s=1000.0)
+    with sebulba.GymnasiumLoop(NaNAtStep3(CARTPOLE), cfg) as loop:
+        good = []
+        with pytest.raises(NonFiniteError, match=r"learner step 3: metric\(s\) \['loss'\]") as err:
+            loop.run(max_cycles=10, checkpointer=Checkpointer(ckpt),
+                     middleware=[lambda ctx: good.append(float(loop.learner.networks["w"]))])
+        assert err.value.step == 3 and loop.learner.version == 2
+        assert float(loop.learner.networks["w"]) == good[-1] and np.isfinite(good[-1])  # the learner kept step 2's state
+    assert Checkpointer(ckpt).latest_step() == 2  # saved on the way out: the last good state
+    with sebulba.GymnasiumLoop(NaNAtStep3(CARTPOLE), cfg) as loop:
+        loop.start_inferencers()
+        Checkpointer(ckpt).restore(loop)
+        assert float(loop.learner.networks["w"]) == good[-1]

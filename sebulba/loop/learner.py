@@ -6,11 +6,21 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.sharding import PartitionSpec as P
 
 from sebulba.agent import Agent
 from sebulba.sharding import LEARNER_AXIS, LearnerSharding
 from sebulba.types import ExperienceLayout, Metrics, Trajectory
+
+
+class NonFiniteError(FloatingPointError):
+    """A learner update produced NaN or Inf; the learner still holds the last good state."""
+
+    def __init__(self, message: str, step: int, metrics: list[str]):
+        super().__init__(message)
+        self.step = step
+        self.metrics = metrics
 
 
 def _specs(tree):
@@ -53,17 +63,25 @@ class Learner:
                 networks, opt_state, experience, metrics = agent.optimize(*carry, k)
                 return (networks, opt_state, experience), metrics
 
-            (networks, opt_state, experience), metrics = jax.lax.scan(
+            (new_networks, new_opt_state, experience), metrics = jax.lax.scan(
                 optim_step, (networks, opt_state, experience), jax.random.split(key, num_optims)
             )
             metrics = jax.tree.map(lambda m: jax.lax.pmean(jnp.mean(m, 0), LEARNER_AXIS), metrics)
-            return networks, opt_state, jax.tree.map(lambda x: x[None], experience), metrics
+            # A NaN or Inf in a metric (loss, gradient norm, ...) or in the new networks keeps the
+            # last good networks and optimizer state; the host raises NonFiniteError.
+            finite = jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves((metrics, new_networks))
+                                        if jnp.issubdtype(x.dtype, jnp.inexact)] or [jnp.bool_(True)]))
+            finite = jax.lax.pmin(finite.astype(jnp.int32), LEARNER_AXIS).astype(bool)
+            keep = lambda new, old: jnp.where(finite, new, old)
+            networks = jax.tree.map(keep, new_networks, networks)
+            opt_state = jax.tree.map(keep, new_opt_state, opt_state)
+            return networks, opt_state, jax.tree.map(lambda x: x[None], experience), metrics, finite
 
         mapped = jax.shard_map(
             body,
             mesh=self.sharding.mesh,
             in_specs=(P(), P(), P(LEARNER_AXIS), _specs(initial), _specs(final), _specs(traj), P()),
-            out_specs=(P(), P(), P(LEARNER_AXIS), P()),
+            out_specs=(P(), P(), P(LEARNER_AXIS), P(), P()),
             # Agents' hooks are plain JAX: a scan whose carry starts from a constant must not need
             # `pcast`. The replication of networks and metrics comes from `pmean` instead.
             check_vma=False,
@@ -77,8 +95,14 @@ class Learner:
         """One cycle's learning: update_experience, then the optimizer step(s)."""
         self._key, key = jax.random.split(self._key)
         fn = self._update_fn(self.experience, initial, final, traj)
-        self.networks, self.opt_state, self.experience, metrics = fn(
+        self.networks, self.opt_state, self.experience, metrics, finite = fn(
             self.networks, self.opt_state, self.experience, initial, final, traj, key
         )
+        if not bool(finite):
+            bad = sorted(k for k, v in metrics.items() if not np.all(np.isfinite(np.asarray(v))))
+            what = f"metric(s) {bad}" if bad else "the networks (a gradient or update)"
+            raise NonFiniteError(
+                f"learner step {self.version + 1}: {what} became NaN or Inf; the networks and optimizer state "
+                f"are kept as of learner step {self.version}", step=self.version + 1, metrics=bad)
         self.version += 1
         return metrics

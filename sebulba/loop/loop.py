@@ -22,7 +22,7 @@ from sebulba.loop.config import LoopConfig
 from sebulba.loop.checkpoint import Checkpointer
 from sebulba.loop.cycle import CycleFunctions
 from sebulba.loop.inferencer import CycleResult, Inferencer, InferencerThread
-from sebulba.loop.learner import Learner
+from sebulba.loop.learner import Learner, NonFiniteError
 from sebulba.loop.middleware import (
     LoopContext,
     MetricsWindow,
@@ -148,6 +148,11 @@ class GymnasiumLoop:
                 self._start_threads()
             try:
                 ctx = self.task.run()
+            except NonFiniteError:
+                self._stop_threads()
+                if checkpointer is not None:  # the learner kept its last good state: save it, then report
+                    checkpointer.save(self, self.task.ctx, self.window)
+                raise
             finally:
                 self._stop_threads()
         if checkpointer is not None:
