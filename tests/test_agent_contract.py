@@ -122,6 +122,6 @@ def test_step_state_with_one_array_twice_is_donated_safely():
     with sebulba.GymnasiumLoop(Aliased(CARTPOLE), cfg) as loop:
         inf = loop.inferencers[0]
         inf.run_cycle(0, loop.learner.networks)
-        a, b = inf.step_state
+        a, b = inf.lanes[0].step_state
         np.testing.assert_array_equal(np.asarray(a), 5)
         np.testing.assert_array_equal(np.asarray(b), 10)
