@@ -73,6 +73,7 @@ def make_experiment(env: str, seed: int = 0, **overrides) -> Experiment:
 
 def main(argv: list[str]) -> None:
     del argv
+    cli.start_distributed()
     cli.adopt_resumed_flags()
     overrides = overrides_from_flags(AGENT_FLAGS)
     train("impala", make_experiment(FLAGS.env, FLAGS.seed, steps_per_cycle=FLAGS.steps_per_cycle, **overrides), Impala)

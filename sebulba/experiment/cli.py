@@ -13,6 +13,7 @@ from absl import flags
 
 import envs
 from sebulba.agent import Agent
+from sebulba.experiment import distributed
 from sebulba.experiment.run_dir import RunDir
 from sebulba.experiment.runner import CheckpointFlags, RunResult, default_devices, parse_devices, run
 from sebulba.loop.config import LoopConfig
@@ -39,6 +40,11 @@ def define_loop_flags(default_env: str) -> None:
     flags.DEFINE_bool("async_mode", None, "Sebulba actors in threads (True) or one cycle then one update, reproducible (False).")
     flags.DEFINE_float("log_every_s", None, "Seconds between metrics rows (CSV, TensorBoard, progress line).")
     flags.DEFINE_bool("progress", True, "Show a live progress line.")
+    flags.DEFINE_string("coordinator_address", None, "Multi-process training: host:port of process 0's coordinator "
+                        "(or SEBULBA_COORDINATOR_ADDRESS).")
+    flags.DEFINE_integer("num_processes", None, "Multi-process training: how many processes (or SEBULBA_NUM_PROCESSES).")
+    flags.DEFINE_integer("process_id", None, "Multi-process training: this process's id (or SEBULBA_PROCESS_ID).")
+    flags.DEFINE_bool("distributed", False, "Multi-process training with JAX's cluster detection (e.g. SLURM).")
     flags.DEFINE_integer("checkpoint_every", 1000, "Learner steps between checkpoints (also saved at the end and on "
                          "SIGTERM / Ctrl-C); 0 turns checkpoints off.")
     flags.DEFINE_integer("keep_checkpoints", 3, "How many of the latest checkpoints to keep.")
@@ -84,6 +90,11 @@ def overrides_from_flags(agent_flags: dict[str, str]) -> dict[str, Any]:
 
 
 NOT_RESUMED = ("resume", "progress", "logdir")  # flags a resumed run takes from its own command line
+
+
+def start_distributed() -> bool:
+    """Join a multi-process job when the flags or environment describe one (call first)."""
+    return distributed.initialize(FLAGS.coordinator_address, FLAGS.num_processes, FLAGS.process_id, FLAGS.distributed)
 
 
 def adopt_resumed_flags() -> None:

@@ -25,7 +25,7 @@ log = logging.getLogger("sebulba")
 def default_devices(num_envs: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """Separate actor and learner devices when there is more than one: device 0 acts and the
     most of the others that split num_envs evenly learn; on one device both share it."""
-    n = len(jax.devices())
+    n = len(jax.local_devices())
     if n == 1:
         return (0,), (0,)
     learners = max(k for k in range(1, n) if num_envs % k == 0)
@@ -90,7 +90,19 @@ def run(
 ) -> RunResult:
     """Train until total_env_steps, writing metrics, TensorBoard, flags, checkpoints and the
     learning curve into a new run directory under logdir, or, with `resume` (a run directory),
-    continuing that run from its latest complete checkpoint."""
+    continuing that run from its latest complete checkpoint. In a multi-process job
+    (jax.distributed), total_env_steps is the job's and each process writes its own directory."""
+    processes = jax.process_count()
+    if processes > 1:
+        # Each process trains on its own envs with one shared learner: the budget is the job's,
+        # split evenly, and each process writes its own run directory (suffix -p<id>).
+        total_env_steps = -(-total_env_steps // processes)
+        experiment = f"{experiment}-p{jax.process_index()}"
+        if resume is not None:
+            raise ValueError("resuming a multi-process run is not supported yet")
+        if checkpoints.every_learner_steps > 0:
+            log.warning("checkpoints are not written in multi-process runs yet")
+            checkpoints = dataclasses.replace(checkpoints, every_learner_steps=0)
     if resume is not None:
         run_dir = RunDir.open(resume)
     else:

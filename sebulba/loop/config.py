@@ -9,7 +9,8 @@ from typing import Any
 
 @dataclasses.dataclass(frozen=True)
 class LoopConfig:
-    """Devices are indices into `jax.devices()`; actor and learner devices may overlap."""
+    """Devices are indices into `jax.local_devices()` (with jax.distributed, every process uses the
+    same layout); actor and learner devices may overlap."""
 
     env_id: str = "CartPole-v1"
     env_kwargs: Mapping[str, Any] = dataclasses.field(default_factory=dict)

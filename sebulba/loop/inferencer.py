@@ -18,7 +18,7 @@ import envs
 from sebulba.agent import Agent
 from sebulba.loop.cycle import CycleFunctions, host_env_step
 from sebulba.loop.staging import Staging
-from sebulba.sharding import LearnerSharding
+from sebulba.sharding import LearnerSharding, local_copy
 from sebulba.types import EnvStep, Trajectory
 
 
@@ -98,7 +98,7 @@ class Inferencer:
 
     def _networks_for(self, version: int, networks: Any) -> Any:
         if version != self._version:
-            self._networks = jax.device_put(networks, self.device)
+            self._networks = local_copy(networks, self.device)
             self._version = version
         return self._networks
 

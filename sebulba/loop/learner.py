@@ -36,12 +36,14 @@ class Learner:
         self.sharding = sharding
         k_net, k_exp, self._key = jax.random.split(key, 3)
         networks = agent.init_networks(k_net)
-        self.networks = jax.device_put(networks, sharding.replicated)
+        host = (lambda t: jax.tree.map(np.asarray, t)) if jax.process_count() > 1 else (lambda t: t)
+        # (several processes: every process passes the same host values, from the same key)
+        self.networks = jax.device_put(host(networks), sharding.replicated)
         self.opt_state = jax.jit(agent.init_optimizer_state, out_shardings=sharding.replicated)(self.networks)
         exp_keys = jax.random.split(k_exp, sharding.num_devices)
         per_device = [agent.init_experience(networks, layout, k) for k in exp_keys]
         stacked = jax.tree.map(lambda *xs: jnp.stack(xs), *per_device)  # leading device axis
-        self.experience = jax.device_put(stacked, sharding.envs(0))
+        self.experience = jax.device_put(host(stacked), sharding.envs(0))
         self.version = 0  # learner updates so far; the policy version of `networks`
         self.num_optims = max(1, agent.num_off_policy_optims_per_cycle())
         self._compiled: dict = {}

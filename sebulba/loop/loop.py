@@ -45,6 +45,11 @@ POLL_S = 0.05  # how often blocked queue operations look for errors and stop req
 JOIN_TIMEOUT_S = 30.0
 
 
+def process_devices(process: int) -> list[jax.Device]:
+    """A process's devices in the order of its jax.local_devices()."""
+    return sorted((d for d in jax.devices() if d.process_index == process), key=lambda d: d.id)
+
+
 class InferencerError(RuntimeError):
     """An inferencer thread failed; the original exception is the __cause__."""
 
@@ -53,15 +58,20 @@ class GymnasiumLoop:
     def __init__(self, agent: Agent, config: LoopConfig):
         self.agent = agent
         self.config = config
-        devices = jax.devices()
+        devices = jax.local_devices()
         for name in ("actor_devices", "learner_devices"):
             bad = [d for d in getattr(config, name) if d >= len(devices)]
             if bad:
-                raise ValueError(f"{name} {bad} do not exist: jax sees {len(devices)} device(s)")
+                raise ValueError(f"{name} {bad} do not exist: jax sees {len(devices)} device(s) in this process")
         self.actor_devices = [devices[i] for i in config.actor_devices]
-        self.learner_devices = [devices[i] for i in config.learner_devices]
+        # With jax.distributed, every process runs the same layout: the learner mesh is each
+        # process's learner devices, process after process; actors and envs stay local.
+        self.learner_devices = [device for p in range(jax.process_count())
+                                for device in (process_devices(p)[i] for i in config.learner_devices)]
         self.sharding = LearnerSharding.create(self.learner_devices, config.num_envs)
         key_learner, key_actors = jax.random.split(jax.random.key(config.seed))
+        if jax.process_count() > 1:
+            key_actors = jax.random.fold_in(key_actors, jax.process_index())
         layout = ExperienceLayout(config.num_inferencers, config.num_envs // len(self.learner_devices), config.steps_per_cycle)
         self.learner = Learner(agent, self.sharding, layout, key_learner)
         self.staging = Staging(self.actor_devices)
@@ -93,9 +103,10 @@ class GymnasiumLoop:
         inferencer is seeded seed + i * num_envs + j whatever the number of lanes."""
         c = self.config
         n = c.num_envs // c.env_lanes
+        first = (jax.process_index() * c.num_inferencers + i) * c.num_envs  # distinct envs in every process
 
         def make(lane: int) -> Callable[[], envs.EnvPool]:
-            return lambda: envs.make(c.env_id, num_envs=n, seed=c.seed + i * c.num_envs + lane * n, **c.env_kwargs)
+            return lambda: envs.make(c.env_id, num_envs=n, seed=c.seed + first + lane * n, **c.env_kwargs)
 
         return [make(lane) for lane in range(c.env_lanes)]
 

@@ -1,0 +1,36 @@
+"""Multi-process (multi-host) training through `jax.distributed`.
+
+Every process runs the same command with its own process id: its own inferencers and env pools
+on its local devices, and one learner over all processes' learner devices. The coordinator
+address, process count and process id come from flags, else from the environment variables
+SEBULBA_COORDINATOR_ADDRESS, SEBULBA_NUM_PROCESSES and SEBULBA_PROCESS_ID, else from JAX's
+cluster detection (SLURM, ...) when `--distributed` is set.
+"""
+
+from __future__ import annotations
+
+import os
+
+import jax
+
+
+def initialize(coordinator_address: str | None = None, num_processes: int | None = None,
+               process_id: int | None = None, auto: bool = False) -> bool:
+    """Join the job before any other JAX call; returns whether this is a multi-process run."""
+    coordinator_address = coordinator_address or os.environ.get("SEBULBA_COORDINATOR_ADDRESS")
+    if num_processes is None and "SEBULBA_NUM_PROCESSES" in os.environ:
+        num_processes = int(os.environ["SEBULBA_NUM_PROCESSES"])
+    if process_id is None and "SEBULBA_PROCESS_ID" in os.environ:
+        process_id = int(os.environ["SEBULBA_PROCESS_ID"])
+    if coordinator_address is None and not auto:
+        if num_processes not in (None, 1) or process_id not in (None, 0):
+            raise ValueError("num_processes / process_id need a coordinator address (--coordinator_address host:port)")
+        return False
+    if coordinator_address is not None and (num_processes is None or process_id is None):
+        raise ValueError("a coordinator address needs num_processes and process_id too")
+    if num_processes is not None and not 0 <= (process_id or 0) < num_processes:
+        raise ValueError(f"process_id must be in [0, num_processes={num_processes}), got {process_id}")
+    # CPU devices talk through gloo (GPUs use NCCL on their own).
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    jax.distributed.initialize(coordinator_address, num_processes, process_id)
+    return jax.process_count() > 1
