@@ -25,8 +25,8 @@ def networks(loop):
     return jax.tree.map(np.asarray, loop.learner.networks)
 
 
-@pytest.mark.parametrize("lanes", [1, 2])
-def test_interrupted_and_resumed_run_is_bit_identical(tmp_path, lanes):
+def test_interrupted_and_resumed_run_is_bit_identical(tmp_path, lanes=2):
+    """(Two lanes per inferencer: the most actor state to get right; the CLI drills cover one.)"""
     with make_loop(env_lanes=lanes) as loop:
         loop.run(max_cycles=12)
         straight = networks(loop)
@@ -94,3 +94,26 @@ def test_nan_loss_stops_the_run_with_a_checkpoint_of_the_last_good_state(tmp_pat
         loop.start_inferencers()
         Checkpointer(ckpt).restore(loop)
         assert float(loop.learner.networks["w"]) == good[-1]
+
+
+def test_replay_is_saved_when_asked_and_async_runs_resume_their_learner(tmp_path):
+    from sebulba.agents.r2d2 import R2D2, R2D2Config
+
+    agent = R2D2(CARTPOLE, R2D2Config(core_size=16, hidden_sizes=(16,), sequence_length=8, burn_in=2, n_step=2,
+                                      batch_size=4, replay_capacity=64, min_replay_size=4))
+    cfg = sebulba.LoopConfig(num_envs=4, steps_per_cycle=4, async_mode=True, inferencers_per_device=1,
+                             learner_devices=(1, 2), log_every_s=1000.0)
+    for save_experience in (True, False):
+        ckpt = CheckpointConfig(str(tmp_path / f"ckpt{save_experience}"), every_learner_steps=100, save_experience=save_experience)
+        with sebulba.GymnasiumLoop(agent, cfg) as loop:
+            loop.run(max_cycles=6, checkpointer=Checkpointer(ckpt))
+            saved = jax.tree.map(np.asarray, (loop.learner.networks, loop.learner.experience))
+        with sebulba.GymnasiumLoop(agent, cfg) as loop:
+            fresh_experience = jax.tree.map(np.asarray, loop.learner.experience)
+            meta = Checkpointer(ckpt).restore(loop)
+            assert meta["learner_steps"] == 6 and loop.learner.version == 6
+            jax.tree.map(np.testing.assert_array_equal, saved[0], jax.tree.map(np.asarray, loop.learner.networks))
+            expected = saved[1] if save_experience else fresh_experience
+            jax.tree.map(np.testing.assert_array_equal, expected, jax.tree.map(np.asarray, loop.learner.experience))
+            ctx = loop.run(max_cycles=8, checkpointer=Checkpointer(ckpt), resume=True)
+            assert ctx.learner_steps == 8

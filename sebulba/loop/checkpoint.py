@@ -48,8 +48,8 @@ def _savable(tree: Any) -> Any:
 def _abstract(tree: Any) -> Any:
     """What to restore into: same shapes, dtypes and shardings as `tree` (numpy stays numpy)."""
     def spec(x):
-        if _is_key(x):
-            x = jax.random.key_data(x)
+        if _is_key(x):  # restored on the host: the key goes back uncommitted, as it was made
+            return np.asarray(jax.random.key_data(x))
         if isinstance(x, jax.Array):
             return jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=x.sharding)
         return np.asarray(x)
