@@ -15,7 +15,9 @@ from typing import Any
 
 from envs.atari.games import ATARI_TASKS
 from envs.config import PoolConfig
+from envs.manager import AsyncSubprocessEnvManager, BaseEnvManager, BaseEnvTimestep, EnvState, SyncSubprocessEnvManager
 from envs.pool import DmObservation, EnvPool
+from envs.process.errors import WorkerError
 from envs.registry import list_all_envs, resolve
 from envs.spec import EnvSpec
 
@@ -79,10 +81,16 @@ def make_spec(task_id: str, env_type: str = "gymnasium", **kwargs: Any) -> EnvSp
 
 
 __all__ = [
+    "AsyncSubprocessEnvManager",
+    "BaseEnvManager",
+    "BaseEnvTimestep",
     "DmObservation",
     "EnvPool",
     "EnvSpec",
+    "EnvState",
     "PoolConfig",
+    "SyncSubprocessEnvManager",
+    "WorkerError",
     "is_atari",
     "list_all_envs",
     "make",

@@ -109,8 +109,10 @@ def test_inferencer_exception_reaches_main_thread_without_hanging():
 
 
 def test_env_failure_mid_run_reaches_main_thread():
+    """With no retries (max_retry=0) a failing env stops the run with its cause; recovery with
+    retries is tested in tests/test_process_backend.py."""
     spec = envs.make_spec("ToyFailing-v0")
-    cfg = config(env_id="ToyFailing-v0", env_kwargs={"fail_at": 25, "num_threads": 1}, num_envs=2)
+    cfg = config(env_id="ToyFailing-v0", env_kwargs={"fail_at": 25, "num_threads": 1, "max_retry": 0}, num_envs=2)
     with sebulba.GymnasiumLoop(RandomAgent(spec), cfg) as loop:
         with pytest.raises(sebulba.InferencerError, match="toy env blew up on purpose"):
             loop.run(max_cycles=50)

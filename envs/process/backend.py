@@ -1,33 +1,29 @@
 """The worker-process backend: Gymnasium envs in worker processes, several envs per worker,
-results in shared memory, and one small message per worker per send."""
+results in shared memory, and one small message per worker per send.
+
+A worker that dies, hangs past step_timeout or whose env raises is respawned (fresh envs,
+reseeded deterministically) up to max_retry consecutive times; its envs' current episodes end
+truncated (see `_recover`). Past max_retry the backend raises WorkerError: a pool's batch cannot
+shrink."""
 
 from __future__ import annotations
 
-import multiprocessing as mp
-import pickle
+import collections
+import time
+import warnings
 from multiprocessing.connection import wait
 
 import gymnasium as gym
 import numpy as np
 
+from envs.process.errors import WorkerError, WorkerTimeout
 from envs.process.gym_task import GymTask
 from envs.process.shm import Layout, SharedBuffers
-from envs.process.worker import CLOSE, DONE, ERROR, READY, RESET, STEP, worker_main
+from envs.process.supervisor import CLOSE_TIMEOUT_S, DONE, Worker, mp_context
+from envs.process.worker import CLOSE, RESET, STEP, worker_main
 from envs.ready import Batch, Chunk
 
-START_TIMEOUT_S = 120.0
-CLOSE_TIMEOUT_S = 5.0
-
-
-def mp_context() -> mp.context.BaseContext:
-    """forkserver: fast worker starts that are safe in a process with JAX's threads."""
-    ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(["envs.process.worker"])
-    return ctx
-
-
-class WorkerError(RuntimeError):
-    """An env worker failed; the message carries the worker's own traceback."""
+__all__ = ["CLOSE_TIMEOUT_S", "ProcessBackend", "WorkerError", "mp_context"]
 
 
 def _buffer_specs(obs_space: gym.spaces.Space, act_space: gym.spaces.Space, n: int) -> list:
@@ -43,7 +39,8 @@ def _buffer_specs(obs_space: gym.spaces.Space, act_space: gym.spaces.Space, n: i
 
 class ProcessBackend:
     def __init__(self, task: GymTask):
-        config = task.config
+        config = self._config = task.config
+        self._task, self._retry = task, task.retry
         self.observation_space = observation_space = task.observation_space
         self.action_space = action_space = task.action_space
         n = config.num_envs
@@ -54,28 +51,26 @@ class ProcessBackend:
         b = self._shm.arrays
         self._obs, self._action = b["obs"], b["action"]
         self._reward, self._term, self._trunc, self._elapsed = b["reward"], b["terminated"], b["truncated"], b["elapsed"]
-        self._conns: list = []
-        self._procs: list = []
+        self._workers: list[Worker] = []
         self._closed = False
-        ctx = mp_context()
+        # Recovery state: messages each worker has not answered yet (cmd, ids or None: its whole
+        # range), when its oldest was sent, its consecutive faults and respawns; envs owed a
+        # truncation (respawned while not in flight) and answers made here, not by a worker.
+        self._queue = [collections.deque() for _ in range(num_workers)]
+        self._sent_at = [0.0] * num_workers
+        self._failures = [0] * num_workers  # consecutive faults, zeroed by a real step
+        self._generation = [0] * num_workers
+        self._steps = [0] * num_workers  # step answers since the worker (re)started
+        self._owed = np.zeros(n, bool)
+        self._num_owed = 0
+        self._local: list[Chunk] = []
+        mp_context()
         try:
             for w in range(num_workers):
-                lo, hi = int(self._bounds[w]), int(self._bounds[w + 1])
-                parent, child = ctx.Pipe()
-                cpu = -1 if config.thread_affinity_offset < 0 else config.thread_affinity_offset + w
-                proc = ctx.Process(
-                    target=worker_main,
-                    args=(child, task.factory, lo, hi - lo, config.seed, config.max_episode_steps,
-                          self._shm.layout, self._shm.name, task.transpose_obs, cpu),
-                    name=f"envs-worker-{w}",
-                    daemon=True,
-                )
-                proc.start()
-                child.close()
-                self._conns.append(parent)
-                self._procs.append(proc)
-            for w in range(num_workers):
-                self._expect_ready(w)
+                self._workers.append(Worker(worker_main, self._worker_args(w), f"envs-worker-{w}", self._describe(w)))
+                self._workers[w].start()
+            for w in self._workers:
+                w.await_ready(self._retry.connect_timeout)
         except BaseException:
             self.close()
             raise
@@ -85,68 +80,165 @@ class ProcessBackend:
             for cmd in (STEP, RESET)
         }
 
+    def _worker_args(self, w: int) -> tuple:
+        c, task = self._config, self._task
+        lo, hi = int(self._bounds[w]), int(self._bounds[w + 1])
+        cpu = -1 if c.thread_affinity_offset < 0 else c.thread_affinity_offset + w
+        seed = c.seed + self._generation[w] * c.num_envs  # a respawned env gets a new, known seed
+        return (task.factory, lo, hi - lo, seed, c.max_episode_steps, self._shm.layout, self._shm.name, task.transpose_obs, cpu)
+
     def _describe(self, w: int) -> str:
-        return f"env worker {w} (envs {self._bounds[w]}..{self._bounds[w + 1] - 1}, pid {self._procs[w].pid})"
+        return f"env worker {w} (envs {self._bounds[w]}..{self._bounds[w + 1] - 1})"
 
-    def _expect_ready(self, w: int) -> None:
-        conn, proc = self._conns[w], self._procs[w]
-        if not wait([conn, proc.sentinel], timeout=START_TIMEOUT_S):
-            raise WorkerError(f"{self._describe(w)} did not start within {START_TIMEOUT_S:.0f} s")
-        if conn.poll():
-            try:
-                msg = conn.recv_bytes()
-            except (EOFError, OSError):
-                msg = b""
-            if msg[:1] == READY:
-                return
-            if msg:
-                self._raise_worker_error(w, msg)
-        proc.join(CLOSE_TIMEOUT_S)
-        raise WorkerError(
-            f"{self._describe(w)} exited during startup with code {proc.exitcode}; its stderr says why "
-            "(a common cause: the env factory or __main__ cannot be imported in a fresh process)"
-        )
-
-    def _raise_worker_error(self, w: int, msg: bytes) -> None:
-        if msg[:1] == ERROR:
-            text, tb = pickle.loads(msg[1:])
-            raise WorkerError(f"{self._describe(w)} failed: {text}\n--- worker traceback ---\n{tb}")
-        raise WorkerError(f"{self._describe(w)} sent an unexpected message {msg[:16]!r}")
+    @property
+    def _procs(self) -> list:
+        return [w.proc for w in self._workers]
 
     def send(self, ids: np.ndarray | None, action: np.ndarray | None, reset: bool) -> None:
         cmd = RESET if reset else STEP
         if ids is None:
             if action is not None:
                 self._action[:] = action
-            for conn, msg in zip(self._conns, self._all_msgs[cmd]):
-                conn.send_bytes(msg)
-            return
-        if action is not None:
+            if not self._num_owed:
+                now = time.monotonic()
+                for w, msg in enumerate(self._all_msgs[cmd]):
+                    self._post(w, cmd, None, msg, now)
+                return
+            ids = np.arange(len(self._owner), dtype=np.int32)
+        elif action is not None:
             self._action[ids] = action
+        if self._num_owed:
+            owed = self._owed[ids]
+            if owed.any():
+                if reset:
+                    self._owed[ids] = False
+                    self._num_owed = int(np.count_nonzero(self._owed))
+                else:
+                    self._truncate(ids[owed])
+                    ids = ids[~owed]
         owner = self._owner[ids]
+        now = time.monotonic()
         for w in np.unique(owner).tolist():
-            self._conns[w].send_bytes(cmd + ids[owner == w].tobytes())
+            mine = ids[owner == w]
+            self._post(w, cmd, mine, cmd + mine.tobytes(), now)
+
+    def _post(self, w: int, cmd: bytes, ids: np.ndarray | None, msg: bytes, now: float) -> None:
+        q = self._queue[w]
+        if not q:
+            self._sent_at[w] = now
+        q.append((cmd, ids))
+        try:
+            self._workers[w].conn.send_bytes(msg)
+        except (OSError, ValueError):
+            pass  # a dead worker: collect() sees it through its sentinel
 
     def collect(self, block: bool) -> list[Chunk]:
-        sentinels = {p.sentinel: w for w, p in enumerate(self._procs)}
-        ready = wait(self._conns + list(sentinels), timeout=None if block else 0)
-        out = []
-        for r in ready:
-            if r in sentinels:
-                w = sentinels[r]
-                if not self._conns[w].poll():
-                    raise WorkerError(f"{self._describe(w)} died with exit code {self._procs[w].exitcode}")
+        out, self._local = self._local, []
+        queue, workers = self._queue, self._workers
+        watch, owner = [], []
+        for w, q in enumerate(queue):
+            if q:
+                watch.append(workers[w].conn)
+                watch.append(workers[w].sentinel)
+                owner.append(w)
+        if not watch:
+            return out
+        timeout = None if block and not out else 0.0
+        step_timeout = self._retry.step_timeout
+        if timeout is None and step_timeout is not None:
+            first = min(self._sent_at[w] for w, q in enumerate(queue) if q)
+            timeout = max(0.0, first + step_timeout - time.monotonic())
+        ready = wait(watch, timeout)
+        done: set[int] = set()
+        for h in ready:
+            w = owner[watch.index(h) // 2]
+            if w in done:
                 continue
-            w = self._conns.index(r)
+            done.add(w)
+            worker = workers[w]
             try:
-                msg = r.recv_bytes()
-            except (EOFError, OSError):
-                self._procs[w].join(CLOSE_TIMEOUT_S)
-                raise WorkerError(f"{self._describe(w)} died with exit code {self._procs[w].exitcode}") from None
+                msg = worker.recv(conn_ready=h is worker.conn)
+            except WorkerError as e:
+                self._recover(w, e)
+                continue
             if msg[:1] != DONE:
-                self._raise_worker_error(w, msg)
+                raise WorkerError(f"{worker.describe()} sent an unexpected message {msg[:16]!r}")
+            cmd, _ = queue[w].popleft()
+            if cmd == STEP:
+                # The first step after a (re)start resets the fresh envs; the second one is a real
+                # step, and only that proves the worker works again.
+                self._steps[w] += 1
+                if self._steps[w] == 2:
+                    self._failures[w] = 0
+            if queue[w]:
+                self._sent_at[w] = time.monotonic()
             out.append(Chunk(np.frombuffer(msg, np.int32, offset=1), None))
+        if step_timeout is not None:  # checked on every call: others' answers must not hide a hang
+            now = time.monotonic()
+            for w in owner:
+                if w not in done and queue[w] and now - self._sent_at[w] >= step_timeout:
+                    workers[w].kill()
+                    self._recover(w, WorkerTimeout(f"{workers[w].describe()} did not answer within step_timeout={step_timeout:g} s"))
+        if self._local:
+            out.extend(self._local)
+            self._local = []
         return out
+
+    def _recover(self, w: int, err: WorkerError) -> None:
+        """Respawn worker w after a fault; its envs' episodes end truncated: the steps it had in
+        flight are answered here (truncated, reward 0, the last obs), its other envs owe a
+        truncated answer to their next step, and resets in flight are sent to the new worker.
+        The new worker's envs are fresh, so each one's next real step is a reset."""
+        worker = self._workers[w]
+        self._failures[w] += 1
+        if self._failures[w] > self._retry.max_retry:
+            raise WorkerError(
+                f"{err}\n--- given up: {self._failures[w]} faults in a row exceed max_retry={self._retry.max_retry} "
+                "(a pool's batch cannot shrink) ---"
+            ) from err
+        warnings.warn(
+            f"{err}\n--- respawning {self._describe(w)}; the current episodes of its envs end truncated ---",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        lo, hi = int(self._bounds[w]), int(self._bounds[w + 1])
+        mine = np.arange(lo, hi, dtype=np.int32)
+        stepping, resetting = [], []
+        for cmd, ids in self._queue[w]:
+            (resetting if cmd == RESET else stepping).append(mine if ids is None else ids)
+        self._queue[w].clear()
+        if self._retry.retry_waiting_time:
+            time.sleep(self._retry.retry_waiting_time)
+        self._generation[w] += 1
+        self._steps[w] = 0
+        worker.args = self._worker_args(w)
+        try:
+            worker.restart(self._retry.connect_timeout)
+        except WorkerError as e:
+            self._queue[w].extend((RESET, ids) for ids in resetting)
+            self._queue[w].extend((STEP, ids) for ids in stepping)
+            self._recover(w, e)
+            return
+        in_flight = np.zeros(hi - lo, bool)
+        for ids in stepping + resetting:
+            in_flight[ids - lo] = True
+        self._owed[lo:hi] = ~in_flight
+        self._num_owed = int(np.count_nonzero(self._owed))
+        for ids in stepping:
+            self._truncate(ids)
+        now = time.monotonic()
+        for ids in resetting:
+            self._post(w, RESET, ids, RESET + ids.tobytes(), now)
+
+    def _truncate(self, ids: np.ndarray) -> None:
+        """Answer steps of envs whose worker was respawned: truncated, reward 0, last obs."""
+        self._reward[ids] = 0.0
+        self._term[ids] = False
+        self._trunc[ids] = True
+        self._elapsed[ids] += 1
+        self._owed[ids] = False
+        self._num_owed = int(np.count_nonzero(self._owed))
+        self._local.append(Chunk(np.asarray(ids, np.int32), None))
 
     def gather(self, ids: np.ndarray | None) -> Batch:
         if ids is None:
@@ -160,16 +252,9 @@ class ProcessBackend:
         if self._closed:
             return
         self._closed = True
-        for conn in self._conns:
-            try:
-                conn.send_bytes(CLOSE)
-            except (OSError, ValueError):
-                pass
-        for proc in self._procs:
-            proc.join(CLOSE_TIMEOUT_S)
-            if proc.is_alive():
-                proc.kill()
-                proc.join(CLOSE_TIMEOUT_S)
-        for conn in self._conns:
-            conn.close()
+        for worker in self._workers:
+            if worker.conn is not None:
+                worker.send(CLOSE)
+        for worker in self._workers:
+            worker.stop(CLOSE)
         self._shm.close()

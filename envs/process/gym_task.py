@@ -9,6 +9,7 @@ import gymnasium as gym
 import numpy as np
 
 from envs.config import PoolConfig
+from envs.process.retry import RetryConfig
 
 _SUPPORTED = (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)
 
@@ -59,11 +60,23 @@ class GymTask:
     observation_space: gym.spaces.Space  # as the pool presents it (images channel-first)
     action_space: gym.spaces.Space
     transpose_obs: bool  # the env's images are channel-last and must be moved
+    retry: RetryConfig = RetryConfig()  # how a crashing, raising or hanging worker is survived
+
+
+# The process backend's recovery kwargs (RetryConfig's; the pool always renews a failed worker).
+RETRY_KWARGS = ("max_retry", "step_timeout", "retry_waiting_time", "connect_timeout")
+
+
+def _retry(kwargs: dict[str, Any]) -> RetryConfig:
+    """Pops the recovery kwargs out of kwargs (they are not the env's)."""
+    return RetryConfig(retry_type="renew", **{k: kwargs.pop(k) for k in RETRY_KWARGS if k in kwargs})
 
 
 def configure(task_id: str, env_type: str, kwargs: dict[str, Any]) -> GymTask:
     """Validates kwargs by building one probe env in this process, and reads its spaces."""
     default_steps = gym.spec(task_id).max_episode_steps
+    kwargs = dict(kwargs)
+    retry = _retry(kwargs)
     config = PoolConfig.create(task_id, env_type, "process", default_steps, kwargs, None)
     factory = _factory(task_id, dict(config.task_kwargs))
     try:
@@ -83,4 +96,4 @@ def configure(task_id: str, env_type: str, kwargs: dict[str, Any]) -> GymTask:
     transpose = is_image(obs_space)
     if transpose:
         obs_space = channel_first(obs_space)
-    return GymTask(config, factory, obs_space, act_space, transpose)
+    return GymTask(config, factory, obs_space, act_space, transpose, retry)

@@ -4,7 +4,6 @@ pool names, writes results into shared memory, and answers with the env ids that
 from __future__ import annotations
 
 import os
-import pickle
 import traceback
 from collections.abc import Callable
 from multiprocessing.connection import Connection
@@ -14,11 +13,12 @@ import numpy as np
 
 from envs.episodes import EpisodeBook
 from envs.process.shm import Layout, SharedBuffers
+from envs.process.supervisor import DONE, READY, error_message
 
 # One byte of command, then the env ids as int32 bytes.
 STEP, RESET, CLOSE = b"S", b"R", b"C"
-# Answers: READY once started, DONE + ids after each command, ERROR + pickled (message, traceback).
-READY, DONE, ERROR = b"K", b"D", b"E"
+# Answers (envs.process.supervisor): READY once started, DONE + ids after each command,
+# ERROR + pickled (message, traceback), after which the worker exits.
 
 
 def _to_env_action(space: gym.spaces.Space) -> Callable[[np.ndarray], object]:
@@ -80,7 +80,7 @@ def worker_main(
         pass
     except BaseException as e:  # everything else reaches the pool with its traceback
         try:
-            conn.send_bytes(ERROR + pickle.dumps((f"{type(e).__name__}: {e}", traceback.format_exc())))
+            conn.send_bytes(error_message(e, traceback.format_exc()))
         except Exception:
             pass
     finally:
