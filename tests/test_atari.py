@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import envs
+from tests.support.pool_checks import assert_async_matches_sync
 
 ale_py = pytest.importorskip("ale_py", reason="the atari extra is not installed: pip install -e '.[atari]'")
 from ale_py.vector_env import AtariVectorEnv
@@ -122,23 +123,7 @@ def test_async_reset_returns_one_batch():
 
 
 def test_async_results_per_env_match_sync():
-    n, steps = 4, 25
-    actions = np.random.default_rng(3).integers(0, 6, (n, steps + 1))
-    with make(num_envs=n, seed=1) as pool:
-        sync = np.stack([pool.reset()[0]] + [pool.step(actions[:, t])[0] for t in range(steps)], 1)
-    with make(num_envs=n, batch_size=2, seed=1) as pool:
-        pool.async_reset()
-        t = np.zeros(n, int)
-        traj = [[] for _ in range(n)]
-        while min(len(x) for x in traj) < steps + 1:
-            obs, _, _, _, info = pool.recv()
-            ids = info["env_id"]
-            for i, o in zip(ids, obs):
-                traj[i].append(o)
-            pool.send(actions[ids, np.minimum(t[ids], steps)], ids)
-            t[ids] += 1
-    for i in range(n):
-        np.testing.assert_array_equal(np.stack(traj[i][: steps + 1]), sync[i])
+    assert_async_matches_sync(make, np.random.default_rng(3).integers(0, 6, (4, 26)))
 
 
 def test_sync_partial_reset():

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import envs
+from tests.support.pool_checks import assert_async_matches_sync
 
 BACKENDS = ["native", "process"]
 
@@ -166,26 +167,7 @@ def test_async_send_without_env_id_uses_last_batch(backend):
 
 
 def test_async_results_per_env_match_sync(backend):
-    """Async batching changes which envs come back together, never an env's own trajectory."""
-    n, steps = 4, 40
-    rng = np.random.default_rng(3)
-    actions = rng.integers(0, 2, (n, steps + 1))
-    with make(backend, num_envs=n, seed=1) as pool:
-        sync = [pool.reset()[0]] + [pool.step(actions[:, t])[0] for t in range(steps)]
-    sync = np.stack(sync, 1)  # env, time, obs
-    with make(backend, num_envs=n, batch_size=2, seed=1) as pool:
-        pool.async_reset()
-        t = np.zeros(n, int)
-        traj = [[] for _ in range(n)]
-        while min(len(x) for x in traj) < steps + 1:
-            obs, _, _, _, info = pool.recv()
-            ids = info["env_id"]
-            for i, o in zip(ids, obs):
-                traj[i].append(o)
-            pool.send(actions[ids, np.minimum(t[ids], steps)], ids)
-            t[ids] += 1
-    for i in range(n):
-        np.testing.assert_array_equal(np.stack(traj[i][: steps + 1]), sync[i])
+    assert_async_matches_sync(lambda **kw: make(backend, **kw), np.random.default_rng(3).integers(0, 2, (4, 41)))
 
 
 def test_reset_subset_returns_those_envs_in_order(backend):
