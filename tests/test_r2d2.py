@@ -101,6 +101,7 @@ def test_cli_writes_a_run_directory(tmp_path):
     assert any(p.name.startswith("events.out.tfevents") for p in run_dir.iterdir())
 
 
+@pytest.mark.timeout(900)
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_learning_bar_cartpole(seed, tmp_path):
     """The no-flag run of `python -m experiments.r2d2` (a fresh 1-device process, as a user runs
