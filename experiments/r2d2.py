@@ -51,8 +51,8 @@ CARTPOLE = dict(
 #   the fastest learner (64 x 2: 162-296, 32 x 4: 193-481, 16 x 8: 294-500).
 # - the rest (gamma 0.99, 2,000-sequence replay, Ape-X epsilons from 0.1 (0.05: 177-291), 16 envs,
 #   sync) as for CartPole.
-# Here (2-core CPU), seeds 0, 1, 2: LSTM 500.0, 303.4, 321.1 vs MLP 50.4, 71.5, 75.6 = 9.9x, 4.2x,
-# 4.2x; about 230 s + 80 s on an idle machine. The LSTM reaches 500 on every seed but can drop
+# Here (2-core CPU, the no-flag CLI), seeds 0, 1, 2: LSTM 500.0, 303.4, 321.1 vs MLP 61.5, 71.5, 75.6
+# = 8.1x, 4.2x, 4.2x; about 230 s + 75 s. The LSTM reaches 500 on every seed but can drop
 # back (seeds 1 and 2 ended near 300 after 500s), so the ratio's margin rests on the MLP's ~75 cap.
 MEMORY = dict(
     total_env_steps=500_000, num_envs=16, async_mode=False, inferencers_per_device=1, log_every_s=1.0,
