@@ -274,3 +274,23 @@ def test_outputs_as_the_report_of_a_real_loop(tmp_path):
     assert json.loads(run.flags_path.read_text())["config"]["num_envs"] == 8
     assert scalars(run.path)["episode_return_mean"][-1][0] == 400
     assert_png(run.learning_curve_png)
+
+
+def test_resume_at_drops_later_rows_continues_wall_time_and_purges_tensorboard(tmp_path):
+    with MetricsWriter(tmp_path) as w:
+        for steps in (1000, 2000, 3000, 4000):
+            w.write(fake_report(steps))
+    last_kept_wall = float(list(csv.DictReader((tmp_path / "metrics.csv").open()))[1]["wall_time"])
+    with MetricsWriter(tmp_path) as w:  # a run resumed from a checkpoint taken at 2,000 env steps
+        w.resume_at(2000)
+        w.write(fake_report(3000, ret=99.0))
+    rows = list(csv.DictReader((tmp_path / "metrics.csv").open()))
+    assert [int(r["env_steps"]) for r in rows] == [1000, 2000, 3000]
+    assert float(rows[-1]["episode_return_mean"]) == 99.0
+    assert float(rows[-1]["wall_time"]) >= last_kept_wall
+    # TensorBoard: the resumed writer's file starts with SummaryWriter(purge_step=2001)'s event,
+    # which tells TensorBoard to drop the old file's events from step 2001 on
+    (new_file,) = [f for f in sorted(tmp_path.glob("events.out.tfevents.*")) if any(
+        e.session_log.status == event_pb2.SessionLog.START for e in read_events(f))]
+    purge = [e for e in read_events(new_file) if e.session_log.status == event_pb2.SessionLog.START]
+    assert [e.step for e in purge] == [2001]
