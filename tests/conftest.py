@@ -7,8 +7,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 # The learning-bar runs and other long tests go first, longest first: with one pytest worker per
-# core (pytest-xdist) they then run side by side while the short tests fill the gaps, instead of
-# arriving last, one after another. Estimated seconds on 2 cores.
+# core (pytest-xdist, tests sent one at a time: --maxschedchunk=1) they then run side by side while
+# the short tests fill the gaps, instead of arriving last, one after another. Seconds on 2 cores.
 LONG_TESTS = {
     "test_r2d2.py::test_learning_bar_memory": 290,
     "test_r2d2.py::test_learning_bar_cartpole": 170,
