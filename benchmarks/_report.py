@@ -44,6 +44,17 @@ def verdict(value: float | None, target: float | None, fmt: str = "{:.2f}") -> s
     return f"missed ({fmt.format(value)} of {fmt.format(target)})"
 
 
+def seed_args(description: str) -> tuple[list[int], bool]:
+    """The learning-bar benchmarks' command line: `--seeds 0,1,2` and `--no-write`."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--no-write", action="store_true")
+    args = parser.parse_args()
+    return [int(s) for s in args.seeds.split(",")], args.no_write
+
+
 def run_cli(module: str, args: list[str], logdir: Path) -> tuple[float, dict, Path]:
     """Run `python -m module *args --logdir=logdir --noprogress` in a fresh process (1 CPU device),
     timed whole; returns (wall seconds, its last metrics row, its run directory)."""

@@ -8,7 +8,6 @@ Writes the table into BENCHMARKS.md and the learning curves into benchmarks/figu
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import os
 import platform
@@ -18,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks._report import BENCH_FILE, run_cli, verdict, write_section  # noqa: E402
+from benchmarks._report import BENCH_FILE, run_cli, seed_args, verdict, write_section  # noqa: E402
 from sebulba.experiment.curves import plot_curves  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -27,11 +26,7 @@ BAR, GOAL_S = 475.0, 60.0
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--seeds", default="0,1,2")
-    parser.add_argument("--no-write", action="store_true")
-    args = parser.parse_args()
-    seeds = [int(s) for s in args.seeds.split(",")]
+    seeds, no_write = seed_args(__doc__)
     rows, curves = [], []
     with tempfile.TemporaryDirectory() as tmp:
         for seed in seeds:
@@ -41,11 +36,11 @@ def main() -> None:
                         f"{wall:.1f} | {verdict(GOAL_S / wall, 1.0) if wall > GOAL_S else 'yes'} |")
             print(rows[-1], flush=True)
             png = FIGURES / f"impala_cartpole_seed{seed}.png"
-            if not args.no_write:
+            if not no_write:
                 FIGURES.mkdir(parents=True, exist_ok=True)
                 shutil.copy(run_dir / "learning_curve.png", png)
             curves.append((f"seed {seed}", run_dir / "metrics.csv"))
-        if not args.no_write:
+        if not no_write:
             plot_curves(curves, FIGURES / "impala_cartpole.png", "IMPALA, CartPole-v1 (no-flag run)")
     body = (
         "## IMPALA on CartPole-v1: the learning bar (`benchmarks/bench_impala_cartpole.py`)\n\n"
@@ -61,7 +56,7 @@ def main() -> None:
         "![IMPALA CartPole learning curves](benchmarks/figures/impala_cartpole.png)\n"
     )
     print(body)
-    if not args.no_write:
+    if not no_write:
         write_section(BENCH_FILE, "bench_impala_cartpole", body)
 
 

@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import os
 import platform
@@ -18,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks._report import BENCH_FILE, run_cli, verdict, write_section  # noqa: E402
+from benchmarks._report import BENCH_FILE, run_cli, seed_args, verdict, write_section  # noqa: E402
 from sebulba.experiment.curves import plot_curves  # noqa: E402
 
 FIGURES = Path(__file__).resolve().parent / "figures"
@@ -26,11 +25,7 @@ CARTPOLE_BAR, MEMORY_RATIO = 400.0, 3.0
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--seeds", default="0,1,2")
-    parser.add_argument("--no-write", action="store_true")
-    args = parser.parse_args()
-    seeds = [int(s) for s in args.seeds.split(",")]
+    seeds, no_write = seed_args(__doc__)
     rows, curves = [], []
     with tempfile.TemporaryDirectory() as tmp:
         for seed in seeds:
@@ -54,7 +49,7 @@ def main() -> None:
                                f"{returns['mlp']:.1f} | {ratio:.2f}x | {verdict(ratio, MEMORY_RATIO)} | "
                                f"{walls['lstm']:.0f} + {walls['mlp']:.0f} |")
             print(memory_rows[-1], flush=True)
-        if not args.no_write:
+        if not no_write:
             FIGURES.mkdir(parents=True, exist_ok=True)
             plot_curves(curves, FIGURES / "r2d2_cartpole.png", "R2D2, CartPole-v1 (no-flag run)")
             plot_curves(memory, FIGURES / "r2d2_memory.png", "R2D2 on CartPoleNoVelocity-v1: LSTM vs MLP core")
@@ -74,7 +69,7 @@ def main() -> None:
         "![R2D2 memory task: LSTM vs MLP](benchmarks/figures/r2d2_memory.png)\n"
     )
     print(body)
-    if not args.no_write:
+    if not no_write:
         write_section(BENCH_FILE, "bench_r2d2", body)
 
 
