@@ -12,7 +12,7 @@ import numpy as np
 
 from envs.process.env_host import EnvHost
 from envs.process.shm import SharedBuffers
-from envs.process.supervisor import DONE, READY, error_message
+from envs.process.supervisor import DONE, READY, error_message, send_failure
 
 # Commands: pickled (name, payload).
 RESET, STEP, ATTACH, CLOSE = "reset", "step", "attach", "close"
@@ -53,10 +53,7 @@ def env_worker_main(conn: Connection, factory_bytes: bytes) -> None:
     except (KeyboardInterrupt, EOFError, BrokenPipeError):
         pass
     except BaseException as e:  # everything else reaches the manager with its traceback
-        try:
-            conn.send_bytes(error_message(e, traceback.format_exc()))
-        except Exception:
-            pass
+        send_failure(conn, e)
     finally:
         if host is not None:
             try:

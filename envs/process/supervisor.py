@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import pickle
+import traceback
 from collections.abc import Callable
 from multiprocessing.connection import Connection, wait
 from typing import Any
@@ -28,6 +29,14 @@ def mp_context() -> mp.context.BaseContext:
 def error_message(exc: BaseException, tb: str) -> bytes:
     """The ERROR answer a worker sends for an exception (its traceback travels as text)."""
     return ERROR + pickle.dumps((f"{type(exc).__name__}: {exc}", tb))
+
+
+def send_failure(conn: Connection, exc: BaseException) -> None:
+    """A worker's last word: its exception and traceback, if the pipe still takes it."""
+    try:
+        conn.send_bytes(error_message(exc, traceback.format_exc()))
+    except Exception:  # noqa: BLE001 - the parent is gone or closing; nothing else to tell
+        pass
 
 
 class Worker:

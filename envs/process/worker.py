@@ -4,7 +4,6 @@ pool names, writes results into shared memory, and answers with the env ids that
 from __future__ import annotations
 
 import os
-import traceback
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 
@@ -13,7 +12,7 @@ import numpy as np
 
 from envs.episodes import EpisodeBook
 from envs.process.shm import Layout, SharedBuffers
-from envs.process.supervisor import DONE, READY, error_message
+from envs.process.supervisor import DONE, READY, send_failure
 
 # One byte of command, then the env ids as int32 bytes.
 STEP, RESET, CLOSE = b"S", b"R", b"C"
@@ -79,10 +78,7 @@ def worker_main(
     except (KeyboardInterrupt, EOFError, BrokenPipeError):
         pass
     except BaseException as e:  # everything else reaches the pool with its traceback
-        try:
-            conn.send_bytes(error_message(e, traceback.format_exc()))
-        except Exception:
-            pass
+        send_failure(conn, e)
     finally:
         if shm is not None:
             shm.close()
