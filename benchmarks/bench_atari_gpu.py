@@ -1,12 +1,13 @@
 """Atari on a GPU host: raw env frames/s of the host's cores, and end-to-end IMPALA Pong frames/s
 of `python -m experiments.impala --env Pong-v5`, measured in the same run (issue 6).
 
-    python benchmarks/bench_atari_gpu.py --out DIR [--seconds 180] [--num_envs 32,64]
+    python benchmarks/bench_atari_gpu.py --out DIR [--seconds 180] [--settings 32x1x2,64x2x2]
 
 Raw env: ALE's own AtariVectorEnv and our `envs` pool on top of it, 64 envs, async batch 32,
 16 threads, random actions, interleaved repeats (median). End to end: the CLI in a fresh process
-per setting, stopped after --seconds; frames/s is the slope of env steps x frame_skip (4) over the
-metrics rows after the first 60 s (compilation and warm-up excluded). The markdown section is
+per setting (envs per inferencer x env lanes x inferencers), stopped after --seconds; frames/s is the
+slope of env steps x frame_skip (4) over the metrics rows after --warmup seconds (compilation and
+warm-up excluded). The markdown section is
 printed and written to DIR/bench_atari_gpu.md; `benchmarks/_report.write_section` puts it into
 BENCHMARKS.md on the developer machine.
 """
@@ -47,10 +48,11 @@ def raw_env(repeats: int, seconds: float) -> dict[str, float]:
     return {k: statistics.median(v) for k, v in rates.items()}
 
 
-def end_to_end(num_envs: int, lanes: int, seconds: float, logdir: Path) -> dict[str, float]:
+def end_to_end(num_envs: int, lanes: int, inferencers: int, seconds: float, warmup: float, logdir: Path) -> dict[str, float]:
     logdir.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "experiments.impala", "--env=Pong-v5", f"--num_envs={num_envs}", f"--env_lanes={lanes}",
-           "--total_env_steps=1000000000", f"--logdir={logdir}", "--noprogress", "--log_every_s=5"]
+           f"--inferencers_per_device={inferencers}", "--total_env_steps=1000000000", f"--logdir={logdir}", "--noprogress",
+           "--log_every_s=5"]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
@@ -65,20 +67,24 @@ def end_to_end(num_envs: int, lanes: int, seconds: float, logdir: Path) -> dict[
         raise RuntimeError(f"end-to-end run with {num_envs} envs logged {len(rows)} rows")
     t = [float(r["wall_time"]) for r in rows]
     s = [float(r["env_steps"]) for r in rows]
-    first = next((i for i, x in enumerate(t) if x >= 60.0), 0)
+    first = next((i for i, x in enumerate(t) if x >= warmup), 0)
     if first >= len(rows) - 1:
         first = 0
     fps = (s[-1] - s[first]) / (t[-1] - t[first]) * FRAME_SKIP
     ret = rows[-1].get("episode_return_mean", "nan")
-    return {"fps": fps, "frames": s[-1] * FRAME_SKIP, "wall": t[-1], "return": float(ret) if ret else float("nan"), "run_dir": str(run_dir)}
+    steady = rows[first + 1:]
+    learner_wait = statistics.median(float(r["learner_wait_frac"]) for r in steady)
+    return {"fps": fps, "frames": s[-1] * FRAME_SKIP, "wall": t[-1], "return": float(ret) if ret else float("nan"),
+            "learner_wait": learner_wait, "run_dir": str(run_dir)}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--seconds", type=float, default=180.0, help="wall time of each end-to-end run")
-    ap.add_argument("--num_envs", default="32", help="comma-separated envs per inferencer, one end-to-end run each")
-    ap.add_argument("--env_lanes", default="1", help="comma-separated env lanes per inferencer, crossed with --num_envs")
+    ap.add_argument("--warmup", type=float, default=30.0, help="seconds of each run left out of its frames/s")
+    ap.add_argument("--settings", default="32x1x2",
+                    help="comma-separated ENVSxLANESxINFERENCERS (envs per inferencer, env lanes, inferencers), one end-to-end run each")
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -88,12 +94,18 @@ def main() -> None:
     raw = raw_env(args.repeats, 3.0)
     (args.out / "raw_env.txt").write_text(repr(raw) + "\n")
     rows = []
-    settings = [(int(n), int(k)) for n in args.num_envs.split(",") for k in args.env_lanes.split(",")]
-    for n, lanes in settings:
-        e2e = end_to_end(n, lanes, args.seconds, args.out / f"runs{n}x{lanes}")  # metrics.csv lands in DIR even if cut short
+    settings = [tuple(int(x) for x in s.split("x")) for s in args.settings.split(",")]
+    for n, lanes, inferencers in settings:
+        # metrics.csv lands in the run's directory even if the run is cut short
+        try:
+            e2e = end_to_end(n, lanes, inferencers, args.seconds, args.warmup, args.out / f"runs{n}x{lanes}x{inferencers}")
+        except RuntimeError as e:  # one failed setting still leaves the others' figures
+            print(f"setting {n}x{lanes}x{inferencers} failed: {e}", flush=True)
+            continue
         ratio = e2e["fps"] / raw["ALE AtariVectorEnv (raw)"]
-        rows.append(f"| {n} x 2 inferencers, {lanes} lane(s) of sync pools | {e2e['fps']:,.0f} | {ratio:.2f}x | {e2e['frames'] / 1e6:.2f}M in "
-                    f"{e2e['wall']:.0f} s | {e2e['return']:.1f} | {bench_envs.verdict(e2e['fps'], TARGET_FPS, '{:,.0f}')} |")
+        rows.append(f"| {inferencers} x {n} envs, {lanes} lane(s) of {n // lanes} | {e2e['fps']:,.0f} | {ratio:.2f}x | "
+                    f"{e2e['learner_wait']:.2f} | {e2e['frames'] / 1e6:.2f}M in {e2e['wall']:.0f} s | {e2e['return']:.1f} | "
+                    f"{bench_envs.verdict(e2e['fps'], TARGET_FPS, '{:,.0f}')} |")
         print(rows[-1], flush=True)
     body = (
         "## Atari on a GPU host (`benchmarks/bench_atari_gpu.py`)\n\n"
@@ -103,9 +115,9 @@ def main() -> None:
         f"Raw env, Pong-v5, 64 envs, async batch 32, 16 threads (median of {args.repeats}): "
         + ", ".join(f"{k} {v:,.0f} frames/s" for k, v in raw.items()) + ".\n\n"
         "End-to-end IMPALA (`python -m experiments.impala --env Pong-v5`, the Atari preset: IMPALA ResNet, "
-        f"unroll 20; actors and learner share the one GPU), frames/s after the first 60 s; target >= {TARGET_FPS:,}:\n\n"
-        "| envs per inferencer | frames/s | of raw ALE | frames seen | return (last 20 episodes) | target met? |\n"
-        "|---|---:|---:|---|---:|---|\n" + "\n".join(rows) + "\n"
+        f"unroll 20; actors and learner share the one GPU), frames/s after the first {args.warmup:.0f} s; target >= {TARGET_FPS:,}:\n\n"
+        "| inferencers x envs, lanes | frames/s | of raw ALE | learner wait | frames seen | return (last 20 episodes) | target met? |\n"
+        "|---|---:|---:|---:|---|---:|---|\n" + "\n".join(rows) + "\n"
     )
     print(body)
     (args.out / "bench_atari_gpu.md").write_text(body)

@@ -29,13 +29,14 @@ CARTPOLE = dict(
     total_env_steps=400_000, num_envs=32, steps_per_cycle=20, async_mode=False, inferencers_per_device=1,
     log_every_s=0.5, agent=ImpalaConfig(learning_rate=6e-3, hidden_sizes=(64, 64), separate_value_torso=True),
 )
-# Atari: the paper's settings (unroll 20, batch 32, IMPALA ResNet, RMSProp 6e-4 decayed linearly),
-# on its preprocessing: 84x84 gray, 4 stacked frames, frame skip 4, up to 30 noops, rewards
-# clipped to [-1, 1], and a life loss ending the episode (EnvPool's reward_clip, episodic_life).
+# Atari: the paper's settings (unroll 20, batch 32, IMPALA ResNet, RMSProp 6e-4 decayed linearly,
+# epsilon 0.01, gradient clip 40, all on losses summed over the batch as in its code), on its
+# preprocessing: 84x84 gray, 4 stacked frames, frame skip 4, up to 30 noops, rewards clipped to
+# [-1, 1], and a life loss ending the episode (EnvPool's reward_clip, episodic_life).
 ATARI = dict(
     total_env_steps=50_000_000, num_envs=32, steps_per_cycle=20, async_mode=True, inferencers_per_device=2,
     log_every_s=10.0, env_kwargs=dict(reward_clip=True, episodic_life=True),
-    agent=ImpalaConfig(torso="impala_resnet", learning_rate=6e-4, entropy_cost=0.01),
+    agent=ImpalaConfig(torso="impala_resnet", learning_rate=6e-4, entropy_cost=0.01, loss_reduction="sum"),
 )
 
 

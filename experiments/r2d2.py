@@ -67,7 +67,7 @@ MEMORY = dict(
 ATARI = dict(
     total_env_steps=50_000_000, num_envs=32, async_mode=True, inferencers_per_device=2, log_every_s=10.0,
     env_kwargs=dict(reward_clip=False, episodic_life=False),
-    agent=R2D2Config(torso="nature_cnn", replay_capacity=25_000, min_replay_size=1_000),
+    agent=R2D2Config(torso="nature_cnn", replay_capacity=25_000, min_replay_size=1_000, td_reduction="sum"),
 )
 
 

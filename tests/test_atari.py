@@ -219,6 +219,9 @@ def test_atari_presets_follow_the_papers():
     exp = impala.make_experiment("Pong-v5")
     assert exp.loop.env_kwargs == {"reward_clip": True, "episodic_life": True}
     assert exp.agent.torso == "impala_resnet" and exp.loop.steps_per_cycle == 20 and exp.loop.num_envs == 32
+    # RMSProp 6e-4, epsilon 0.01, clip 40 on summed losses, as in the paper's code
+    a = exp.agent
+    assert (a.learning_rate, a.rmsprop_eps, a.rmsprop_decay, a.max_grad_norm, a.loss_reduction) == (6e-4, 0.01, 0.99, 40.0, "sum")
     assert exp.loop.actor_devices == (0,) and 0 not in exp.loop.learner_devices  # separate devices (4 forced CPUs)
     # experiments.r2d2 defines the same absl flags, so it is read in its own process (4 CPU devices too)
     code = (
@@ -233,5 +236,6 @@ def test_atari_presets_follow_the_papers():
     assert (a["sequence_length"], a["burn_in"], a["n_step"], a["discount"], a["learning_rate"], a["adam_eps"],
             a["batch_size"], a["target_update_period"]) == (80, 40, 5, 0.997, 1e-4, 1e-3, 64, 2500)
     assert a["torso"] == "nature_cnn" and a["core"] == "lstm" and a["core_size"] == 512
+    assert a["td_reduction"] == "sum"  # acme's per-sequence sum, which Adam's epsilon 1e-3 assumes
     assert env_kwargs == {"reward_clip": False, "episodic_life": False}
     assert actors == [0] and 0 not in learners

@@ -51,6 +51,31 @@ def test_loss_ignores_the_transition_out_of_a_final_state():
     assert abs(float(agent.loss(nets, real, jax.random.key(1))[0]) - float(loss)) > 1e-3
 
 
+def test_sum_reduction_sums_over_the_whole_batch_across_learner_devices():
+    """loss_reduction="sum" (the paper's code) gives the gradient of the sum over every valid step
+    of the batch, also when the batch is split over learner devices and their gradients averaged."""
+    from sebulba.sharding import LEARNER_AXIS
+
+    traj = trajectory(T=6, B=4)
+    mean_agent, sum_agent = Impala(CARTPOLE), Impala(CARTPOLE, ImpalaConfig(loss_reduction="sum"))
+    nets = mean_agent.init_networks(jax.random.key(0))
+    valid = float(np.sum(~np.asarray(traj.env_step.terminated[:-1] | traj.env_step.truncated[:-1])))
+    assert valid == 6 * 4 - 1
+    mean_grads = jax.grad(lambda n: mean_agent.loss(n, traj, jax.random.key(1))[0])(nets)
+    expected = jax.tree.map(lambda g: g * valid, mean_grads)
+
+    def device_grads(shard):  # what Agent.optimize does on each learner device
+        g = jax.grad(lambda n: sum_agent.loss(n, shard, jax.random.key(1))[0])(nets)
+        return jax.lax.pmean(g, LEARNER_AXIS)
+
+    for devices in (1, 2):
+        split = lambda x: jnp.stack(jnp.split(x, devices, axis=1)) if x.ndim >= 2 else jnp.stack([x] * devices)
+        shards = jax.tree.map(split, traj)
+        grads = jax.vmap(device_grads, axis_name=LEARNER_AXIS)(shards)
+        for got, want in zip(jax.tree.leaves(grads), jax.tree.leaves(expected)):
+            np.testing.assert_allclose(np.asarray(got[0]), np.asarray(want), rtol=2e-4, atol=1e-5)
+
+
 def test_step_records_behaviour_logits():
     agent = Impala(CARTPOLE)
     nets = agent.init_networks(jax.random.key(0))
@@ -64,7 +89,8 @@ def test_step_records_behaviour_logits():
 @pytest.mark.parametrize(
     "kwargs, message",
     [({"discount": 1.5}, "discount"), ({"learning_rate": 0}, "learning_rate"), ({"torso": "vit"}, "torso"),
-     ({"rmsprop_decay": 1.0}, "rmsprop_decay"), ({"lr_decay_steps": 0}, "lr_decay_steps")],
+     ({"rmsprop_decay": 1.0}, "rmsprop_decay"), ({"lr_decay_steps": 0}, "lr_decay_steps"),
+     ({"loss_reduction": "max"}, "loss_reduction")],
 )
 def test_config_validation(kwargs, message):
     with pytest.raises(ValueError, match=message):

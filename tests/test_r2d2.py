@@ -1,5 +1,6 @@
 """R2D2 agent: burn-in, stored state through the real loop, masking, CLI."""
 
+import dataclasses
 
 import jax
 import jax.numpy as jnp
@@ -60,6 +61,26 @@ def test_burn_in_passes_no_gradient():
     g = np.asarray(jax.grad(loss_of_obs)(seqs.env_step.obs))  # [b, m + 1, 4]
     assert np.all(g[:, : c.burn_in] == 0)  # burn-in observations only warm up the state
     assert np.abs(g[:, c.burn_in :]).sum() > 0
+
+
+def test_td_reduction_sums_or_averages_each_sequence():
+    c = R2D2Config(**SMALL)
+    with sebulba.GymnasiumLoop(R2D2(CARTPOLE, c), loop_config()) as loop:
+        loop.run(max_cycles=3)
+        replay = jax.tree.map(lambda x: x[0], loop.learner.experience.replay)
+        nets = loop.learner.networks
+    seqs, _, _ = rp.sample(replay, jax.random.key(1), 4)
+    agents = {r: R2D2(CARTPOLE, dataclasses.replace(c, td_reduction=r)) for r in ("mean", "sum")}
+    es = seqs.env_step
+    valid = np.asarray(~(es.terminated | es.truncated)[:, c.burn_in : c.sequence_length]).sum(1)  # per sequence
+    for b in range(4):  # weights that pick sequence b alone (the batch mean divides by 4)
+        w = 4.0 * jax.nn.one_hot(b, 4)
+        (mean, (_, p_mean)), (total, (_, p_sum)) = (agents[r]._sequence_loss(nets.online, nets.target, seqs, w) for r in ("mean", "sum"))
+        assert float(mean) > 0
+        np.testing.assert_allclose(float(total), float(mean) * valid[b], rtol=1e-5)
+        np.testing.assert_array_equal(np.asarray(p_mean), np.asarray(p_sum))  # priorities do not depend on it
+    with pytest.raises(ValueError, match="td_reduction"):
+        R2D2Config(td_reduction="max")
 
 
 def test_apex_epsilons_and_step_resets_state_on_first():

@@ -15,6 +15,7 @@ from sebulba.agent import Agent
 from sebulba.agents.impala.config import ImpalaConfig
 from sebulba.agents.impala.losses import impala_loss
 from sebulba.agents.impala.networks import make_network
+from sebulba.sharding import LEARNER_AXIS
 from sebulba.types import ActorOutput, EnvStep, Metrics, Trajectory
 
 
@@ -72,4 +73,9 @@ class Impala(Agent[dict, optax.OptState, Trajectory, jax.Array]):
             logits, experience.extras, experience.action, values, es.reward[1:], discounts, mask
         )
         n = jnp.maximum(count.sum(), 1.0)
-        return total.sum() / n, {k: v.sum() / n for k, v in sums.items()}
+        metrics = {k: v.sum() / n for k, v in sums.items()}
+        if self.config.loss_reduction == "sum":
+            # The sum over the whole batch: optimize() averages the devices' gradients, so each
+            # device's sum counts once per learner device (this is why loss needs the learner axis).
+            return total.sum() * jax.lax.psum(1, LEARNER_AXIS), metrics
+        return total.sum() / n, metrics

@@ -150,7 +150,9 @@ class R2D2(Agent[Networks, optax.OptState, Experience, StepState]):
         q_taken = jnp.take_along_axis(q_online[:-1], rest(action)[..., None], -1)[..., 0]
         td = targets - q_taken
         mask = ~rest(final)[:-1]  # a transition out of a final state is the pool's reset step
-        per_seq = 0.5 * jnp.sum(mask * td**2, 0) / jnp.maximum(mask.sum(0), 1)
+        per_seq = 0.5 * jnp.sum(mask * td**2, 0)
+        if c.td_reduction == "mean":
+            per_seq = per_seq / jnp.maximum(mask.sum(0), 1)
         loss = jnp.mean(weights * per_seq)
         priorities = jax.vmap(sequence_priority, in_axes=(1, 1, None))(jnp.abs(td), mask, c.priority_eta)
         metrics = {"q_mean": jnp.sum(mask * q_taken) / jnp.maximum(mask.sum(), 1),

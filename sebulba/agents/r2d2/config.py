@@ -20,6 +20,9 @@ class R2D2Config:
     lr_decay_steps: int | None = None  # linear decay to 0 over this many learner steps; None: constant (the paper)
     adam_eps: float = 1e-3
     max_grad_norm: float | None = None  # the paper does not clip
+    # A sequence's loss over its valid steps after burn-in: "sum" (acme's R2D2, which the paper's
+    # Adam epsilon 1e-3 assumes; m - l = 40 steps give gradients 40x a mean's) or "mean".
+    td_reduction: str = "mean"
     batch_size: int = 64  # sequences per optimizer step, per learner device
     optims_per_cycle: int = 1  # learner steps per actor cycle
     target_update_period: int = 2500  # learner steps between target-network copies
@@ -35,6 +38,8 @@ class R2D2Config:
         object.__setattr__(self, "hidden_sizes", tuple(self.hidden_sizes))
         if self.core not in ("lstm", "mlp"):
             raise ValueError(f"core must be 'lstm' or 'mlp', got {self.core!r}")
+        if self.td_reduction not in ("mean", "sum"):
+            raise ValueError(f"td_reduction must be 'mean' or 'sum', got {self.td_reduction!r}")
         if self.sequence_length < 2 or self.sequence_length % 2:
             raise ValueError(f"sequence_length must be even and >= 2 (cycles are half a sequence), got {self.sequence_length}")
         if not 0 <= self.burn_in < self.sequence_length:

@@ -1,0 +1,165 @@
+"""The actor side alone (no learner), IMPALA Pong: our inferencers vs issue 6's naive actor loop,
+in the same run, with where our inferencer threads spend their time.
+
+    python benchmarks/bench_actors.py --out DIR [--seconds 20] [--settings 32x1x2,64x2x2]
+
+Ours: a GymnasiumLoop built from `experiments.impala`'s Atari preset; each inferencer runs
+`run_cycle` back to back in its own thread with the initial networks (nothing is learned).
+Peer: issue 6's naive actor-only loop: per thread ALE's AtariVectorEnv with async batch
+num_envs / 2, and per batch one jitted act (the same policy, same device), then send, then recv.
+Settings are ENVSxLANESxINFERENCERS; the peer runs with the same envs and threads. frames/s is
+env steps x frame skip (4) after one warm-up cycle per thread.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import datetime
+import os
+import platform
+import sys
+import threading
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import envs  # noqa: E402
+from experiments import impala  # noqa: E402
+from sebulba.agents.impala.agent import Impala  # noqa: E402
+from sebulba.loop import inferencer as inferencer_module  # noqa: E402
+from sebulba.loop.cycle import host_env_step  # noqa: E402
+from sebulba.loop.loop import GymnasiumLoop  # noqa: E402
+
+FRAME_SKIP = 4
+
+
+class PhaseClock:
+    """Per-phase wall time of the inferencer threads, by wrapping Lane.recv / Lane.send and the
+    jitted step (its dispatch; the device work shows in send, which waits for the action)."""
+
+    def __init__(self) -> None:
+        self.total: collections.Counter[str] = collections.Counter()
+        self.lock = threading.Lock()
+
+    def wrap(self, phase: str, fn):
+        def timed(*args, **kwargs):
+            t = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                with self.lock:
+                    self.total[phase] += time.perf_counter() - t
+
+        return timed
+
+
+def ours(num_envs: int, lanes: int, inferencers: int, seconds: float) -> tuple[float, dict[str, float]]:
+    exp = impala.make_experiment("Pong-v5", num_envs=num_envs, env_lanes=lanes, inferencers_per_device=inferencers)
+    agent = Impala(envs.make_spec("Pong-v5", **exp.loop.env_kwargs), exp.agent)
+    loop = GymnasiumLoop(agent, exp.loop)
+    clock = PhaseClock()
+    lane_cls = inferencer_module.Lane
+    orig = lane_cls.recv, lane_cls.send
+    lane_cls.recv, lane_cls.send = clock.wrap("recv (env wait + pool)", orig[0]), clock.wrap("send (action to host + pool)", orig[1])
+    loop.cycle.step_and_record = clock.wrap("act (jit dispatch)", loop.cycle.step_and_record)
+    try:
+        version, networks = loop.learner.version, loop.learner.networks
+        for inf in loop.inferencers:  # compile and warm up
+            inf.run_cycle(version, networks)
+        clock.total.clear()
+        steps = [0] * len(loop.inferencers)
+        deadline = time.perf_counter() + seconds
+
+        def work(i: int) -> None:
+            while time.perf_counter() < deadline:
+                steps[i] += loop.inferencers[i].run_cycle(version, networks).env_steps
+
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(len(loop.inferencers))]
+        start = time.perf_counter()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        elapsed = time.perf_counter() - start
+    finally:
+        lane_cls.recv, lane_cls.send = orig
+        loop.close()
+    per_thread = {k: v / elapsed / len(threads) for k, v in clock.total.items()}
+    return sum(steps) * FRAME_SKIP / elapsed, per_thread
+
+
+def naive(num_envs: int, threads_n: int, seconds: float) -> float:
+    from ale_py.vector_env import AtariVectorEnv
+
+    exp = impala.make_experiment("Pong-v5", num_envs=num_envs)
+    agent = Impala(envs.make_spec("Pong-v5", **exp.loop.env_kwargs), exp.agent)
+    loop = GymnasiumLoop(agent, exp.loop)  # for the same networks and jitted step
+    networks, step = loop.learner.networks, loop.cycle.step
+    loop.close()
+    batch = num_envs // 2
+    vecs = [AtariVectorEnv("pong", num_envs, batch_size=batch, reward_clipping=False) for _ in range(threads_n)]
+    steps = [0] * threads_n
+    stop_at = [0.0]
+
+    def work(i: int) -> None:
+        vec = vecs[i]
+        state = agent.init_step_state(networks, batch, jax.random.key(i))
+        obs, info = vec.reset(seed=i)  # the first batch
+        reward, done = np.zeros(batch, np.float32), np.zeros(batch, bool)
+        while stop_at[0] == 0.0 or time.perf_counter() < stop_at[0]:
+            out, state = step(networks, state, host_env_step(obs, reward, done, done, info["episode_frame_number"]))
+            vec.send(np.asarray(out.action, np.int32))
+            obs, reward, done, _, info = vec.recv()
+            reward = reward.astype(np.float32)
+            if stop_at[0]:
+                steps[i] += batch
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(threads_n)]
+    for t in threads:
+        t.start()
+    time.sleep(10.0)  # compile and warm up
+    start = time.perf_counter()
+    stop_at[0] = start + seconds
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - start
+    for v in vecs:
+        v.close()
+    return sum(steps) * FRAME_SKIP / elapsed
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--seconds", type=float, default=20.0)
+    ap.add_argument("--settings", default="32x1x2", help="comma-separated ENVSxLANESxINFERENCERS")
+    args = ap.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    device = f"{jax.devices()[0].device_kind} ({jax.devices()[0].platform}), {os.cpu_count()} CPU cores"
+    rows = []
+    for s in args.settings.split(","):
+        n, lanes, k = (int(x) for x in s.split("x"))
+        peer = naive(n, k, args.seconds)
+        fps, phases = ours(n, lanes, k, args.seconds)
+        phase_text = ", ".join(f"{name} {frac:.0%}" for name, frac in phases.items())
+        rows.append(f"| {k} x {n} envs, {lanes} lane(s) | {fps:,.0f} | {peer:,.0f} | {fps / peer:.2f}x | {phase_text} |")
+        print(rows[-1], flush=True)
+    body = (
+        "## Actors alone, IMPALA Pong (`benchmarks/bench_actors.py`)\n\n"
+        f"Run {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC with "
+        f"`python benchmarks/bench_actors.py {' '.join(sys.argv[1:])}` on {device}; jax {jax.__version__}, {platform.platform()}.\n\n"
+        "| threads x envs | ours (frames/s) | naive loop, async batch envs/2 (frames/s) | ratio | inferencer thread time |\n"
+        "|---|---:|---:|---:|---|\n" + "\n".join(rows) + "\n"
+    )
+    print(body)
+    (args.out / "bench_actors.md").write_text(body)
+
+
+if __name__ == "__main__":
+    main()
