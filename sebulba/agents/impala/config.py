@@ -23,11 +23,10 @@ class ImpalaConfig:
     rmsprop_eps: float = 0.01
     rmsprop_momentum: float = 0.0
     max_grad_norm: float = 40.0
-    # "mean": the loss is a mean over the batch's valid steps. "sum": a sum over them (over every
-    # learner device's share), as in the paper's code: its learning rate, RMSProp epsilon (0.01,
-    # inside the square root) and gradient clip (40) assume summed gradients. With "mean" and
-    # those values, a batch of 32 x 20 steps gets updates about 70x smaller (RMSProp's epsilon
-    # dominates the tiny mean gradients), and the policy barely moves on Atari.
+    # "mean": the loss is a mean over the batch's valid steps. "sum": their sum over the whole
+    # batch, as in the paper's code: its learning rate, RMSProp epsilon (0.01, inside the square
+    # root) and gradient clip (40) assume summed gradients. With "mean" and those values RMSProp's
+    # epsilon dwarfs the (T x B)-times smaller gradients, and the policy barely moves on Atari.
     loss_reduction: str = "mean"
 
     def __post_init__(self) -> None:
