@@ -35,6 +35,20 @@ def write_section(path: Path, section: str, body: str) -> None:
     path.write_text(text)
 
 
+def device_run_line(script: str) -> str:
+    """ "Run DATE UTC with `python benchmarks/SCRIPT ARGS` on DEVICE, N CPU cores; jax, platform."
+    for the scripts run on a lent accelerator host."""
+    import datetime
+    import platform
+
+    import jax
+
+    d = jax.devices()[0]
+    return (f"Run {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC with `python benchmarks/{script} "
+            f"{' '.join(sys.argv[1:])}` on {d.device_kind} ({d.platform}), {os.cpu_count()} CPU cores; "
+            f"jax {jax.__version__}, {platform.platform()}.")
+
+
 def verdict(value: float | None, target: float | None, fmt: str = "{:.2f}") -> str:
     """The "met?" cell: "yes", "missed (value of target)", or "—" (no target, or nothing measured)."""
     if target is None or value is None:

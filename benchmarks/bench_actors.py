@@ -15,9 +15,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import datetime
-import os
-import platform
 import sys
 import threading
 import time
@@ -28,6 +25,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import _report  # noqa: E402
 
 import envs  # noqa: E402
 from experiments import impala  # noqa: E402
@@ -141,7 +141,6 @@ def main() -> None:
     ap.add_argument("--settings", default="32x1x2", help="comma-separated ENVSxLANESxINFERENCERS")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    device = f"{jax.devices()[0].device_kind} ({jax.devices()[0].platform}), {os.cpu_count()} CPU cores"
     rows = []
     for s in args.settings.split(","):
         n, lanes, k = (int(x) for x in s.split("x"))
@@ -152,8 +151,7 @@ def main() -> None:
         print(rows[-1], flush=True)
     body = (
         "## Actors alone, IMPALA Pong (`benchmarks/bench_actors.py`)\n\n"
-        f"Run {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC with "
-        f"`python benchmarks/bench_actors.py {' '.join(sys.argv[1:])}` on {device}; jax {jax.__version__}, {platform.platform()}.\n\n"
+        f"{_report.device_run_line('bench_actors.py')}\n\n"
         "| threads x envs | ours (frames/s) | naive loop, async batch envs/2 (frames/s) | ratio | inferencer thread time |\n"
         "|---|---:|---:|---:|---|\n" + "\n".join(rows) + "\n"
     )

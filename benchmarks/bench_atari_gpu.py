@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import argparse
 import csv
-import datetime
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -27,6 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
+import _report
 import bench_envs
 
 FRAME_SKIP = 4
@@ -52,7 +51,7 @@ def end_to_end(num_envs: int, lanes: int, inferencers: int, seconds: float, warm
     logdir.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "experiments.impala", "--env=Pong-v5", f"--num_envs={num_envs}", f"--env_lanes={lanes}",
            f"--inferencers_per_device={inferencers}", "--total_env_steps=1000000000", f"--logdir={logdir}", "--noprogress",
-           "--log_every_s=5"]
+           "--log_every_s=5", "--checkpoint_every=0"]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
@@ -88,9 +87,6 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    import jax
-
-    device = f"{jax.devices()[0].device_kind} ({jax.devices()[0].platform}), {os.cpu_count()} CPU cores"
     raw = raw_env(args.repeats, 3.0)
     (args.out / "raw_env.txt").write_text(repr(raw) + "\n")
     rows = []
@@ -109,9 +105,7 @@ def main() -> None:
         print(rows[-1], flush=True)
     body = (
         "## Atari on a GPU host (`benchmarks/bench_atari_gpu.py`)\n\n"
-        f"Run {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC with "
-        f"`python benchmarks/bench_atari_gpu.py {' '.join(sys.argv[1:])}` on the lent GPU host: {device}; "
-        f"jax {jax.__version__}, {platform.platform()}.\n\n"
+        f"{_report.device_run_line('bench_atari_gpu.py')}\n\n"
         f"Raw env, Pong-v5, 64 envs, async batch 32, 16 threads (median of {args.repeats}): "
         + ", ".join(f"{k} {v:,.0f} frames/s" for k, v in raw.items()) + ".\n\n"
         "End-to-end IMPALA (`python -m experiments.impala --env Pong-v5`, the Atari preset: IMPALA ResNet, "
