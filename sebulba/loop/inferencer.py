@@ -131,7 +131,7 @@ class Inferencer:
         c, lanes = self.cycle, self.lanes
         with jax.default_device(self.device):
             initial = [c.copy(lane.step_state) for lane in lanes]  # the cycle donates step_state; keep the start
-            v, actor = jnp.int32(version), jnp.int32(self.index)
+            v, actor = np.int32(version), np.int32(self.index)  # numpy: no eager JAX op per cycle
             trajs = []
             if self.donate:
                 buffers = [c.new_buffers(networks, lane.step_state, lane.env_step) for lane in lanes]

@@ -56,7 +56,8 @@ class Learner:
             return fn
         agent, num_optims = self.agent, self.num_optims
 
-        def body(networks, opt_state, experience, initial, final, traj, key):
+        def body(networks, opt_state, experience, initial, final, traj, learner_key):
+            next_key, key = jax.random.split(learner_key)  # in the jitted call: no eager op per update
             experience = jax.tree.map(lambda x: x[0], experience)  # drop the device axis
             experience = agent.update_experience(experience, initial, final, traj)
             key = jax.random.fold_in(key, jax.lax.axis_index(LEARNER_AXIS))
@@ -77,13 +78,13 @@ class Learner:
             keep = lambda new, old: jnp.where(finite, new, old)
             networks = jax.tree.map(keep, new_networks, networks)
             opt_state = jax.tree.map(keep, new_opt_state, opt_state)
-            return networks, opt_state, jax.tree.map(lambda x: x[None], experience), metrics, finite
+            return networks, opt_state, jax.tree.map(lambda x: x[None], experience), metrics, finite, next_key
 
         mapped = jax.shard_map(
             body,
             mesh=self.sharding.mesh,
             in_specs=(P(), P(), P(LEARNER_AXIS), _specs(initial), _specs(final), _specs(traj), P()),
-            out_specs=(P(), P(), P(LEARNER_AXIS), P(), P()),
+            out_specs=(P(), P(), P(LEARNER_AXIS), P(), P(), P()),
             # Agents' hooks are plain JAX: a scan whose carry starts from a constant must not need
             # `pcast`. The replication of networks and metrics comes from `pmean` instead.
             check_vma=False,
@@ -95,10 +96,9 @@ class Learner:
 
     def update(self, initial, final, traj: Trajectory) -> Metrics:
         """One cycle's learning: update_experience, then the optimizer step(s)."""
-        self._key, key = jax.random.split(self._key)
         fn = self._update_fn(self.experience, initial, final, traj)
-        self.networks, self.opt_state, self.experience, metrics, finite = fn(
-            self.networks, self.opt_state, self.experience, initial, final, traj, key
+        self.networks, self.opt_state, self.experience, metrics, finite, self._key = fn(
+            self.networks, self.opt_state, self.experience, initial, final, traj, self._key
         )
         if not bool(finite):
             bad = sorted(k for k, v in metrics.items() if not np.all(np.isfinite(np.asarray(v))))
