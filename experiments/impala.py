@@ -56,10 +56,12 @@ flags.DEFINE_float("vtrace_lambda", None, "V-trace lambda.")
 flags.DEFINE_float("max_grad_norm", None, "Global gradient-norm clip.")
 flags.DEFINE_enum("torso", None, ["auto", "mlp", "nature_cnn", "impala_resnet"], "Network torso.")
 flags.DEFINE_list("hidden_sizes", None, "MLP torso layer sizes, e.g. 64,64.")
+flags.DEFINE_enum("loss_reduction", None, ["mean", "sum"],
+                  "Loss over the batch's steps: mean, or sum as in the paper's code (the Atari preset).")
 FLAGS = flags.FLAGS
 AGENT_FLAGS = {"learning_rate": "learning_rate", "entropy_cost": "entropy_cost", "baseline_cost": "baseline_cost",
                "discount": "discount", "vtrace_lambda": "lambda_", "max_grad_norm": "max_grad_norm", "torso": "torso",
-               "hidden_sizes": "hidden_sizes"}
+               "hidden_sizes": "hidden_sizes", "loss_reduction": "loss_reduction"}
 
 
 def make_experiment(env: str, seed: int = 0, **overrides) -> Experiment:

@@ -111,8 +111,16 @@ def test_cli_help_explains_the_flags():
     assert "Traceback" not in out.stderr, out.stderr  # (absl's --help exits with status 1 by design)
     assert "IMPALA on the Sebulba loop" in out.stdout
     for flag in ("env", "num_envs", "total_env_steps", "actor_devices", "learner_devices", "seed",
-                 "logdir", "async_mode", "learning_rate", "entropy_cost"):
+                 "logdir", "async_mode", "learning_rate", "entropy_cost", "loss_reduction"):
         assert re.search(rf"--(\[no\])?{flag}: \S", out.stdout), flag  # listed, with an explanation
+
+
+def test_loss_reduction_overrides_the_preset():
+    from experiments import impala
+
+    assert impala.make_experiment("CartPole-v1").agent.loss_reduction == "mean"
+    assert impala.make_experiment("CartPole-v1", loss_reduction="sum").agent.loss_reduction == "sum"
+    assert impala.make_experiment("Pong-v5", loss_reduction="mean").agent.loss_reduction == "mean"
 
 
 def test_cli_run_writes_a_run_directory(tmp_path):

@@ -114,7 +114,8 @@ def test_cycle_length_must_be_half_a_sequence():
 
 
 def test_cli_writes_a_run_directory(tmp_path):
-    out = run_experiment("experiments.r2d2", "--total_env_steps=2000", f"--logdir={tmp_path}", "--noprogress", "--core=mlp")
+    out = run_experiment("experiments.r2d2", "--total_env_steps=2000", f"--logdir={tmp_path}", "--noprogress", "--core=mlp",
+                         "--td_reduction=sum")
     assert out.returncode == 0, out.stderr[-3000:]
     run_dir, last = last_metrics(tmp_path)
     assert run_dir.name.startswith("r2d2-CartPole-v1-") and int(last["env_steps"]) >= 2000
