@@ -15,6 +15,7 @@ import dm_env
 import gymnasium as gym
 import numpy as np
 
+from envs.closing import ClosedOnExit
 from envs.config import PoolConfig
 from envs.ready import Batch, Chunk, ReadyQueue
 from envs.spec import EnvSpec
@@ -52,7 +53,7 @@ def dm_observation_type(extra: tuple[str, ...]) -> type:
     return collections.namedtuple("DmObservation", (*DmObservation._fields, *extra))
 
 
-class EnvPool:
+class EnvPool(ClosedOnExit):
     """A batch of envs with EnvPool's API. Build it with `envs.make`."""
 
     def __init__(self, config: PoolConfig, backend: Backend):
@@ -229,18 +230,6 @@ class EnvPool:
         if not self._closed:
             self._closed = True
             self._backend.close()
-
-    def __enter__(self) -> EnvPool:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
     # ------------------------------------------------------------------ internals
     def _collect(self) -> None:

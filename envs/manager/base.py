@@ -22,12 +22,13 @@ from collections.abc import Callable, Mapping, Sequence
 from multiprocessing.connection import wait
 from typing import Any
 
+from envs.closing import ClosedOnExit
 from envs.manager.config import ManagerConfig
 from envs.manager.types import BaseEnvTimestep, EnvState
 from envs.process.errors import WorkerDied, WorkerError, WorkerTimeout
 
 
-class BaseEnvManager:
+class BaseEnvManager(ClosedOnExit):
     """Runs `len(env_fn)` envs, one per factory, serially in this process."""
 
     _async = False
@@ -213,18 +214,6 @@ class BaseEnvManager:
         self._runners = []
         self._states = [EnvState.VOID] * self._env_num
         self._ready, self._inflight, self._timesteps = {}, {}, {}
-
-    def __enter__(self) -> BaseEnvManager:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(env_num={self._env_num}, closed={self._closed})"
