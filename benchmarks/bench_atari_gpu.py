@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import csv
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -61,7 +62,11 @@ def end_to_end(num_envs: int, lanes: int, inferencers: int, seconds: float, warm
         proc.terminate()
         out, _ = proc.communicate(timeout=60)
     (run_dir,) = list(logdir.iterdir())
-    rows = list(csv.DictReader((run_dir / "metrics.csv").open()))
+    # keep only the metrics (a device host returns a limited number of files)
+    metrics = logdir.with_suffix(".csv")
+    shutil.copyfile(run_dir / "metrics.csv", metrics)
+    shutil.rmtree(logdir)
+    rows = list(csv.DictReader(metrics.open()))
     if len(rows) < 3:
         print(out[-4000:])
         raise RuntimeError(f"end-to-end run with {num_envs} envs logged {len(rows)} rows")
@@ -78,7 +83,7 @@ def end_to_end(num_envs: int, lanes: int, inferencers: int, seconds: float, warm
     learner_wait = statistics.median(float(r["learner_wait_frac"]) for r in steady)
     return {"fps": fps, "frames": s[-1] * FRAME_SKIP, "wall": t[-1], "return": float(ret) if ret else float("nan"),
             "return_at_peer": f"{float(at_peer):.1f}" if at_peer else "not reached",
-            "learner_wait": learner_wait, "run_dir": str(run_dir)}
+            "learner_wait": learner_wait}
 
 
 def main() -> None:
@@ -96,7 +101,7 @@ def main() -> None:
     rows = []
     settings = [tuple(int(x) for x in s.split("x")) for s in args.settings.split(",")]
     for n, lanes, inferencers in settings:
-        # metrics.csv lands in the run's directory even if the run is cut short
+        # metrics.csv is written as the run goes, so a run cut short still has it
         try:
             e2e = end_to_end(n, lanes, inferencers, args.seconds, args.warmup, args.out / f"runs{n}x{lanes}x{inferencers}")
         except RuntimeError as e:  # one failed setting still leaves the others' figures
