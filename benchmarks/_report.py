@@ -49,6 +49,15 @@ def device_run_line(script: str) -> str:
             f"jax {jax.__version__}, {platform.platform()}.")
 
 
+def device_section(out: Path, script: str, title: str, text: str, header: str, rows: list[str]) -> str:
+    """A device-host script's markdown section: title, run line, `text`, then the table (`header`:
+    its two header lines); printed and written to out/<script>.md, for `write_section` here."""
+    body = f"## {title} (`benchmarks/{script}`)\n\n{device_run_line(script)}\n\n{text}{header}\n" + "\n".join(rows) + "\n"
+    print(body)
+    (out / script.replace(".py", ".md")).write_text(body)
+    return body
+
+
 def verdict(value: float | None, target: float | None, fmt: str = "{:.2f}") -> str:
     """The "met?" cell: "yes", "missed (value of target)", or "—" (no target, or nothing measured)."""
     if target is None or value is None:

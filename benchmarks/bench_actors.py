@@ -149,14 +149,9 @@ def main() -> None:
         phase_text = ", ".join(f"{name} {frac:.0%}" for name, frac in phases.items())
         rows.append(f"| {k} x {n} envs, {lanes} lane(s) | {fps:,.0f} | {peer:,.0f} | {fps / peer:.2f}x | {phase_text} |")
         print(rows[-1], flush=True)
-    body = (
-        "## Actors alone, IMPALA Pong (`benchmarks/bench_actors.py`)\n\n"
-        f"{_report.device_run_line('bench_actors.py')}\n\n"
-        "| threads x envs | ours (frames/s) | naive loop, async batch envs/2 (frames/s) | ratio | inferencer thread time |\n"
-        "|---|---:|---:|---:|---|\n" + "\n".join(rows) + "\n"
-    )
-    print(body)
-    (args.out / "bench_actors.md").write_text(body)
+    header = ("| threads x envs | ours (frames/s) | naive loop, async batch envs/2 (frames/s) | ratio | inferencer thread time |\n"
+              "|---|---:|---:|---:|---|")
+    _report.device_section(args.out, "bench_actors.py", "Actors alone, IMPALA Pong", "", header, rows)
 
 
 if __name__ == "__main__":

@@ -112,18 +112,15 @@ def main() -> None:
                     f"{e2e['learner_wait']:.2f} | {e2e['frames'] / 1e6:.2f}M in {e2e['wall']:.0f} s | {e2e['return']:.1f} | {e2e['return_at_peer']} | "
                     f"{bench_envs.verdict(e2e['fps'], TARGET_FPS, '{:,.0f}')} |")
         print(rows[-1], flush=True)
-    body = (
-        "## Atari on a GPU host (`benchmarks/bench_atari_gpu.py`)\n\n"
-        f"{_report.device_run_line('bench_atari_gpu.py')}\n\n"
+    text = (
         f"Raw env, Pong-v5, 64 envs, async batch 32, 16 threads (median of {args.repeats}): "
         + ", ".join(f"{k} {v:,.0f} frames/s" for k, v in raw.items()) + ".\n\n"
         "End-to-end IMPALA (`python -m experiments.impala --env Pong-v5`, the Atari preset: IMPALA ResNet, "
         f"unroll 20; actors and learner share the one GPU), frames/s after the first {args.warmup:.0f} s; target >= {TARGET_FPS:,}:\n\n"
-        "| inferencers x envs, lanes | frames/s | of raw ALE | learner wait | frames seen | return (last 20 episodes) | return at 7.7M frames (peer: -2) | target met? |\n"
-        "|---|---:|---:|---:|---|---:|---:|---|\n" + "\n".join(rows) + "\n"
     )
-    print(body)
-    (args.out / "bench_atari_gpu.md").write_text(body)
+    header = ("| inferencers x envs, lanes | frames/s | of raw ALE | learner wait | frames seen | return (last 20 episodes) "
+              "| return at 7.7M frames (peer: -2) | target met? |\n|---|---:|---:|---:|---|---:|---:|---|")
+    _report.device_section(args.out, "bench_atari_gpu.py", "Atari on a GPU host", text, header, rows)
 
 
 if __name__ == "__main__":

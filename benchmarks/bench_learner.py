@@ -61,13 +61,8 @@ def main() -> None:
         fps, ms = learner_fps(n, args.updates)
         rows.append(f"| {n} x 20 | {ms:.1f} | {fps:,.0f} |")
         print(rows[-1], flush=True)
-    body = (
-        "## The learner alone, IMPALA Pong (`benchmarks/bench_learner.py`)\n\n"
-        f"{_report.device_run_line('bench_learner.py')}\n\n"
-        "| batch (envs x unroll) | ms per update | frames/s |\n|---|---:|---:|\n" + "\n".join(rows) + "\n"
-    )
-    print(body)
-    (args.out / "bench_learner.md").write_text(body)
+    header = "| batch (envs x unroll) | ms per update | frames/s |\n|---|---:|---:|"
+    _report.device_section(args.out, "bench_learner.py", "The learner alone, IMPALA Pong", "", header, rows)
 
 
 if __name__ == "__main__":
