@@ -5,8 +5,13 @@ learner alone sustained about 200k frames/s on the H100 host).
     python benchmarks/bench_learner.py --out DIR [--num_envs 32,64] [--updates 50]
 
 Per setting: a GymnasiumLoop from `experiments.impala`'s Atari preset makes one real trajectory
-(one inferencer cycle), then `Learner.update` runs on it `--updates` times after one warm-up
-update (compilation). frames/s = updates x envs x unroll x frame skip (4) / seconds.
+(one inferencer cycle), then `Learner.update` runs on it `--updates` times after two warm-up
+updates (compilation). frames/s = updates x envs x unroll x frame skip (4) / seconds.
+
+Beside it, the same optimizer step (`Agent.optimize` on that trajectory) jitted alone and inside a
+length-1 `lax.scan`, which is how the learner ran a single step before: XLA:CPU runs convolution
+gradients inside a loop body many times slower (jax-ml/jax#12868), so the learner now calls a
+single step directly and loops only for several.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import time
 from pathlib import Path
 
 import jax
+from jax.sharding import PartitionSpec as P
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -28,25 +34,52 @@ import envs  # noqa: E402
 from experiments import impala  # noqa: E402
 from sebulba.agents.impala.agent import Impala  # noqa: E402
 from sebulba.loop.loop import GymnasiumLoop  # noqa: E402
+from sebulba.sharding import LEARNER_AXIS  # noqa: E402
 
 FRAME_SKIP = 4
 
 
-def learner_fps(num_envs: int, updates: int) -> tuple[float, float]:
-    """(frames/s, ms per update) of the preset's learner on a batch of num_envs trajectories."""
+def _ms_per_call(fn, args, calls: int, warmup: int = 1) -> float:
+    for _ in range(warmup):  # compilation
+        jax.block_until_ready(fn(*args))
+    start = time.perf_counter()
+    for _ in range(calls):
+        out = fn(*args)
+    jax.block_until_ready(out)
+    return (time.perf_counter() - start) / calls * 1e3
+
+
+def optimize_ms(learner, trajectory, calls: int) -> tuple[float, float]:
+    """ms per optimizer step on trajectory: (jitted alone, inside a length-1 lax.scan)."""
+    agent, key = learner.agent, jax.random.key(0)
+
+    def direct(networks, opt_state, traj):
+        return agent.optimize(networks, opt_state, traj, key)[:2]
+
+    def in_scan(networks, opt_state, traj):
+        step = lambda carry, k: (agent.optimize(*carry, traj, k)[:2], None)
+        return jax.lax.scan(step, (networks, opt_state), key[None])[0]
+
+    specs = (P(), P(), jax.tree.map(lambda x: x.sharding.spec, trajectory))
+    jitted = [jax.jit(jax.shard_map(f, mesh=learner.sharding.mesh, in_specs=specs, out_specs=(P(), P()), check_vma=False))
+              for f in (direct, in_scan)]
+    args = (learner.networks, learner.opt_state, trajectory)
+    return _ms_per_call(jitted[0], args, calls), _ms_per_call(jitted[1], args, calls)
+
+
+def learner_fps(num_envs: int, updates: int) -> tuple[float, float, float, float]:
+    """(frames/s, ms per update, ms per optimizer step alone, ms per step in a length-1 scan) of
+    the preset's learner on a batch of num_envs trajectories."""
     exp = impala.make_experiment("Pong-v5", num_envs=num_envs, inferencers_per_device=1)
     loop_config = dataclasses.replace(exp.loop, async_mode=False)
     with GymnasiumLoop(Impala(envs.make_spec("Pong-v5", **exp.loop.env_kwargs), exp.agent), loop_config) as loop:
         learner = loop.learner
         r = loop.inferencers[0].run_cycle(learner.version, learner.networks)
-        jax.block_until_ready(learner.update(r.initial_step_state, r.final_step_state, r.trajectory))
-        start = time.perf_counter()
-        for _ in range(updates):
-            metrics = learner.update(r.initial_step_state, r.final_step_state, r.trajectory)
-        jax.block_until_ready((metrics, learner.networks))
-        elapsed = time.perf_counter() - start
-    frames = updates * num_envs * loop_config.steps_per_cycle * FRAME_SKIP
-    return frames / elapsed, elapsed / updates * 1e3
+        ms = _ms_per_call(lambda: learner.update(r.initial_step_state, r.final_step_state, r.trajectory), (), updates,
+                          warmup=2)  # the experience state's pytree changes once: two compilations
+        alone, in_scan = optimize_ms(learner, r.trajectory, max(1, updates // 5))
+    frames = num_envs * loop_config.steps_per_cycle * FRAME_SKIP
+    return frames / ms * 1e3, ms, alone, in_scan
 
 
 def main() -> None:
@@ -58,10 +91,11 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     rows = []
     for n in (int(x) for x in args.num_envs.split(",")):
-        fps, ms = learner_fps(n, args.updates)
-        rows.append(f"| {n} x 20 | {ms:.1f} | {fps:,.0f} |")
+        fps, ms, alone, in_scan = learner_fps(n, args.updates)
+        rows.append(f"| {n} x 20 | {ms:.1f} | {fps:,.0f} | {alone:.1f} | {in_scan:.1f} | {in_scan / alone:.1f}x |")
         print(rows[-1], flush=True)
-    header = "| batch (envs x unroll) | ms per update | frames/s |\n|---|---:|---:|"
+    header = ("| batch (envs x unroll) | ms per update | frames/s | one optimizer step, jitted alone (ms) "
+              "| the same step in a length-1 lax.scan (ms) | scan / alone |\n|---|---:|---:|---:|---:|---:|")
     _report.device_section(args.out, "bench_learner.py", "The learner alone, IMPALA Pong", "", header, rows)
 
 

@@ -66,10 +66,16 @@ class Learner:
                 networks, opt_state, experience, metrics = agent.optimize(*carry, k)
                 return (networks, opt_state, experience), metrics
 
-            (new_networks, new_opt_state, experience), metrics = jax.lax.scan(
-                optim_step, (networks, opt_state, experience), jax.random.split(key, num_optims)
-            )
-            metrics = jax.tree.map(lambda m: jax.lax.pmean(jnp.mean(m, 0), LEARNER_AXIS), metrics)
+            carry = (networks, opt_state, experience)
+            if num_optims == 1:
+                # No loop around a single step: XLA:CPU runs convolution gradients inside a loop
+                # body 10-15x slower than outside one (jax-ml/jax#12868; measured in DESIGN.md).
+                (new_networks, new_opt_state, experience), metrics = optim_step(carry, jax.random.split(key, 1)[0])
+            else:
+                (new_networks, new_opt_state, experience), metrics = jax.lax.scan(
+                    optim_step, carry, jax.random.split(key, num_optims))
+                metrics = jax.tree.map(lambda m: jnp.mean(m, 0), metrics)
+            metrics = jax.tree.map(lambda m: jax.lax.pmean(m, LEARNER_AXIS), metrics)
             # A NaN or Inf in a metric (loss, gradient norm, ...) or in the new networks keeps the
             # last good networks and optimizer state; the host raises NonFiniteError.
             finite = jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves((metrics, new_networks))
