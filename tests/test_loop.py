@@ -29,6 +29,31 @@ def no_inferencer_threads():
     return not [t for t in threading.enumerate() if t.name.startswith("inferencer-")]
 
 
+class HugeExperienceAgent(RandomAgent):
+    def init_experience(self, networks, layout, key):
+        return {"replay": jnp.zeros((2**46,), jnp.uint8), "seen": jax.random.key_data(key)}  # 64 TiB
+
+
+def test_experience_state_that_cannot_fit_is_refused_before_allocating():
+    with pytest.raises(ValueError, match=r"experience state \(e.g. its replay\) needs 65536.0 GiB per learner device"):
+        sebulba.GymnasiumLoop(HugeExperienceAgent(CARTPOLE), config())
+    assert no_inferencer_threads()
+
+
+class KeyedExperienceAgent(RandomAgent):
+    def init_experience(self, networks, layout, key):
+        return jax.random.key_data(key)
+
+
+def test_experience_state_is_built_on_each_learner_device_with_its_own_key():
+    cfg = config(learner_devices=(1, 2, 3), num_envs=6)
+    with sebulba.GymnasiumLoop(KeyedExperienceAgent(CARTPOLE), cfg) as loop:
+        exp = loop.learner.experience
+        assert exp.shape[0] == 3 and exp.sharding.spec == jax.sharding.PartitionSpec(sebulba.LEARNER_AXIS)
+        assert {s.device.id for s in exp.addressable_shards} == {1, 2, 3}
+        assert len({tuple(np.asarray(row).tolist()) for row in exp}) == 3  # distinct keys
+
+
 @pytest.mark.parametrize("async_mode", [False, True])
 def test_random_agent_runs_and_counts_env_steps(async_mode):
     with sebulba.GymnasiumLoop(RandomAgent(CARTPOLE), config(async_mode=async_mode)) as loop:

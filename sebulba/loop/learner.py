@@ -23,6 +23,37 @@ class NonFiniteError(FloatingPointError):
         self.metrics = metrics
 
 
+def _free_bytes(device: jax.Device) -> int | None:
+    """Free memory of an accelerator; for CPU devices, the host's available memory (Linux)."""
+    stats = device.memory_stats() if device.platform != "cpu" else None
+    if stats and "bytes_limit" in stats:
+        return stats["bytes_limit"] - stats.get("bytes_in_use", 0)
+    try:
+        with open("/proc/meminfo") as f:
+            kib = next(int(line.split()[1]) for line in f if line.startswith("MemAvailable:"))
+        return kib * 1024
+    except (OSError, StopIteration, ValueError):
+        return None
+
+
+def check_fits_in_memory(experience_shapes, devices: list[jax.Device]) -> None:
+    """ValueError if one device's experience state (shapes, e.g. from eval_shape) cannot fit in
+    the free memory of the local learner devices (CPU devices share the host's memory)."""
+    need = sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(experience_shapes)
+               if not jax.dtypes.issubdtype(x.dtype, jax.dtypes.extended))
+    cpus = [d for d in devices if d.platform == "cpu"]
+    groups = [(cpus[0], len(cpus))] if cpus else []
+    groups += [(d, 1) for d in devices if d.platform != "cpu"]
+    for device, count in groups:
+        free = _free_bytes(device)
+        if free is not None and need * count > free:
+            gib = 2.0**30
+            raise ValueError(
+                f"the agent's experience state (e.g. its replay) needs {need / gib:.1f} GiB per learner device "
+                f"x {count} on {device} ({need * count / gib:.1f} GiB), but only {free / gib:.1f} GiB is free there; "
+                f"make it smaller (R2D2: --replay_capacity)")
+
+
 def _specs(tree):
     """The PartitionSpecs of arrays already placed on the learner mesh."""
     return jax.tree.map(lambda x: x.sharding.spec, tree)
@@ -40,13 +71,29 @@ class Learner:
         # (several processes: every process passes the same host values, from the same key)
         self.networks = jax.device_put(host(networks), sharding.replicated)
         self.opt_state = jax.jit(agent.init_optimizer_state, out_shardings=sharding.replicated)(self.networks)
-        exp_keys = jax.random.split(k_exp, sharding.num_devices)
-        per_device = [agent.init_experience(networks, layout, k) for k in exp_keys]
-        stacked = jax.tree.map(lambda *xs: jnp.stack(xs), *per_device)  # leading device axis
-        self.experience = jax.device_put(host(stacked), sharding.envs(0))
+        self.experience = self._init_experience(layout, jax.random.split(k_exp, sharding.num_devices))
         self.version = 0  # learner updates so far; the policy version of `networks`
         self.num_optims = max(1, agent.num_off_policy_optims_per_cycle())
         self._compiled: dict = {}
+
+    def _init_experience(self, layout: ExperienceLayout, keys: jax.Array):
+        """Each learner device's experience state, built in place on that device (a replay of
+        many GiB is never staged on the host or on one device), with a leading device axis.
+        Raises ValueError, before allocating, if it cannot fit in the devices' free memory."""
+        agent = self.agent
+        init = lambda networks, key: agent.init_experience(networks, layout, key)  # noqa: E731
+        check_fits_in_memory(jax.eval_shape(init, self.networks, keys[0]), self.sharding.local_devices)
+        typed = jax.dtypes.issubdtype(keys.dtype, jax.dtypes.prng_key)
+        impl = jax.random.key_impl(keys) if typed else None
+        key_data = np.asarray(jax.random.key_data(keys) if typed else keys)  # host: same value on every process
+
+        def one_device(networks, key_data):
+            key = jax.random.wrap_key_data(key_data[0], impl=impl) if typed else key_data[0]
+            return jax.tree.map(lambda x: x[None], init(networks, key))
+
+        build = jax.shard_map(one_device, mesh=self.sharding.mesh, in_specs=(P(), P(LEARNER_AXIS)),
+                              out_specs=P(LEARNER_AXIS), check_vma=False)
+        return jax.jit(build)(self.networks, jax.device_put(key_data, self.sharding.envs(0)))
 
     def _update_fn(self, experience, initial, final, traj):
         """Built per input layout (the experience pytree changes once, from its initial value)."""
