@@ -90,13 +90,14 @@ flags.DEFINE_integer("batch_size", None, "Sequences per optimizer step, per lear
 flags.DEFINE_integer("optims_per_cycle", None, "Learner steps per actor cycle.")
 flags.DEFINE_integer("target_update_period", None, "Learner steps between target-network copies.")
 flags.DEFINE_integer("replay_capacity", None, "Sequences per learner device.")
+flags.DEFINE_integer("min_replay_size", None, "Sequences per learner device before learning starts.")
 flags.DEFINE_float("epsilon_base", None, "Ape-X exploration: env i of N uses epsilon_base ** (1 + 7 i / (N - 1)).")
 flags.DEFINE_enum("td_reduction", None, ["mean", "sum"],
                   "A sequence's loss over its steps: mean, or sum as acme does (the Atari preset).")
 FLAGS = flags.FLAGS
 AGENT_FLAGS = {name: name for name in ("core", "sequence_length", "burn_in", "n_step", "discount", "learning_rate",
                                        "batch_size", "optims_per_cycle", "target_update_period", "replay_capacity",
-                                       "epsilon_base", "td_reduction")}
+                                       "min_replay_size", "epsilon_base", "td_reduction")}
 
 
 def make_experiment(env: str, seed: int = 0, **overrides) -> Experiment:
