@@ -116,7 +116,7 @@ class Learner:
             carry = (networks, opt_state, experience)
             if num_optims == 1:
                 # No loop around a single step: XLA:CPU runs convolution gradients inside a loop
-                # body 10-15x slower than outside one (jax-ml/jax#12868; measured in DESIGN.md).
+                # body 10-15x slower than outside one (jax-ml/jax#12868; benchmarks/bench_learner.py).
                 (new_networks, new_opt_state, experience), metrics = optim_step(carry, jax.random.split(key, 1)[0])
             else:
                 (new_networks, new_opt_state, experience), metrics = jax.lax.scan(
