@@ -34,7 +34,6 @@ import envs  # noqa: E402
 from experiments import impala  # noqa: E402
 from sebulba.agents.impala.agent import Impala  # noqa: E402
 from sebulba.loop.loop import GymnasiumLoop  # noqa: E402
-from sebulba.sharding import LEARNER_AXIS  # noqa: E402
 
 FRAME_SKIP = 4
 
