@@ -32,11 +32,14 @@ CARTPOLE = dict(
 # Atari: the paper's settings (unroll 20, batch 32, IMPALA ResNet, RMSProp 6e-4 decayed linearly,
 # epsilon 0.01, gradient clip 40, all on losses summed over the batch as in its code), on its
 # preprocessing: 84x84 gray, 4 stacked frames, frame skip 4, up to 30 noops, rewards clipped to
-# [-1, 1], and a life loss ending the episode (EnvPool's reward_clip, episodic_life).
+# [-1, 1], and a life loss ending the episode (EnvPool's reward_clip, episodic_life). Each of the
+# 2 inferencers steps 64 envs (on the GPU host 2 x 64 envs act 1.3x faster than 2 x 32,
+# BENCHMARKS.md), learned as 2 minibatches of 32: the paper's batch, and the Cleanba peer's.
 ATARI = dict(
-    total_env_steps=50_000_000, num_envs=32, steps_per_cycle=20, async_mode=True, inferencers_per_device=2,
+    total_env_steps=50_000_000, num_envs=64, steps_per_cycle=20, async_mode=True, inferencers_per_device=2,
     log_every_s=10.0, env_kwargs=dict(reward_clip=True, episodic_life=True),
-    agent=ImpalaConfig(torso="impala_resnet", learning_rate=6e-4, entropy_cost=0.01, loss_reduction="sum"),
+    agent=ImpalaConfig(torso="impala_resnet", learning_rate=6e-4, entropy_cost=0.01, loss_reduction="sum",
+                       num_minibatches=2),
 )
 
 
@@ -58,10 +61,12 @@ flags.DEFINE_enum("torso", None, ["auto", "mlp", "nature_cnn", "impala_resnet"],
 flags.DEFINE_list("hidden_sizes", None, "MLP torso layer sizes, e.g. 64,64.")
 flags.DEFINE_enum("loss_reduction", None, ["mean", "sum"],
                   "Loss over the batch's steps: mean, or sum as in the paper's code (the Atari preset).")
+flags.DEFINE_integer("num_minibatches", None, "Learn each trajectory as this many minibatches of its envs, one "
+                     "optimizer step each (must divide num_envs / learner devices).")
 FLAGS = flags.FLAGS
 AGENT_FLAGS = {"learning_rate": "learning_rate", "entropy_cost": "entropy_cost", "baseline_cost": "baseline_cost",
                "discount": "discount", "vtrace_lambda": "lambda_", "max_grad_norm": "max_grad_norm", "torso": "torso",
-               "hidden_sizes": "hidden_sizes", "loss_reduction": "loss_reduction"}
+               "hidden_sizes": "hidden_sizes", "loss_reduction": "loss_reduction", "num_minibatches": "num_minibatches"}
 
 
 def make_experiment(env: str, seed: int = 0, **overrides) -> Experiment:
@@ -71,7 +76,8 @@ def make_experiment(env: str, seed: int = 0, **overrides) -> Experiment:
     exp = build(env, seed, p, overrides, lambda agent: T)
     loop = exp.loop
     learner_steps = -(-exp.total_env_steps // (loop.num_envs * T * loop.num_inferencers)) * loop.num_inferencers
-    return dataclasses.replace(exp, agent=dataclasses.replace(exp.agent, lr_decay_steps=learner_steps))
+    optimizer_steps = learner_steps * exp.agent.num_minibatches
+    return dataclasses.replace(exp, agent=dataclasses.replace(exp.agent, lr_decay_steps=optimizer_steps))
 
 
 def main(argv: list[str]) -> None:

@@ -9,8 +9,10 @@ Where each hook runs:
 - actor device, once per env step, inside a jitted call: `step`.
 - learner devices, once per cycle, inside one jitted, sharded call (`shard_map` over the learner
   mesh, the pmap semantics): `update_experience`, then `optimize` (which calls `loss`) once
-  (on-policy, `num_off_policy_optims_per_cycle() == 0`) or that many times. Experience state is
-  per learner device: hooks see the local shard, and `lax.pmean(..., LEARNER_AXIS)` averages.
+  (on-policy, `num_off_policy_optims_per_cycle() == 0`) or that many times. An on-policy agent
+  may split each trajectory into `num_minibatches()` minibatches of its envs: then both hooks run
+  once per minibatch, one jitted call each. Experience state is per learner device: hooks see the
+  local shard, and `lax.pmean(..., LEARNER_AXIS)` averages.
 """
 
 from __future__ import annotations
@@ -86,6 +88,12 @@ class Agent(abc.ABC, Generic[N, O, E, S]):
         """0: on-policy, one optimizer step on each trajectory, in the cycle it arrives. K > 0:
         K optimizer steps per cycle on the experience state (replay)."""
         return 0
+
+    def num_minibatches(self) -> int:
+        """On-policy agents: learn each trajectory as this many minibatches of its envs, one
+        optimizer step each, in turn (Cleanba's and PPO's num_minibatches). Each device's share
+        of the envs must divide evenly. Off-policy agents sample their own batches: keep 1."""
+        return 1
 
     def optimize(self, networks: N, opt_state: O, experience: E, key: jax.Array) -> tuple[N, O, E, Metrics]:
         """One optimizer step; gradients are averaged over learner devices. Override to also

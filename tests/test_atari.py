@@ -221,7 +221,11 @@ def test_atari_presets_follow_the_papers():
 
     exp = impala.make_experiment("Pong-v5")
     assert exp.loop.env_kwargs == {"reward_clip": True, "episodic_life": True}
-    assert exp.agent.torso == "impala_resnet" and exp.loop.steps_per_cycle == 20 and exp.loop.num_envs == 32
+    assert exp.agent.torso == "impala_resnet" and exp.loop.steps_per_cycle == 20
+    # 64 envs per inferencer learned as 2 minibatches: the paper's batch of 32 per optimizer step
+    assert exp.loop.num_envs == 64 and exp.agent.num_minibatches == 2
+    steps_per_update = exp.loop.num_envs * 20 * exp.loop.num_inferencers
+    assert exp.agent.lr_decay_steps == -(-50_000_000 // steps_per_update) * exp.loop.num_inferencers * 2
     # RMSProp 6e-4, epsilon 0.01, clip 40 on summed losses, as in the paper's code
     a = exp.agent
     assert (a.learning_rate, a.rmsprop_eps, a.rmsprop_decay, a.max_grad_norm, a.loss_reduction) == (6e-4, 0.01, 0.99, 40.0, "sum")

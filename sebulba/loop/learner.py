@@ -59,6 +59,38 @@ def _specs(tree):
     return jax.tree.map(lambda x: x.sharding.spec, tree)
 
 
+def _env_axes(tree):
+    """Per leaf of arrays on the learner mesh: the axis split over the learner devices (the env
+    axis of per-env data), or -1 for a replicated leaf."""
+    return jax.tree.map(lambda x: tuple(x.sharding.spec).index(LEARNER_AXIS) if LEARNER_AXIS in tuple(x.sharding.spec) else -1,
+                        tree)
+
+
+def _minibatch(tree, env_axes, index: jax.Array, count: int):
+    """Minibatch `index` of `count` of this device's envs: per-env leaves sliced along their env
+    axis, the rest as they are."""
+    def take(x, axis):
+        if axis < 0:
+            return x
+        size = x.shape[axis] // count
+        return jax.lax.dynamic_slice_in_dim(x, index * size, size, axis)
+
+    return jax.tree.map(take, tree, env_axes)
+
+
+def _check_minibatches(agent: Agent, envs_per_device: int) -> int:
+    m = agent.num_minibatches()
+    if not isinstance(m, int) or m < 1:
+        raise ValueError(f"{type(agent).__name__}.num_minibatches() must be a positive int, got {m!r}")
+    if m > 1 and agent.num_off_policy_optims_per_cycle() > 0:
+        raise ValueError(f"{type(agent).__name__}: num_minibatches() > 1 is for on-policy agents; an off-policy "
+                         "agent samples its own batches from its experience state")
+    if envs_per_device % m:
+        raise ValueError(f"num_minibatches={m} must divide each learner device's {envs_per_device} envs of a "
+                         "trajectory (num_envs / learner devices)")
+    return m
+
+
 class Learner:
     """Holds the learner state on the learner devices and updates it from trajectories."""
 
@@ -74,7 +106,9 @@ class Learner:
         self.experience = self._init_experience(layout, jax.random.split(k_exp, sharding.num_devices))
         self.version = 0  # learner updates so far; the policy version of `networks`
         self.num_optims = max(1, agent.num_off_policy_optims_per_cycle())
+        self.minibatches = _check_minibatches(agent, layout.num_envs)
         self._compiled: dict = {}
+        self._mean_metrics = jax.jit(lambda ms: jax.tree.map(lambda *xs: sum(xs) / len(xs), *ms))
 
     def _init_experience(self, layout: ExperienceLayout, keys: jax.Array):
         """Each learner device's experience state, built in place on that device (a replay of
@@ -101,11 +135,14 @@ class Learner:
         fn = self._compiled.get(layout)
         if fn is not None:
             return fn
-        agent, num_optims = self.agent, self.num_optims
+        agent, num_optims, minibatches = self.agent, self.num_optims, self.minibatches
+        env_axes = _env_axes((initial, final, traj))
 
-        def body(networks, opt_state, experience, initial, final, traj, learner_key):
+        def body(networks, opt_state, experience, initial, final, traj, learner_key, minibatch):
             next_key, key = jax.random.split(learner_key)  # in the jitted call: no eager op per update
             experience = jax.tree.map(lambda x: x[0], experience)  # drop the device axis
+            if minibatches > 1:
+                initial, final, traj = _minibatch((initial, final, traj), env_axes, minibatch, minibatches)
             experience = agent.update_experience(experience, initial, final, traj)
             key = jax.random.fold_in(key, jax.lax.axis_index(LEARNER_AXIS))
 
@@ -136,7 +173,7 @@ class Learner:
         mapped = jax.shard_map(
             body,
             mesh=self.sharding.mesh,
-            in_specs=(P(), P(), P(LEARNER_AXIS), _specs(initial), _specs(final), _specs(traj), P()),
+            in_specs=(P(), P(), P(LEARNER_AXIS), _specs(initial), _specs(final), _specs(traj), P(), P()),
             out_specs=(P(), P(), P(LEARNER_AXIS), P(), P(), P()),
             # Agents' hooks are plain JAX: a scan whose carry starts from a constant must not need
             # `pcast`. The replication of networks and metrics comes from `pmean` instead.
@@ -148,16 +185,24 @@ class Learner:
         return fn
 
     def update(self, initial, final, traj: Trajectory) -> Metrics:
-        """One cycle's learning: update_experience, then the optimizer step(s)."""
-        fn = self._update_fn(self.experience, initial, final, traj)
-        self.networks, self.opt_state, self.experience, metrics, finite, self._key = fn(
-            self.networks, self.opt_state, self.experience, initial, final, traj, self._key
-        )
-        if not bool(finite):
-            bad = sorted(k for k, v in metrics.items() if not np.all(np.isfinite(np.asarray(v))))
-            what = f"metric(s) {bad}" if bad else "the networks (a gradient or update)"
-            raise NonFiniteError(
-                f"learner step {self.version + 1}: {what} became NaN or Inf; the networks and optimizer state "
-                f"are kept as of learner step {self.version}", step=self.version + 1, metrics=bad)
+        """One cycle's learning: update_experience, then the optimizer step(s); with minibatches,
+        that once per minibatch, each its own call (metrics: their mean)."""
+        metrics = []
+        for i in range(self.minibatches):
+            fn = self._update_fn(self.experience, initial, final, traj)
+            # Each call is awaited (the finite flag) before the next is dispatched: on an
+            # accelerator shared with inferencers, their calls run between the minibatches.
+            self.networks, self.opt_state, self.experience, m, finite, self._key = fn(
+                self.networks, self.opt_state, self.experience, initial, final, traj, self._key, np.int32(i)
+            )
+            if not bool(finite):
+                bad = sorted(k for k, v in m.items() if not np.all(np.isfinite(np.asarray(v))))
+                what = f"metric(s) {bad}" if bad else "the networks (a gradient or update)"
+                where = f" (minibatch {i + 1} of {self.minibatches})" if self.minibatches > 1 else ""
+                kept = f", plus {i} of its minibatches" if i else ""
+                raise NonFiniteError(
+                    f"learner step {self.version + 1}{where}: {what} became NaN or Inf; the networks and optimizer "
+                    f"state are kept as of learner step {self.version}{kept}", step=self.version + 1, metrics=bad)
+            metrics.append(m)
         self.version += 1
-        return metrics
+        return metrics[0] if len(metrics) == 1 else self._mean_metrics(metrics)

@@ -50,6 +50,9 @@ class Impala(Agent[dict, optax.OptState, Trajectory, jax.Array]):
             optax.rmsprop(lr, decay=c.rmsprop_decay, eps=c.rmsprop_eps, momentum=c.rmsprop_momentum or None),
         )
 
+    def num_minibatches(self) -> int:
+        return self.config.num_minibatches
+
     def init_step_state(self, networks: dict, num_envs: int, key: jax.Array) -> jax.Array:
         return key
 

@@ -18,7 +18,7 @@ class ImpalaConfig:
     baseline_cost: float = 0.5
     entropy_cost: float = 0.01
     learning_rate: float = 6e-4
-    lr_decay_steps: int | None = None  # linear decay to 0 over this many learner steps; None: constant
+    lr_decay_steps: int | None = None  # linear decay to 0 over this many optimizer steps; None: constant
     rmsprop_decay: float = 0.99
     rmsprop_eps: float = 0.01
     rmsprop_momentum: float = 0.0
@@ -28,6 +28,9 @@ class ImpalaConfig:
     # root) and gradient clip (40) assume summed gradients. With "mean" and those values RMSProp's
     # epsilon dwarfs the (T x B)-times smaller gradients, and the policy barely moves on Atari.
     loss_reduction: str = "mean"
+    # Learn each trajectory as this many minibatches of its envs, one optimizer step each (the
+    # Cleanba peer's num_minibatches): 64 envs as 2 minibatches keep the paper's batch of 32.
+    num_minibatches: int = 1
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "hidden_sizes", tuple(self.hidden_sizes))
@@ -35,6 +38,8 @@ class ImpalaConfig:
             raise ValueError(f"torso must be auto, mlp, nature_cnn or impala_resnet, got {self.torso!r}")
         if self.loss_reduction not in ("mean", "sum"):
             raise ValueError(f"loss_reduction must be 'mean' or 'sum', got {self.loss_reduction!r}")
+        if not isinstance(self.num_minibatches, int) or self.num_minibatches < 1:
+            raise ValueError(f"num_minibatches must be a positive int, got {self.num_minibatches!r}")
         if not 0.0 <= self.discount <= 1.0:
             raise ValueError(f"discount must be in [0, 1], got {self.discount}")
         if not 0.0 <= self.lambda_ <= 1.0:
