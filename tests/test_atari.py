@@ -250,9 +250,9 @@ def test_atari_presets_follow_the_papers():
 
 def test_impala_cli_on_pong_runs_and_its_updates_move_the_policy(tmp_path):
     """`python -m experiments.impala --env Pong-v5`, the Atari preset (IMPALA ResNet, RMSProp on
-    the summed loss), cut down to 4 envs and 6 learner steps in sync mode with a metrics row per
-    update: it runs end to end, and its first updates move the policy off uniform (entropy ln 6 =
-    1.79; here down to 1.56). With the loss averaged instead, RMSProp's epsilon swamps the
+    the summed loss, 2 minibatches per trajectory), cut down to 4 envs and 6 learner steps (12
+    optimizer steps) in sync mode with a metrics row per update: it runs end to end, and its
+    first updates move the policy off uniform (entropy ln 6 = 1.79; here down to 1.16). With the loss averaged instead, RMSProp's epsilon swamps the
     gradients: every row stays at 1.78 here, and the policy stayed at 1.72-1.78 for 20M frames of
     Pong on the GPU host (BENCHMARKS.md)."""
     out = run_experiment("experiments.impala", "--env=Pong-v5", "--num_envs=4", "--total_env_steps=480",
