@@ -1,11 +1,12 @@
 """Atari on a GPU host: raw env frames/s of the host's cores, and end-to-end IMPALA Pong frames/s
 of `python -m experiments.impala --env Pong-v5`, measured in the same run (issue 6).
 
-    python benchmarks/bench_atari_gpu.py --out DIR [--seconds 180] [--settings 32x1x2,64x2x2]
+    python benchmarks/bench_atari_gpu.py --out DIR [--seconds 180] [--settings 64x1x2x1,64x1x2x2]
 
 Raw env: ALE's own AtariVectorEnv and our `envs` pool on top of it, 64 envs, async batch 32,
 16 threads, random actions, interleaved repeats (median). End to end: the CLI in a fresh process
-per setting (envs per inferencer x env lanes x inferencers), stopped after --seconds; frames/s is the
+per setting (envs per inferencer x env lanes x inferencers [x learner minibatches per trajectory,
+default the preset's 2]), stopped after --seconds; frames/s is the
 slope of env steps x frame_skip (4) over the metrics rows after --warmup seconds (compilation and
 warm-up excluded). The markdown section is
 printed and written to DIR/bench_atari_gpu.md; `benchmarks/_report.write_section` puts it into
@@ -49,11 +50,12 @@ def raw_env(repeats: int, seconds: float) -> dict[str, float]:
     return {k: statistics.median(v) for k, v in rates.items()}
 
 
-def end_to_end(num_envs: int, lanes: int, inferencers: int, seconds: float, warmup: float, logdir: Path) -> dict[str, float]:
+def end_to_end(num_envs: int, lanes: int, inferencers: int, minibatches: int | None, seconds: float, warmup: float,
+               logdir: Path) -> dict[str, float]:
     logdir.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "experiments.impala", "--env=Pong-v5", f"--num_envs={num_envs}", f"--env_lanes={lanes}",
            f"--inferencers_per_device={inferencers}", "--total_env_steps=1000000000", f"--logdir={logdir}", "--noprogress",
-           "--log_every_s=5", "--checkpoint_every=0"]
+           "--log_every_s=5", "--checkpoint_every=0"] + ([f"--num_minibatches={minibatches}"] if minibatches else [])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
@@ -91,24 +93,26 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--seconds", type=float, default=180.0, help="wall time of each end-to-end run")
     ap.add_argument("--warmup", type=float, default=30.0, help="seconds of each run left out of its frames/s")
-    ap.add_argument("--settings", default="32x1x2",
-                    help="comma-separated ENVSxLANESxINFERENCERS (envs per inferencer, env lanes, inferencers), one end-to-end run each")
+    ap.add_argument("--settings", default="64x1x2",
+                    help="comma-separated ENVSxLANESxINFERENCERS[xMINIBATCHES] (envs per inferencer, env lanes, "
+                         "inferencers, learner minibatches per trajectory), one end-to-end run each")
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     raw = raw_env(args.repeats, 3.0)
     (args.out / "raw_env.txt").write_text(repr(raw) + "\n")
     rows = []
-    settings = [tuple(int(x) for x in s.split("x")) for s in args.settings.split(",")]
-    for n, lanes, inferencers in settings:
+    for setting in args.settings.split(","):
+        n, lanes, inferencers, minibatches = ([int(x) for x in setting.split("x")] + [0])[:4]
         # metrics.csv is written as the run goes, so a run cut short still has it
         try:
-            e2e = end_to_end(n, lanes, inferencers, args.seconds, args.warmup, args.out / f"runs{n}x{lanes}x{inferencers}")
+            e2e = end_to_end(n, lanes, inferencers, minibatches or None, args.seconds, args.warmup, args.out / f"runs{setting}")
         except RuntimeError as e:  # one failed setting still leaves the others' figures
-            print(f"setting {n}x{lanes}x{inferencers} failed: {e}", flush=True)
+            print(f"setting {setting} failed: {e}", flush=True)
             continue
         ratio = e2e["fps"] / raw["ALE AtariVectorEnv (raw)"]
-        rows.append(f"| {inferencers} x {n} envs, {lanes} lane(s) of {n // lanes} | {e2e['fps']:,.0f} | {ratio:.2f}x | "
+        rows.append(f"| {inferencers} x {n} envs, {lanes} lane(s) of {n // lanes}, {minibatches or 'preset'} | "
+                    f"{e2e['fps']:,.0f} | {ratio:.2f}x | "
                     f"{e2e['learner_wait']:.2f} | {e2e['frames'] / 1e6:.2f}M in {e2e['wall']:.0f} s | {e2e['return']:.1f} | {e2e['return_at_peer']} | "
                     f"{bench_envs.verdict(e2e['fps'], TARGET_FPS, '{:,.0f}')} |")
         print(rows[-1], flush=True)
@@ -118,7 +122,7 @@ def main() -> None:
         "End-to-end IMPALA (`python -m experiments.impala --env Pong-v5`, the Atari preset: IMPALA ResNet, "
         f"unroll 20; actors and learner share the one GPU), frames/s after the first {args.warmup:.0f} s; target >= {TARGET_FPS:,}:\n\n"
     )
-    header = ("| inferencers x envs, lanes | frames/s | of raw ALE | learner wait | frames seen | return (last 20 episodes) "
+    header = ("| inferencers x envs, lanes, learner minibatches | frames/s | of raw ALE | learner wait | frames seen | return (last 20 episodes) "
               "| return at 7.7M frames (peer: -2) | target met? |\n|---|---:|---:|---:|---|---:|---:|---|")
     _report.device_section(args.out, "bench_atari_gpu.py", "Atari on a GPU host", text, header, rows)
 

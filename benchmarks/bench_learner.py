@@ -6,7 +6,9 @@ learner alone sustained about 200k frames/s on the H100 host).
 
 Per setting: a GymnasiumLoop from `experiments.impala`'s Atari preset makes one real trajectory
 (one inferencer cycle), then `Learner.update` runs on it `--updates` times after two warm-up
-updates (compilation). frames/s = updates x envs x unroll x frame skip (4) / seconds.
+updates (compilation). frames/s = updates x envs x unroll x frame skip (4) / seconds. The preset
+learns a trajectory as 2 minibatches, each its own awaited call (so that on a shared GPU the
+inferencers' calls run between them); the same update as 1 minibatch is timed beside it.
 
 Beside it, the same optimizer step (`Agent.optimize` on that trajectory) jitted alone and inside a
 length-1 `lax.scan`, which is how the learner ran a single step before: XLA:CPU runs convolution
@@ -66,19 +68,19 @@ def optimize_ms(learner, trajectory, calls: int) -> tuple[float, float]:
     return _ms_per_call(jitted[0], args, calls), _ms_per_call(jitted[1], args, calls)
 
 
-def learner_fps(num_envs: int, updates: int) -> tuple[float, float, float, float]:
-    """(frames/s, ms per update, ms per optimizer step alone, ms per step in a length-1 scan) of
-    the preset's learner on a batch of num_envs trajectories."""
-    exp = impala.make_experiment("Pong-v5", num_envs=num_envs, inferencers_per_device=1)
+def update_ms(num_envs: int, updates: int, minibatches: int | None, scan_calls: int = 0) -> tuple[float, float, float]:
+    """(ms per update, ms per optimizer step alone, ms per step in a length-1 scan; the last two
+    only with scan_calls) of the preset's learner on a batch of num_envs trajectories, learned as
+    `minibatches` (None: the preset's)."""
+    exp = impala.make_experiment("Pong-v5", num_envs=num_envs, inferencers_per_device=1, num_minibatches=minibatches)
     loop_config = dataclasses.replace(exp.loop, async_mode=False)
     with GymnasiumLoop(Impala(envs.make_spec("Pong-v5", **exp.loop.env_kwargs), exp.agent), loop_config) as loop:
         learner = loop.learner
         r = loop.inferencers[0].run_cycle(learner.version, learner.networks)
         ms = _ms_per_call(lambda: learner.update(r.initial_step_state, r.final_step_state, r.trajectory), (), updates,
                           warmup=2)  # the experience state's pytree changes once: two compilations
-        alone, in_scan = optimize_ms(learner, r.trajectory, max(1, updates // 5))
-    frames = num_envs * loop_config.steps_per_cycle * FRAME_SKIP
-    return frames / ms * 1e3, ms, alone, in_scan
+        alone, in_scan = optimize_ms(learner, r.trajectory, scan_calls) if scan_calls else (float("nan"),) * 2
+    return ms, alone, in_scan
 
 
 def main() -> None:
@@ -90,11 +92,15 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     rows = []
     for n in (int(x) for x in args.num_envs.split(",")):
-        fps, ms, alone, in_scan = learner_fps(n, args.updates)
-        rows.append(f"| {n} x 20 | {ms:.1f} | {fps:,.0f} | {alone:.1f} | {in_scan:.1f} | {in_scan / alone:.1f}x |")
+        ms, _, _ = update_ms(n, args.updates, None)
+        whole, alone, in_scan = update_ms(n, args.updates, 1, scan_calls=max(1, args.updates // 5))
+        fps = n * 20 * FRAME_SKIP / ms * 1e3
+        rows.append(f"| {n} x 20 | {ms:.1f} | {fps:,.0f} | {whole:.1f} | {ms / whole:.2f}x | {alone:.1f} | {in_scan:.1f} "
+                    f"| {in_scan / alone:.1f}x |")
         print(rows[-1], flush=True)
-    header = ("| batch (envs x unroll) | ms per update | frames/s | one optimizer step, jitted alone (ms) "
-              "| the same step in a length-1 lax.scan (ms) | scan / alone |\n|---|---:|---:|---:|---:|---:|")
+    header = ("| batch (envs x unroll) | ms per update (preset: 2 minibatches) | frames/s | ms per update as 1 minibatch "
+              "| 2 / 1 minibatch | one optimizer step, jitted alone (ms) | the same step in a length-1 lax.scan (ms) "
+              "| scan / alone |\n|---|---:|---:|---:|---:|---:|---:|---:|")
     _report.device_section(args.out, "bench_learner.py", "The learner alone, IMPALA Pong", "", header, rows)
 
 

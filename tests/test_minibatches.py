@@ -130,3 +130,15 @@ def test_minibatches_are_validated():
         sebulba.GymnasiumLoop(OffPolicyMinibatches(CARTPOLE), cfg)
     with pytest.raises(ValueError, match=r"num_minibatches\(\) must be a positive int, got 1.5"):
         sebulba.GymnasiumLoop(MinibatchSPG(CARTPOLE, 1.5), cfg)
+
+
+def test_minibatches_compile_twice_and_never_retrace_once_warm():
+    """As with one call per cycle, the learner compiles once per experience layout (initial, then
+    steady); the minibatch index is an argument, not a constant, so no minibatch adds a program."""
+    cfg = sebulba.LoopConfig(num_envs=8, steps_per_cycle=5, async_mode=False, inferencers_per_device=1, log_every_s=1e3)
+    with sebulba.GymnasiumLoop(MinibatchSPG(CARTPOLE, 4), cfg) as loop:
+        loop.run(max_cycles=3)
+        fns = [*loop.learner._compiled.values(), loop.learner._mean_metrics]
+        assert len(fns) == 3 and [f._cache_size() for f in fns] == [1, 1, 1]
+        loop.run(max_cycles=5)
+        assert len(loop.learner._compiled) == 2 and [f._cache_size() for f in fns] == [1, 1, 1]
