@@ -92,7 +92,9 @@ class Agent(abc.ABC, Generic[N, O, E, S]):
     def num_minibatches(self) -> int:
         """On-policy agents: learn each trajectory as this many minibatches of its envs, one
         optimizer step each, in turn (Cleanba's and PPO's num_minibatches). Each device's share
-        of the envs must divide evenly. Off-policy agents sample their own batches: keep 1."""
+        of the envs must divide evenly; per-env data is what is split over the learner devices
+        (the trajectory, and step-state leaves as `shard_step_state` places them), the rest is
+        passed whole. Off-policy agents sample their own batches: keep 1."""
         return 1
 
     def optimize(self, networks: N, opt_state: O, experience: E, key: jax.Array) -> tuple[N, O, E, Metrics]:
