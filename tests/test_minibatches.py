@@ -142,3 +142,14 @@ def test_minibatches_compile_twice_and_never_retrace_once_warm():
         assert len(fns) == 3 and [f._cache_size() for f in fns] == [1, 1, 1]
         loop.run(max_cycles=5)
         assert len(loop.learner._compiled) == 2 and [f._cache_size() for f in fns] == [1, 1, 1]
+
+
+def test_default_learner_devices_leave_whole_minibatches_on_each():
+    """With 4 devices, 6 envs go to 3 learner devices; as 3 minibatches they go to 2 (3 envs each)."""
+    from experiments.impala import make_experiment
+    from sebulba.experiment.runner import default_devices
+
+    assert default_devices(6) == ((0,), (1, 2, 3))
+    assert default_devices(6, 3) == ((0,), (1, 2))
+    exp = make_experiment("CartPole-v1", num_envs=6, num_minibatches=3)
+    assert exp.loop.learner_devices == (1, 2)

@@ -68,7 +68,7 @@ def build(env: str, seed: int, preset: dict, overrides: dict, steps_per_cycle: C
     get = lambda k: o.get(k, preset.get(k))
     fields = {f.name for f in dataclasses.fields(preset["agent"])}
     agent = dataclasses.replace(preset["agent"], **{k: v for k, v in o.items() if k in fields})
-    actors, learners = default_devices(get("num_envs"))
+    actors, learners = default_devices(get("num_envs"), getattr(agent, "num_minibatches", 1))
     loop = LoopConfig(
         env_id=env, env_kwargs=preset.get("env_kwargs", {}), num_envs=get("num_envs"), steps_per_cycle=steps_per_cycle(agent), seed=seed,
         actor_devices=o.get("actor_devices") or actors, learner_devices=o.get("learner_devices") or learners,

@@ -22,13 +22,14 @@ from sebulba.loop.loop import GymnasiumLoop
 log = logging.getLogger("sebulba")
 
 
-def default_devices(num_envs: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+def default_devices(num_envs: int, minibatches: int = 1) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """Separate actor and learner devices when there is more than one: device 0 acts and the
-    most of the others that split num_envs evenly learn; on one device both share it."""
+    most of the others that split num_envs evenly (into `minibatches` per device) learn; on one
+    device both share it."""
     n = len(jax.local_devices())
     if n == 1:
         return (0,), (0,)
-    learners = max(k for k in range(1, n) if num_envs % k == 0)
+    learners = max(k for k in range(1, n) if num_envs % (k * minibatches) == 0) if num_envs % minibatches == 0 else 1
     return (0,), tuple(range(1, 1 + learners))
 
 
