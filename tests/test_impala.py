@@ -111,7 +111,7 @@ def test_cli_help_explains_the_flags():
     assert "Traceback" not in out.stderr, out.stderr  # (absl's --help exits with status 1 by design)
     assert "IMPALA on the Sebulba loop" in out.stdout
     for flag in ("env", "num_envs", "total_env_steps", "actor_devices", "learner_devices", "seed",
-                 "logdir", "async_mode", "learning_rate", "entropy_cost", "loss_reduction"):
+                 "logdir", "async_mode", "learning_rate", "entropy_cost", "loss_reduction", "num_minibatches"):
         assert re.search(rf"--(\[no\])?{flag}: \S", out.stdout), flag  # listed, with an explanation
 
 
