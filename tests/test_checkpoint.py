@@ -7,35 +7,36 @@ import pytest
 
 import envs
 import sebulba
-from sebulba.agents import SimplePolicyGradient, SPGConfig
 from sebulba.loop.checkpoint import CheckpointConfig, Checkpointer
 from sebulba.loop.learner import NonFiniteError
-from tests.support.agents import CountingAgent
+from tests.support.agents import CountingAgent, MinibatchSPG
 
 CARTPOLE = envs.make_spec("CartPole-v1")
 
 
-def make_loop(**kw):
+def make_loop(minibatches: int = 1, **kw):
     cfg = sebulba.LoopConfig(num_envs=8, steps_per_cycle=10, async_mode=False, inferencers_per_device=2,
                              learner_devices=(1, 2), seed=7, log_every_s=1000.0, **kw)
-    return sebulba.GymnasiumLoop(SimplePolicyGradient(CARTPOLE, SPGConfig(hidden_sizes=(16,))), cfg)
+    return sebulba.GymnasiumLoop(MinibatchSPG(CARTPOLE, minibatches), cfg)
 
 
 def networks(loop):
     return jax.tree.map(np.asarray, loop.learner.networks)
 
 
-def test_interrupted_and_resumed_run_is_bit_identical(tmp_path, lanes=2):
-    """(Two lanes per inferencer: the most actor state to get right; the CLI drills cover one.)"""
-    with make_loop(env_lanes=lanes) as loop:
+@pytest.mark.parametrize("minibatches", [1, 2])
+def test_interrupted_and_resumed_run_is_bit_identical(tmp_path, minibatches, lanes=2):
+    """(Two lanes per inferencer: the most actor state to get right; the CLI drills cover one.
+    With 2 minibatches the learner's key and optimizer count advance twice per update.)"""
+    with make_loop(minibatches, env_lanes=lanes) as loop:
         loop.run(max_cycles=12)
         straight = networks(loop)
         straight_report = loop.reports[-1]
     ckpt = CheckpointConfig(str(tmp_path / "ckpt"), every_learner_steps=5, keep=2)
-    with make_loop(env_lanes=lanes) as loop:
+    with make_loop(minibatches, env_lanes=lanes) as loop:
         loop.run(max_cycles=7, checkpointer=Checkpointer(ckpt))  # saves at 5 and at the end (7)
     assert Checkpointer(ckpt).latest_step() == 7
-    with make_loop(env_lanes=lanes) as loop:  # a fresh process would build exactly this
+    with make_loop(minibatches, env_lanes=lanes) as loop:  # a fresh process would build exactly this
         ctx = loop.run(max_cycles=12, checkpointer=Checkpointer(ckpt), resume=True)
         resumed = networks(loop)
         assert ctx.learner_steps == 12 and ctx.env_steps == 12 * 8 * 10

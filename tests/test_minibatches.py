@@ -7,24 +7,14 @@ import pytest
 
 import envs
 import sebulba
-from sebulba.agents import SimplePolicyGradient, SPGConfig
 from sebulba.agents.impala import Impala, ImpalaConfig
 from sebulba.loop.learner import Learner, NonFiniteError
 from sebulba.sharding import LearnerSharding
 from sebulba.types import ExperienceLayout
-from tests.support.agents import CountingAgent
+from tests.support.agents import CountingAgent, MinibatchSPG
 
 CARTPOLE = envs.make_spec("CartPole-v1")
 T = 6
-
-
-class MinibatchSPG(SimplePolicyGradient):
-    def __init__(self, spec, minibatches: int):
-        super().__init__(spec, SPGConfig(hidden_sizes=(16,)))
-        self.minibatches = minibatches
-
-    def num_minibatches(self) -> int:
-        return self.minibatches
 
 
 def one_cycle(num_envs: int) -> tuple:

@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import optax
 
 from sebulba.agent import Agent
-from sebulba.agents import RandomAgent
+from sebulba.agents import RandomAgent, SimplePolicyGradient, SPGConfig
 from sebulba.types import ActorOutput
 
 
@@ -50,3 +50,14 @@ class BrokenAgent(RandomAgent):
 
     def step(self, networks, step_state, env_step):
         raise ZeroDivisionError("agent step blew up on purpose")
+
+
+class MinibatchSPG(SimplePolicyGradient):
+    """A small SimplePolicyGradient that learns each trajectory as `minibatches` minibatches."""
+
+    def __init__(self, spec, minibatches: int):
+        super().__init__(spec, SPGConfig(hidden_sizes=(16,)))
+        self.minibatches = minibatches
+
+    def num_minibatches(self) -> int:
+        return self.minibatches
