@@ -129,9 +129,10 @@ class Learner:
                               out_specs=P(LEARNER_AXIS), check_vma=False)
         return jax.jit(build)(self.networks, jax.device_put(key_data, self.sharding.envs(0)))
 
-    def _update_fn(self, experience, initial, final, traj):
-        """Built per input layout (the experience pytree changes once, from its initial value)."""
-        layout = (jax.tree.structure((experience, initial, final, traj)), str(_specs((initial, final, traj))))
+    def _update_fn(self, experience, initial, final, traj, inputs_layout):
+        """Built per layout: the experience pytree's (it changes once, from its initial value)
+        and `inputs_layout`, that of the cycle's inputs (structure and shardings)."""
+        layout = (jax.tree.structure(experience), inputs_layout)
         fn = self._compiled.get(layout)
         if fn is not None:
             return fn
@@ -188,8 +189,9 @@ class Learner:
         """One cycle's learning: update_experience, then the optimizer step(s); with minibatches,
         that once per minibatch, each its own call (metrics: their mean)."""
         metrics = []
+        inputs_layout = (jax.tree.structure((initial, final, traj)), str(_specs((initial, final, traj))))
         for i in range(self.minibatches):
-            fn = self._update_fn(self.experience, initial, final, traj)
+            fn = self._update_fn(self.experience, initial, final, traj, inputs_layout)
             # Each call is awaited (the finite flag) before the next is dispatched: on an
             # accelerator shared with inferencers, their calls run between the minibatches.
             self.networks, self.opt_state, self.experience, m, finite, self._key = fn(
