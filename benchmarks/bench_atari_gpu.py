@@ -51,11 +51,11 @@ def raw_env(repeats: int, seconds: float) -> dict[str, float]:
 
 
 def end_to_end(num_envs: int, lanes: int, inferencers: int, minibatches: int | None, seconds: float, warmup: float,
-               logdir: Path) -> dict[str, float]:
+               logdir: Path, cli_flags: list[str]) -> dict[str, float]:
     logdir.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "experiments.impala", "--env=Pong-v5", f"--num_envs={num_envs}", f"--env_lanes={lanes}",
            f"--inferencers_per_device={inferencers}", "--total_env_steps=1000000000", f"--logdir={logdir}", "--noprogress",
-           "--log_every_s=5", "--checkpoint_every=0"] + ([f"--num_minibatches={minibatches}"] if minibatches else [])
+           "--log_every_s=5", "--checkpoint_every=0"] + ([f"--num_minibatches={minibatches}"] if minibatches else []) + cli_flags
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
@@ -97,6 +97,7 @@ def main() -> None:
                     help="comma-separated ENVSxLANESxINFERENCERS[xMINIBATCHES] (envs per inferencer, env lanes, "
                          "inferencers, learner minibatches per trajectory), one end-to-end run each")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--cli_flags", default="", help="more flags for every end-to-end run, e.g. '--rmsprop_eps_in_sqrt=false'")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     raw = raw_env(args.repeats, 3.0)
@@ -106,7 +107,8 @@ def main() -> None:
         n, lanes, inferencers, minibatches = ([int(x) for x in setting.split("x")] + [0])[:4]
         # metrics.csv is written as the run goes, so a run cut short still has it
         try:
-            e2e = end_to_end(n, lanes, inferencers, minibatches or None, args.seconds, args.warmup, args.out / f"runs{setting}")
+            e2e = end_to_end(n, lanes, inferencers, minibatches or None, args.seconds, args.warmup, args.out / f"runs{setting}",
+                             args.cli_flags.split())
         except RuntimeError as e:  # one failed setting still leaves the others' figures
             print(f"setting {setting} failed: {e}", flush=True)
             continue
@@ -119,7 +121,8 @@ def main() -> None:
     text = (
         f"Raw env, Pong-v5, 64 envs, async batch 32, 16 threads (median of {args.repeats}): "
         + ", ".join(f"{k} {v:,.0f} frames/s" for k, v in raw.items()) + ".\n\n"
-        "End-to-end IMPALA (`python -m experiments.impala --env Pong-v5`, the Atari preset: IMPALA ResNet, "
+        f"End-to-end IMPALA (`python -m experiments.impala --env Pong-v5{' ' * bool(args.cli_flags)}{args.cli_flags}`, "
+        "the Atari preset: IMPALA ResNet, "
         f"unroll 20; actors and learner share the one GPU), frames/s after the first {args.warmup:.0f} s; target >= {TARGET_FPS:,}:\n\n"
     )
     header = ("| inferencers x envs, lanes, learner minibatches | frames/s | of raw ALE | learner wait | frames seen | return (last 20 episodes) "

@@ -61,12 +61,15 @@ flags.DEFINE_enum("torso", None, ["auto", "mlp", "nature_cnn", "impala_resnet"],
 flags.DEFINE_list("hidden_sizes", None, "MLP torso layer sizes, e.g. 64,64.")
 flags.DEFINE_enum("loss_reduction", None, ["mean", "sum"],
                   "Loss over the batch's steps: mean, or sum as in the paper's code (the Atari preset).")
+flags.DEFINE_bool("rmsprop_eps_in_sqrt", None, "RMSProp's epsilon inside the square root (the paper's TensorFlow "
+                  "RMSProp; the default) or added after it (PyTorch's, as the Cleanba peer).")
 flags.DEFINE_integer("num_minibatches", None, "Learn each trajectory as this many minibatches of its envs, one "
                      "optimizer step each (must divide num_envs / learner devices).")
 FLAGS = flags.FLAGS
 AGENT_FLAGS = {"learning_rate": "learning_rate", "entropy_cost": "entropy_cost", "baseline_cost": "baseline_cost",
                "discount": "discount", "vtrace_lambda": "lambda_", "max_grad_norm": "max_grad_norm", "torso": "torso",
-               "hidden_sizes": "hidden_sizes", "loss_reduction": "loss_reduction", "num_minibatches": "num_minibatches"}
+               "hidden_sizes": "hidden_sizes", "loss_reduction": "loss_reduction", "num_minibatches": "num_minibatches",
+               "rmsprop_eps_in_sqrt": "rmsprop_eps_in_sqrt"}
 
 
 def make_experiment(env: str, seed: int = 0, **overrides) -> Experiment:

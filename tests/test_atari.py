@@ -229,6 +229,7 @@ def test_atari_presets_follow_the_papers():
     # RMSProp 6e-4, epsilon 0.01, clip 40 on summed losses, as in the paper's code
     a = exp.agent
     assert (a.learning_rate, a.rmsprop_eps, a.rmsprop_decay, a.max_grad_norm, a.loss_reduction) == (6e-4, 0.01, 0.99, 40.0, "sum")
+    assert a.rmsprop_eps_in_sqrt  # TensorFlow's RMSProp, as the paper
     assert exp.loop.actor_devices == (0,) and 0 not in exp.loop.learner_devices  # separate devices (4 forced CPUs)
     # experiments.r2d2 defines the same absl flags, so it is read in its own process (4 CPU devices too)
     code = (

@@ -86,6 +86,16 @@ def test_step_records_behaviour_logits():
     assert out.action.shape == (5,)
 
 
+@pytest.mark.parametrize("eps_in_sqrt, denominator", [(True, np.sqrt(2.5e-5 + 0.01)), (False, np.sqrt(2.5e-5) + 0.01)])
+def test_rmsprop_epsilon_inside_or_after_the_square_root(eps_in_sqrt, denominator):
+    """First step on a gradient of 0.05 (decay 0.99: nu = 0.01 x 0.05^2 = 2.5e-5), epsilon 0.01:
+    -lr g / sqrt(nu + eps) (the paper's TensorFlow RMSProp) or -lr g / (sqrt(nu) + eps) (PyTorch's)."""
+    agent = Impala(CARTPOLE, ImpalaConfig(learning_rate=1e-3, rmsprop_eps_in_sqrt=eps_in_sqrt))
+    params = {"w": jnp.zeros(3)}
+    updates, _ = agent.tx.update({"w": jnp.full(3, 0.05)}, agent.tx.init(params), params)
+    np.testing.assert_allclose(np.asarray(updates["w"]), -1e-3 * 0.05 / denominator, rtol=1e-5)
+
+
 @pytest.mark.parametrize(
     "kwargs, message",
     [({"discount": 1.5}, "discount"), ({"learning_rate": 0}, "learning_rate"), ({"torso": "vit"}, "torso"),
@@ -111,7 +121,8 @@ def test_cli_help_explains_the_flags():
     assert "Traceback" not in out.stderr, out.stderr  # (absl's --help exits with status 1 by design)
     assert "IMPALA on the Sebulba loop" in out.stdout
     for flag in ("env", "num_envs", "total_env_steps", "actor_devices", "learner_devices", "seed",
-                 "logdir", "async_mode", "learning_rate", "entropy_cost", "loss_reduction", "num_minibatches"):
+                 "logdir", "async_mode", "learning_rate", "entropy_cost", "loss_reduction", "num_minibatches",
+                 "rmsprop_eps_in_sqrt"):
         assert re.search(rf"--(\[no\])?{flag}: \S", out.stdout), flag  # listed, with an explanation
 
 

@@ -47,7 +47,8 @@ class Impala(Agent[dict, optax.OptState, Trajectory, jax.Array]):
         lr = c.learning_rate if c.lr_decay_steps is None else optax.linear_schedule(c.learning_rate, 0.0, c.lr_decay_steps)
         return optax.chain(
             optax.clip_by_global_norm(c.max_grad_norm),
-            optax.rmsprop(lr, decay=c.rmsprop_decay, eps=c.rmsprop_eps, momentum=c.rmsprop_momentum or None),
+            optax.rmsprop(lr, decay=c.rmsprop_decay, eps=c.rmsprop_eps, eps_in_sqrt=c.rmsprop_eps_in_sqrt,
+                          momentum=c.rmsprop_momentum or None),
         )
 
     def num_minibatches(self) -> int:

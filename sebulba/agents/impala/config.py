@@ -22,6 +22,9 @@ class ImpalaConfig:
     rmsprop_decay: float = 0.99
     rmsprop_eps: float = 0.01
     rmsprop_momentum: float = 0.0
+    # True: epsilon inside the square root, g / sqrt(nu + eps), as the paper's TensorFlow RMSProp.
+    # False: g / (sqrt(nu) + eps), PyTorch's RMSProp, which the Cleanba peer uses (same 0.01).
+    rmsprop_eps_in_sqrt: bool = True
     max_grad_norm: float = 40.0
     # "mean": the loss is a mean over the batch's valid steps. "sum": their sum over the whole
     # batch, as in the paper's code: its learning rate, RMSProp epsilon (0.01, inside the square
