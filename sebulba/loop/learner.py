@@ -59,11 +59,11 @@ def _specs(tree):
     return jax.tree.map(lambda x: x.sharding.spec, tree)
 
 
-def _env_axes(tree):
-    """Per leaf of arrays on the learner mesh: the axis split over the learner devices (the env
-    axis of per-env data), or -1 for a replicated leaf."""
-    return jax.tree.map(lambda x: tuple(x.sharding.spec).index(LEARNER_AXIS) if LEARNER_AXIS in tuple(x.sharding.spec) else -1,
-                        tree)
+def _env_axes(specs):
+    """Per PartitionSpec of `_specs`: the axis split over the learner devices (the env axis of
+    per-env data), or -1 for a replicated leaf."""
+    return jax.tree.map(lambda s: tuple(s).index(LEARNER_AXIS) if LEARNER_AXIS in tuple(s) else -1, specs,
+                        is_leaf=lambda s: isinstance(s, P))
 
 
 def _minibatch(tree, env_axes, index: jax.Array, count: int):
@@ -129,15 +129,15 @@ class Learner:
                               out_specs=P(LEARNER_AXIS), check_vma=False)
         return jax.jit(build)(self.networks, jax.device_put(key_data, self.sharding.envs(0)))
 
-    def _update_fn(self, experience, initial, final, traj, inputs_layout):
+    def _update_fn(self, experience, inputs, specs):
         """Built per layout: the experience pytree's (it changes once, from its initial value)
-        and `inputs_layout`, that of the cycle's inputs (structure and shardings)."""
-        layout = (jax.tree.structure(experience), inputs_layout)
+        and that of the cycle's inputs (initial, final, traj): their structure and `specs`."""
+        layout = (jax.tree.structure(experience), jax.tree.structure(inputs), str(specs))
         fn = self._compiled.get(layout)
         if fn is not None:
             return fn
         agent, num_optims, minibatches = self.agent, self.num_optims, self.minibatches
-        env_axes = _env_axes((initial, final, traj))
+        env_axes = _env_axes(specs)
 
         def body(networks, opt_state, experience, initial, final, traj, learner_key, minibatch):
             next_key, key = jax.random.split(learner_key)  # in the jitted call: no eager op per update
@@ -174,7 +174,7 @@ class Learner:
         mapped = jax.shard_map(
             body,
             mesh=self.sharding.mesh,
-            in_specs=(P(), P(), P(LEARNER_AXIS), _specs(initial), _specs(final), _specs(traj), P(), P()),
+            in_specs=(P(), P(), P(LEARNER_AXIS), *specs, P(), P()),
             out_specs=(P(), P(), P(LEARNER_AXIS), P(), P(), P()),
             # Agents' hooks are plain JAX: a scan whose carry starts from a constant must not need
             # `pcast`. The replication of networks and metrics comes from `pmean` instead.
@@ -189,9 +189,10 @@ class Learner:
         """One cycle's learning: update_experience, then the optimizer step(s); with minibatches,
         that once per minibatch, each its own call (metrics: their mean)."""
         metrics = []
-        inputs_layout = (jax.tree.structure((initial, final, traj)), str(_specs((initial, final, traj))))
+        inputs = (initial, final, traj)
+        specs = _specs(inputs)
         for i in range(self.minibatches):
-            fn = self._update_fn(self.experience, initial, final, traj, inputs_layout)
+            fn = self._update_fn(self.experience, inputs, specs)
             # Each call is awaited (the finite flag) before the next is dispatched: on an
             # accelerator shared with inferencers, their calls run between the minibatches.
             self.networks, self.opt_state, self.experience, m, finite, self._key = fn(
