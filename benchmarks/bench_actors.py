@@ -9,6 +9,10 @@ Peer: issue 6's naive actor-only loop: per thread ALE's AtariVectorEnv with asyn
 num_envs / 2, and per batch one jitted act (the same policy, same device), then send, then recv.
 Settings are ENVSxLANESxINFERENCERS; the peer runs with the same envs and threads. frames/s is
 env steps x frame skip (4) after one warm-up cycle per thread.
+
+Two ceilings in the same run say which side bounds the actors: the same threads stepping only
+their `envs` pools with random numpy actions (no policy), and calling only the jitted act on a
+fixed batch of observations, with the action fetched to the host each call (no env).
 """
 
 from __future__ import annotations
@@ -134,6 +138,69 @@ def naive(num_envs: int, threads_n: int, seconds: float) -> float:
     return sum(steps) * FRAME_SKIP / elapsed
 
 
+def _threads_rate(threads_n: int, seconds: float, warmup: float, body) -> float:
+    """frames/s of `threads_n` threads each running `body(i)` (which returns env steps done) in a
+    loop, counted after `warmup` seconds."""
+    steps = [0] * threads_n
+    start_at, stop_at = time.perf_counter() + warmup, time.perf_counter() + warmup + seconds
+
+    def work(i: int) -> None:
+        while (now := time.perf_counter()) < stop_at:
+            n = body(i)
+            if now >= start_at:
+                steps[i] += n
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(threads_n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return sum(steps) * FRAME_SKIP / seconds
+
+
+def env_alone(num_envs: int, threads_n: int, seconds: float) -> float:
+    """The threads step only their sync `envs` pools, with random actions: the env ceiling."""
+    exp = impala.make_experiment("Pong-v5", num_envs=num_envs)
+    pools = [envs.make("Pong-v5", num_envs=num_envs, seed=i * num_envs, **exp.loop.env_kwargs) for i in range(threads_n)]
+    rngs = [np.random.default_rng(i) for i in range(threads_n)]
+    n_actions = pools[0].action_space.n
+    try:
+        for pool in pools:
+            pool.reset()
+
+        def body(i: int) -> int:
+            pools[i].step(rngs[i].integers(0, n_actions, num_envs))
+            return num_envs
+
+        return _threads_rate(threads_n, seconds, 2.0, body)
+    finally:
+        for pool in pools:
+            pool.close()
+
+
+def act_alone(num_envs: int, threads_n: int, seconds: float) -> float:
+    """The threads call only the jitted act on a fixed host batch of observations and fetch each
+    action to the host: the inference ceiling (host-to-device copy, policy, device-to-host)."""
+    exp = impala.make_experiment("Pong-v5", num_envs=num_envs)
+    agent = Impala(envs.make_spec("Pong-v5", **exp.loop.env_kwargs), exp.agent)
+    loop = GymnasiumLoop(agent, exp.loop)  # for the same networks and jitted step
+    networks, step = loop.learner.networks, loop.cycle.step
+    loop.close()
+    pool = envs.make("Pong-v5", num_envs=num_envs, **exp.loop.env_kwargs)
+    obs, info = pool.reset()
+    pool.close()
+    zeros = np.zeros(num_envs, np.float32)
+    env_step = host_env_step(obs, zeros, zeros.astype(bool), zeros.astype(bool), info["elapsed_step"])
+    states = [agent.init_step_state(networks, num_envs, jax.random.key(i)) for i in range(threads_n)]
+
+    def body(i: int) -> int:
+        out, states[i] = step(networks, states[i], env_step)
+        np.asarray(out.action)
+        return num_envs
+
+    return _threads_rate(threads_n, seconds, 5.0, body)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True)
@@ -147,10 +214,13 @@ def main() -> None:
         peer = naive(n, k, args.seconds)
         fps, phases = ours(n, lanes, k, args.seconds)
         phase_text = ", ".join(f"{name} {frac:.0%}" for name, frac in phases.items())
-        rows.append(f"| {k} x {n} envs, {lanes} lane(s) | {fps:,.0f} | {peer:,.0f} | {fps / peer:.2f}x | {phase_text} |")
+        env_fps, act_fps = env_alone(n, k, args.seconds), act_alone(n, k, args.seconds)
+        rows.append(f"| {k} x {n} envs, {lanes} lane(s) | {fps:,.0f} | {peer:,.0f} | {fps / peer:.2f}x | "
+                    f"{env_fps:,.0f} | {act_fps:,.0f} | {phase_text} |")
         print(rows[-1], flush=True)
-    header = ("| threads x envs | ours (frames/s) | naive loop, async batch envs/2 (frames/s) | ratio | inferencer thread time |\n"
-              "|---|---:|---:|---:|---|")
+    header = ("| threads x envs | ours (frames/s) | naive loop, async batch envs/2 (frames/s) | ratio "
+              "| env alone, random actions (frames/s) | act alone, no env (frames/s) | inferencer thread time |\n"
+              "|---|---:|---:|---:|---:|---:|---|")
     _report.device_section(args.out, "bench_actors.py", "Actors alone, IMPALA Pong", "", header, rows)
 
 
