@@ -35,6 +35,7 @@ CARTPOLE = dict(
 # [-1, 1], and a life loss ending the episode (EnvPool's reward_clip, episodic_life). Each of the
 # 2 inferencers steps 64 envs (on the GPU host 2 x 64 envs act 1.3x faster than 2 x 32,
 # BENCHMARKS.md), learned as 2 minibatches of 32: the paper's batch, and the Cleanba peer's.
+# On one H100 it took Pong to +17.2 by 7.7M frames at 54k frames/s (3 inferencers: 59.6k).
 ATARI = dict(
     total_env_steps=50_000_000, num_envs=64, steps_per_cycle=20, async_mode=True, inferencers_per_device=2,
     log_every_s=10.0, env_kwargs=dict(reward_clip=True, episodic_life=True),
