@@ -8,7 +8,8 @@ Raw env: ALE's own AtariVectorEnv and our `envs` pool on top of it, 64 envs, asy
 per setting (envs per inferencer x env lanes x inferencers [x learner minibatches per trajectory,
 default the preset's 2]), stopped after --seconds; frames/s is the
 slope of env steps x frame_skip (4) over the metrics rows after --warmup seconds (compilation and
-warm-up excluded). The markdown section is
+warm-up excluded). With `--cli_flags='--profile_after_s=90 --profile_seconds=2'` each run's trace
+and its summary (busy fractions per thread and GPU stream) land in DIR too. The markdown section is
 printed and written to DIR/bench_atari_gpu.md; `benchmarks/_report.write_section` puts it into
 BENCHMARKS.md on the developer machine.
 """
@@ -29,6 +30,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import _report
 import bench_envs
+
+from sebulba.experiment import trace_summary
 
 FRAME_SKIP = 4
 TARGET_FPS = 63_000
@@ -64,9 +67,14 @@ def end_to_end(num_envs: int, lanes: int, inferencers: int, minibatches: int | N
         proc.terminate()
         out, _ = proc.communicate(timeout=60)
     (run_dir,) = list(logdir.iterdir())
-    # keep only the metrics (a device host returns a limited number of files)
+    # keep only the metrics and a profile's summary and trace (a device host returns few files)
     metrics = logdir.with_suffix(".csv")
     shutil.copyfile(run_dir / "metrics.csv", metrics)
+    if (run_dir / "profile").exists():
+        trace = trace_summary.find_trace(run_dir / "profile")
+        window_s, summary = trace_summary.summarize(trace, top=4)
+        logdir.with_name(logdir.name + "_trace.md").write_text(trace_summary.markdown(trace, window_s, summary))
+        shutil.copyfile(trace, logdir.with_name(logdir.name + "_trace.json.gz"))
     shutil.rmtree(logdir)
     rows = list(csv.DictReader(metrics.open()))
     if len(rows) < 3:

@@ -122,7 +122,7 @@ def test_cli_help_explains_the_flags():
     assert "IMPALA on the Sebulba loop" in out.stdout
     for flag in ("env", "num_envs", "total_env_steps", "actor_devices", "learner_devices", "seed",
                  "logdir", "async_mode", "learning_rate", "entropy_cost", "loss_reduction", "num_minibatches",
-                 "rmsprop_eps_in_sqrt"):
+                 "rmsprop_eps_in_sqrt", "profile_after_s", "profile_seconds", "profile_python"):
         assert re.search(rf"--(\[no\])?{flag}: \S", out.stdout), flag  # listed, with an explanation
 
 

@@ -14,6 +14,7 @@ from absl import flags
 import envs
 from sebulba.agent import Agent
 from sebulba.experiment import distributed
+from sebulba.experiment.profiling import ProfileWindow
 from sebulba.experiment.run_dir import RunDir
 from sebulba.experiment.runner import CheckpointFlags, RunResult, default_devices, parse_devices, run
 from sebulba.loop.config import LoopConfig
@@ -51,6 +52,12 @@ def define_loop_flags(default_env: str) -> None:
     flags.DEFINE_bool("save_replay", False, "Include the agent's experience state (R2D2's replay) in checkpoints.")
     flags.DEFINE_string("resume", None, "A run directory to continue from its latest complete checkpoint, with the "
                         "flags it was started with (flags.json).")
+    flags.DEFINE_float("profile_after_s", None, "Record a JAX profiler trace (XProf and Perfetto, in the run directory's "
+                       "profile/) starting this many seconds after the loop starts; python -m sebulba.experiment.trace_summary "
+                       "RUN_DIR/profile summarizes it.")
+    flags.DEFINE_float("profile_seconds", 3.0, "Length of the profiler trace, in seconds.")
+    flags.DEFINE_bool("profile_python", False, "Also trace every Python call in the profile (names the Python code, "
+                      "but slows it).")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,7 +96,8 @@ def overrides_from_flags(agent_flags: dict[str, str]) -> dict[str, Any]:
     return out
 
 
-NOT_RESUMED = ("resume", "progress", "logdir")  # flags a resumed run takes from its own command line
+# flags a resumed run takes from its own command line
+NOT_RESUMED = ("resume", "progress", "logdir", "profile_after_s", "profile_seconds", "profile_python")
 
 
 def start_distributed() -> bool:
@@ -114,8 +122,9 @@ def train(name: str, exp: Experiment, make_agent: Callable[[envs.EnvSpec, Any], 
     logging.getLogger("sebulba").setLevel(logging.INFO)
     agent = make_agent(envs.make_spec(exp.loop.env_id, **exp.loop.env_kwargs), exp.agent)
     checkpoints = CheckpointFlags(FLAGS.checkpoint_every, FLAGS.keep_checkpoints, FLAGS.save_replay)
+    profile = None if FLAGS.profile_after_s is None else ProfileWindow(FLAGS.profile_after_s, FLAGS.profile_seconds, FLAGS.profile_python)
     result = run(name, agent, exp.loop, exp.total_env_steps, FLAGS.logdir, FLAGS.flag_values_dict(), FLAGS.progress,
-                 checkpoints, FLAGS.resume)
+                 checkpoints, FLAGS.resume, profile)
     f = result.final
     print(f"done: {f['env_steps']:,} env steps, episode_return_mean {f['episode_return_mean']:.1f} "
           f"(last 20 episodes); run directory {result.run_dir.path}")

@@ -14,6 +14,7 @@ import jax
 
 from sebulba.agent import Agent
 from sebulba.experiment.outputs import Outputs
+from sebulba.experiment.profiling import ProfileWindow, profiled
 from sebulba.experiment.run_dir import RunDir
 from sebulba.loop.checkpoint import CheckpointConfig, Checkpointer
 from sebulba.loop.config import LoopConfig
@@ -88,11 +89,13 @@ def run(
     progress: bool = True,
     checkpoints: CheckpointFlags = CheckpointFlags(),
     resume: str | None = None,
+    profile: ProfileWindow | None = None,
 ) -> RunResult:
     """Train until total_env_steps, writing metrics, TensorBoard, flags, checkpoints and the
     learning curve into a new run directory under logdir, or, with `resume` (a run directory),
     continuing that run from its latest complete checkpoint. In a multi-process job
-    (jax.distributed), total_env_steps is the job's and each process writes its own directory."""
+    (jax.distributed), total_env_steps is the job's and each process writes its own directory.
+    `profile`: a window of the run to trace into the run directory's profile/."""
     processes = jax.process_count()
     if processes > 1:
         # Each process trains on its own envs with one shared learner: the budget is the job's,
@@ -123,7 +126,7 @@ def run(
         resume_steps = meta["env_steps"]
     with GymnasiumLoop(agent, loop_config) as loop, \
             Outputs(run_dir, total_env_steps, progress=progress, resume_env_steps=resume_steps) as outputs, \
-            graceful_stop(loop):
+            graceful_stop(loop), profiled(profile, run_dir.path / "profile"):
         loop.run(max_env_steps=total_env_steps, report=outputs, checkpointer=checkpointer, resume=resume is not None)
         final = loop.reports[-1]
     return RunResult(final, run_dir)
