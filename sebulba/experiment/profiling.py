@@ -57,7 +57,6 @@ def profiled(window: ProfileWindow | None, directory: Path) -> Iterator[ProfileH
     def start() -> None:
         options = jax.profiler.ProfileOptions()
         options.python_tracer_level = int(window.python)
-        options.raise_error_on_start_failure = True
         jax.profiler.start_trace(str(handle.directory), create_perfetto_trace=True, profiler_options=options)
         handle.started.set()
         log.info(f"profiling {window.seconds} s into {handle.directory}")
