@@ -91,6 +91,8 @@ def main() -> None:
     ap.add_argument("--top", type=int, default=5, help="events listed per thread")
     ap.add_argument("--out", type=Path, default=None, help="also write the markdown here")
     args = ap.parse_args()
+    if args.top < 1:
+        ap.error(f"--top must be >= 1, got {args.top}")
     trace = find_trace(args.path)
     window_s, rows = summarize(trace, args.top)
     text = markdown(trace, window_s, rows)
