@@ -92,26 +92,29 @@ def test_scan_returns_every_step_in_order(kind):
 
 def test_async_recv_send_loop_dm(kind):
     """Seed example 2: recv then send in a fori_loop; every env keeps stepping (dm TimeSteps)."""
-    num_envs, batch = 4, 2
+    num_envs, batch, iters = 4, 2, 20
     with make(kind, env_type="dm", num_envs=num_envs, batch_size=batch, seed=1) as pool:
         handle, recv, send, step = pool.xla()
 
-        def actor_step(i, handle):
-            handle0 = handle
+        def actor_step(i, carry):
+            handle0, received = carry
             handle1, states = recv(handle0)
             action = policy(states.observation.obs)
             handle2 = send(handle0, action, states.observation.env_id)
-            return handle2
+            return handle2, received.at[states.observation.env_id].add(1)
 
         @jax.jit
         def run_actor_loop(num_steps):
-            return lax.fori_loop(0, num_steps, actor_step, handle)
+            return lax.fori_loop(0, num_steps, actor_step, (handle, jnp.zeros(num_envs, jnp.int32)))
 
         pool.async_reset()
-        run_actor_loop(20)
-        ts = pool.recv()  # 20 batches of 2 were sent back: envs are in flight and keep going
-        assert isinstance(ts, dm_env.TimeStep) and len(ts.observation.env_id) == batch
-        assert ts.observation.elapsed_step.max() >= 5
+        _, received = run_actor_loop(iters)
+        assert int(received.sum()) == iters * batch  # 20 batches of 2 came in, and were sent back
+        # ... so every env is still in flight: the next two batches hold each env once
+        first, second = pool.recv(), pool.recv()
+        assert isinstance(first, dm_env.TimeStep) and len(first.observation.env_id) == batch
+        ids = np.concatenate([first.observation.env_id, second.observation.env_id])
+        assert sorted(ids.tolist()) == list(range(num_envs)), ids
 
 
 def test_overlapped_send_and_recv_with_the_old_handle(kind):
