@@ -12,7 +12,9 @@ env steps x frame skip (4) after one warm-up cycle per thread.
 
 Two ceilings in the same run say which side bounds the actors: the same threads stepping only
 their `envs` pools with random numpy actions (no policy), and calling only the jitted act on a
-fixed batch of observations, with the action fetched to the host each call (no env).
+fixed batch of observations, with the action fetched to the host each call (no env), once as the
+naive loop's plain act and once as our loop's act, which also records the step into the
+trajectory buffers.
 """
 
 from __future__ import annotations
@@ -178,24 +180,33 @@ def env_alone(num_envs: int, threads_n: int, seconds: float) -> float:
             pool.close()
 
 
-def act_alone(num_envs: int, threads_n: int, seconds: float) -> float:
+def act_alone(num_envs: int, threads_n: int, seconds: float, record: bool) -> float:
     """The threads call only the jitted act on a fixed host batch of observations and fetch each
-    action to the host: the inference ceiling (host-to-device copy, policy, device-to-host)."""
+    action to the host: the inference ceiling (host-to-device copy, policy, device-to-host).
+    With `record`, the act is the loop's own, which also writes the step into the cycle's
+    trajectory buffers (donated); without, the naive loop's plain act."""
     exp = impala.make_experiment("Pong-v5", num_envs=num_envs)
     agent = Impala(envs.make_spec("Pong-v5", **exp.loop.env_kwargs), exp.agent)
     loop = GymnasiumLoop(agent, exp.loop)  # for the same networks and jitted step
-    networks, step = loop.learner.networks, loop.cycle.step
+    networks, cycle = loop.learner.networks, loop.cycle
     loop.close()
     pool = envs.make("Pong-v5", num_envs=num_envs, **exp.loop.env_kwargs)
     obs, info = pool.reset()
     pool.close()
     zeros = np.zeros(num_envs, np.float32)
     env_step = host_env_step(obs, zeros, zeros.astype(bool), zeros.astype(bool), info["elapsed_step"])
-    states = [agent.init_step_state(networks, num_envs, jax.random.key(i)) for i in range(threads_n)]
+    states = [cycle.copy(agent.init_step_state(networks, num_envs, jax.random.key(i))) for i in range(threads_n)]
+    buffers = [cycle.new_buffers(networks, s, env_step) for s in states]
+    calls = [0] * threads_n
 
     def body(i: int) -> int:
-        out, states[i] = step(networks, states[i], env_step)
-        np.asarray(out.action)
+        if record:
+            action, states[i], buffers[i] = cycle.step_and_record(networks, states[i], env_step, buffers[i], calls[i] % cycle.steps)
+            calls[i] += 1
+        else:
+            out, states[i] = cycle.step(networks, states[i], env_step)
+            action = out.action
+        np.asarray(action)
         return num_envs
 
     return _threads_rate(threads_n, seconds, 5.0, body)
@@ -214,13 +225,15 @@ def main() -> None:
         peer = naive(n, k, args.seconds)
         fps, phases = ours(n, lanes, k, args.seconds)
         phase_text = ", ".join(f"{name} {frac:.0%}" for name, frac in phases.items())
-        env_fps, act_fps = env_alone(n, k, args.seconds), act_alone(n, k, args.seconds)
+        env_fps = env_alone(n, k, args.seconds)
+        act_fps, record_fps = act_alone(n, k, args.seconds, False), act_alone(n, k, args.seconds, True)
         rows.append(f"| {k} x {n} envs, {lanes} lane(s) | {fps:,.0f} | {peer:,.0f} | {fps / peer:.2f}x | "
-                    f"{env_fps:,.0f} | {act_fps:,.0f} | {phase_text} |")
+                    f"{env_fps:,.0f} | {act_fps:,.0f} | {record_fps:,.0f} | {phase_text} |")
         print(rows[-1], flush=True)
     header = ("| threads x envs | ours (frames/s) | naive loop, async batch envs/2 (frames/s) | ratio "
-              "| env alone, random actions (frames/s) | act alone, no env (frames/s) | inferencer thread time |\n"
-              "|---|---:|---:|---:|---:|---:|---|")
+              "| env alone, random actions (frames/s) | act alone, no env (frames/s) | act and record alone (frames/s) "
+              "| inferencer thread time |\n"
+              "|---|---:|---:|---:|---:|---:|---:|---|")
     _report.device_section(args.out, "bench_actors.py", "Actors alone, IMPALA Pong", "", header, rows)
 
 
