@@ -100,14 +100,22 @@ def ours(num_envs: int, lanes: int, inferencers: int, seconds: float) -> tuple[f
     return sum(steps) * FRAME_SKIP / elapsed, per_thread
 
 
+def policy(num_envs: int):
+    """The Atari preset's agent, initial networks, compiled cycle functions and env options: the
+    same policy and jitted act our inferencers use, for the loops measured beside them."""
+    exp = impala.make_experiment("Pong-v5", num_envs=num_envs)
+    agent = Impala(envs.make_spec("Pong-v5", **exp.loop.env_kwargs), exp.agent)
+    loop = GymnasiumLoop(agent, exp.loop)
+    networks, cycle = loop.learner.networks, loop.cycle
+    loop.close()
+    return agent, networks, cycle, exp.loop.env_kwargs
+
+
 def naive(num_envs: int, threads_n: int, seconds: float) -> float:
     from ale_py.vector_env import AtariVectorEnv
 
-    exp = impala.make_experiment("Pong-v5", num_envs=num_envs)
-    agent = Impala(envs.make_spec("Pong-v5", **exp.loop.env_kwargs), exp.agent)
-    loop = GymnasiumLoop(agent, exp.loop)  # for the same networks and jitted step
-    networks, step = loop.learner.networks, loop.cycle.step
-    loop.close()
+    agent, networks, cycle, _ = policy(num_envs)
+    step = cycle.step
     batch = num_envs // 2
     vecs = [AtariVectorEnv("pong", num_envs, batch_size=batch, reward_clipping=False) for _ in range(threads_n)]
     steps = [0] * threads_n
@@ -185,12 +193,8 @@ def act_alone(num_envs: int, threads_n: int, seconds: float, record: bool) -> fl
     action to the host: the inference ceiling (host-to-device copy, policy, device-to-host).
     With `record`, the act is the loop's own, which also writes the step into the cycle's
     trajectory buffers (donated); without, the naive loop's plain act."""
-    exp = impala.make_experiment("Pong-v5", num_envs=num_envs)
-    agent = Impala(envs.make_spec("Pong-v5", **exp.loop.env_kwargs), exp.agent)
-    loop = GymnasiumLoop(agent, exp.loop)  # for the same networks and jitted step
-    networks, cycle = loop.learner.networks, loop.cycle
-    loop.close()
-    pool = envs.make("Pong-v5", num_envs=num_envs, **exp.loop.env_kwargs)
+    agent, networks, cycle, env_kwargs = policy(num_envs)
+    pool = envs.make("Pong-v5", num_envs=num_envs, **env_kwargs)
     obs, info = pool.reset()
     pool.close()
     zeros = np.zeros(num_envs, np.float32)
