@@ -219,7 +219,8 @@ class EnvPool(ClosedOnExit):
         return dict(getattr(self._backend, "extra_info", {}))
 
     def xla(self) -> tuple[Any, Any, Any, Any]:
-        """`handle, recv, send, step` for use inside jit (EnvPool's XLA interface, seed 000)."""
+        """`handle, recv, send, step` for use inside jit (EnvPool's XLA interface, seed 000). JAX
+        runs a jitted program asynchronously: await its results before closing the pool."""
         self._check_open("xla")
         from envs.xla import make_xla
 
