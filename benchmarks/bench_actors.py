@@ -79,25 +79,14 @@ def ours(num_envs: int, lanes: int, inferencers: int, seconds: float) -> tuple[f
         for inf in loop.inferencers:  # compile and warm up
             inf.run_cycle(version, networks)
         clock.total.clear()
-        steps = [0] * len(loop.inferencers)
-        deadline = time.perf_counter() + seconds
-
-        def work(i: int) -> None:
-            while time.perf_counter() < deadline:
-                steps[i] += loop.inferencers[i].run_cycle(version, networks).env_steps
-
-        threads = [threading.Thread(target=work, args=(i,)) for i in range(len(loop.inferencers))]
-        start = time.perf_counter()
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        elapsed = time.perf_counter() - start
+        inferencers = loop.inferencers
+        rate, elapsed = _threads_rate(len(inferencers), seconds, 0.0,
+                                      lambda i: inferencers[i].run_cycle(version, networks).env_steps)
     finally:
         lane_cls.recv, lane_cls.send = orig
         loop.close()
-    per_thread = {k: v / elapsed / len(threads) for k, v in clock.total.items()}
-    return sum(steps) * FRAME_SKIP / elapsed, per_thread
+    per_thread = {k: v / elapsed / len(loop.inferencers) for k, v in clock.total.items()}
+    return rate, per_thread
 
 
 def policy(num_envs: int):
@@ -115,44 +104,36 @@ def naive(num_envs: int, threads_n: int, seconds: float) -> float:
     from ale_py.vector_env import AtariVectorEnv
 
     agent, networks, cycle, _ = policy(num_envs)
-    step = cycle.step
     batch = num_envs // 2
     vecs = [AtariVectorEnv("pong", num_envs, batch_size=batch, reward_clipping=False) for _ in range(threads_n)]
-    steps = [0] * threads_n
-    stop_at = [0.0]
-
-    def work(i: int) -> None:
-        vec = vecs[i]
-        state = agent.init_step_state(networks, batch, jax.random.key(i))
+    carry = []  # per thread: step state and the last batch received
+    for i, vec in enumerate(vecs):
         obs, info = vec.reset(seed=i)  # the first batch
-        reward, done = np.zeros(batch, np.float32), np.zeros(batch, bool)
-        while stop_at[0] == 0.0 or time.perf_counter() < stop_at[0]:
-            out, state = step(networks, state, host_env_step(obs, reward, done, done, info["episode_frame_number"]))
-            vec.send(np.asarray(out.action, np.int32))
-            obs, reward, done, _, info = vec.recv()
-            reward = reward.astype(np.float32)
-            if stop_at[0]:
-                steps[i] += batch
+        carry.append([agent.init_step_state(networks, batch, jax.random.key(i)), obs, np.zeros(batch, np.float32),
+                      np.zeros(batch, bool), info])
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(threads_n)]
-    for t in threads:
-        t.start()
-    time.sleep(10.0)  # compile and warm up
-    start = time.perf_counter()
-    stop_at[0] = start + seconds
-    for t in threads:
-        t.join()
-    elapsed = time.perf_counter() - start
-    for v in vecs:
-        v.close()
-    return sum(steps) * FRAME_SKIP / elapsed
+    def body(i: int) -> int:
+        state, obs, reward, done, info = carry[i]
+        out, state = cycle.step(networks, state, host_env_step(obs, reward, done, done, info["episode_frame_number"]))
+        vecs[i].send(np.asarray(out.action, np.int32))
+        obs, reward, done, _, info = vecs[i].recv()
+        carry[i] = [state, obs, reward.astype(np.float32), done, info]
+        return batch
+
+    try:
+        return _threads_rate(threads_n, seconds, 10.0, body)[0]  # 10 s to compile and warm up
+    finally:
+        for v in vecs:
+            v.close()
 
 
-def _threads_rate(threads_n: int, seconds: float, warmup: float, body) -> float:
-    """frames/s of `threads_n` threads each running `body(i)` (which returns env steps done) in a
-    loop, counted after `warmup` seconds."""
+def _threads_rate(threads_n: int, seconds: float, warmup: float, body) -> tuple[float, float]:
+    """(frames/s, seconds timed) of `threads_n` threads each running `body(i)` (which returns the
+    env steps it did) in a loop: calls that start in the `seconds` after `warmup` are counted,
+    over the time from then until the last of them ends."""
     steps = [0] * threads_n
-    start_at, stop_at = time.perf_counter() + warmup, time.perf_counter() + warmup + seconds
+    start_at = time.perf_counter() + warmup
+    stop_at = start_at + seconds
 
     def work(i: int) -> None:
         while (now := time.perf_counter()) < stop_at:
@@ -165,7 +146,8 @@ def _threads_rate(threads_n: int, seconds: float, warmup: float, body) -> float:
         t.start()
     for t in threads:
         t.join()
-    return sum(steps) * FRAME_SKIP / seconds
+    elapsed = time.perf_counter() - start_at
+    return sum(steps) * FRAME_SKIP / elapsed, elapsed
 
 
 def env_alone(num_envs: int, threads_n: int, seconds: float) -> float:
@@ -182,17 +164,17 @@ def env_alone(num_envs: int, threads_n: int, seconds: float) -> float:
             pools[i].step(rngs[i].integers(0, n_actions, num_envs))
             return num_envs
 
-        return _threads_rate(threads_n, seconds, 2.0, body)
+        return _threads_rate(threads_n, seconds, 2.0, body)[0]
     finally:
         for pool in pools:
             pool.close()
 
 
-def act_alone(num_envs: int, threads_n: int, seconds: float, record: bool) -> float:
+def act_alone(num_envs: int, threads_n: int, seconds: float) -> tuple[float, float]:
     """The threads call only the jitted act on a fixed host batch of observations and fetch each
     action to the host: the inference ceiling (host-to-device copy, policy, device-to-host).
-    With `record`, the act is the loop's own, which also writes the step into the cycle's
-    trajectory buffers (donated); without, the naive loop's plain act."""
+    Measured twice: the naive loop's plain act, then the loop's own act, which also writes the
+    step into the cycle's trajectory buffers (donated)."""
     agent, networks, cycle, env_kwargs = policy(num_envs)
     pool = envs.make("Pong-v5", num_envs=num_envs, **env_kwargs)
     obs, info = pool.reset()
@@ -203,17 +185,18 @@ def act_alone(num_envs: int, threads_n: int, seconds: float, record: bool) -> fl
     buffers = [cycle.new_buffers(networks, s, env_step) for s in states]
     calls = [0] * threads_n
 
-    def body(i: int) -> int:
-        if record:
-            action, states[i], buffers[i] = cycle.step_and_record(networks, states[i], env_step, buffers[i], calls[i] % cycle.steps)
-            calls[i] += 1
-        else:
-            out, states[i] = cycle.step(networks, states[i], env_step)
-            action = out.action
+    def plain(i: int) -> int:
+        out, states[i] = cycle.step(networks, states[i], env_step)
+        np.asarray(out.action)
+        return num_envs
+
+    def recording(i: int) -> int:
+        action, states[i], buffers[i] = cycle.step_and_record(networks, states[i], env_step, buffers[i], calls[i] % cycle.steps)
+        calls[i] += 1
         np.asarray(action)
         return num_envs
 
-    return _threads_rate(threads_n, seconds, 5.0, body)
+    return _threads_rate(threads_n, seconds, 5.0, plain)[0], _threads_rate(threads_n, seconds, 5.0, recording)[0]
 
 
 def main() -> None:
@@ -230,7 +213,7 @@ def main() -> None:
         fps, phases = ours(n, lanes, k, args.seconds)
         phase_text = ", ".join(f"{name} {frac:.0%}" for name, frac in phases.items())
         env_fps = env_alone(n, k, args.seconds)
-        act_fps, record_fps = act_alone(n, k, args.seconds, False), act_alone(n, k, args.seconds, True)
+        act_fps, record_fps = act_alone(n, k, args.seconds)
         rows.append(f"| {k} x {n} envs, {lanes} lane(s) | {fps:,.0f} | {peer:,.0f} | {fps / peer:.2f}x | "
                     f"{env_fps:,.0f} | {act_fps:,.0f} | {record_fps:,.0f} | {phase_text} |")
         print(rows[-1], flush=True)
