@@ -114,7 +114,7 @@ def naive(num_envs: int, threads_n: int, seconds: float) -> float:
 
     def body(i: int) -> int:
         state, obs, reward, done, info = carry[i]
-        out, state = cycle.step(networks, state, host_env_step(obs, reward, done, done, info["episode_frame_number"]))
+        out, state, _ = cycle.step(networks, state, (), host_env_step(obs, reward, done, done, info["episode_frame_number"]))
         vecs[i].send(np.asarray(out.action, np.int32))
         obs, reward, done, _, info = vecs[i].recv()
         carry[i] = [state, obs, reward.astype(np.float32), done, info]
@@ -182,16 +182,16 @@ def act_alone(num_envs: int, threads_n: int, seconds: float) -> tuple[float, flo
     zeros = np.zeros(num_envs, np.float32)
     env_step = host_env_step(obs, zeros, zeros.astype(bool), zeros.astype(bool), info["elapsed_step"])
     states = [cycle.copy(agent.init_step_state(networks, num_envs, jax.random.key(i))) for i in range(threads_n)]
-    buffers = [cycle.new_buffers(networks, s, env_step) for s in states]
+    buffers = [cycle.new_buffers(networks, s, (), env_step) for s in states]
     calls = [0] * threads_n
 
     def plain(i: int) -> int:
-        out, states[i] = cycle.step(networks, states[i], env_step)
+        out, states[i], _ = cycle.step(networks, states[i], (), env_step)
         np.asarray(out.action)
         return num_envs
 
     def recording(i: int) -> int:
-        action, states[i], buffers[i] = cycle.step_and_record(networks, states[i], env_step, buffers[i], calls[i] % cycle.steps)
+        action, states[i], _, buffers[i] = cycle.step_and_record(networks, states[i], (), env_step, buffers[i], calls[i] % cycle.steps)
         calls[i] += 1
         np.asarray(action)
         return num_envs

@@ -48,6 +48,9 @@ class Trajectory(NamedTuple):
     episode_length: jax.Array  # int32 [T, B]: its length, else 0
     policy_version: jax.Array  # int32 []: the learner version of the networks that acted
     actor: jax.Array  # int32 []: the inferencer that produced it (its envs' cycles come in order)
+    # With frame stacking on the actor device (LoopConfig.stack_on_device): the S - 1 frames
+    # before env_step[0], [S - 1, B, ...]; the learner rebuilds the stacks before agents see them.
+    obs_history: PyTree = ()
 
 
 class ExperienceLayout(NamedTuple):

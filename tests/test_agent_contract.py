@@ -28,13 +28,13 @@ def test_donated_slots_are_consumed_and_results_correct():
     nets = agent.init_networks(jax.random.key(0))
     ss = jnp.arange(4, dtype=jnp.int32)
     es = env_step(4)
-    bufs = c.new_buffers(nets, ss, es)
+    bufs = c.new_buffers(nets, ss, (), es)
     for t in range(3):
         old_ss, old_bufs = ss, bufs
-        action, ss, bufs = c.step_and_record(nets, ss, es, bufs, t)
+        action, ss, _, bufs = c.step_and_record(nets, ss, (), es, bufs, t)
         assert old_ss.is_deleted() and all(x.is_deleted() for x in jax.tree.leaves(old_bufs))
     running = (jnp.zeros(4), jnp.zeros(4, jnp.int32))
-    traj, ret, length = c.finish(bufs, es, *running, jnp.int32(5), jnp.int32(1))
+    traj, ret, length = c.finish(bufs, es, *running, jnp.int32(5), jnp.int32(1), ())
     assert all(x.is_deleted() for x in jax.tree.leaves(bufs)) and running[0].is_deleted()
     np.testing.assert_array_equal(np.asarray(traj.extras), [[0, 1, 2, 3], [1, 2, 3, 4], [2, 3, 4, 5]])
     np.testing.assert_array_equal(np.asarray(ss), [3, 4, 5, 6])
@@ -72,7 +72,7 @@ def test_no_retrace_once_warm(donate):
     with sebulba.GymnasiumLoop(SimplePolicyGradient(CARTPOLE, SPGConfig(hidden_sizes=(16,))), cfg) as loop:
         loop.run(max_cycles=4)
         c = loop.cycle
-        fns = [c.step, c.step_and_record, c.finish, c.stack, c.new_buffers, c.copy, *loop.learner._compiled.values()]
+        fns = [c.step, c.step_and_record, c.finish, c.stack, c.new_buffers, c.cycle_start, c.copy, *loop.learner._compiled.values()]
         sizes = [f._cache_size() for f in fns]
         compiled = len(loop.learner._compiled)
         loop.run(max_cycles=6)

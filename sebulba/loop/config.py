@@ -23,6 +23,9 @@ class LoopConfig:
     queue_size: int = 2  # bounded trajectory queue: a slow learner makes actors wait
     async_mode: bool = True  # False: one cycle then one update, in order, bit-reproducible
     donate: bool = True  # in-place, donated trajectory bookkeeping inside the jitted step
+    # Atari: pools send single frames and each inferencer stacks them on its actor device
+    # (agents see the same stacked observations; 1/stack_num of the bytes cross to the device).
+    stack_on_device: bool = False
     seed: int = 0
     log_every_s: float = 5.0
 
@@ -42,6 +45,8 @@ class LoopConfig:
             )
         if self.num_envs % self.env_lanes:
             raise ValueError(f"num_envs={self.num_envs} must be divisible by env_lanes={self.env_lanes}")
+        if not isinstance(self.stack_on_device, bool):
+            raise ValueError(f"stack_on_device must be a bool, got {self.stack_on_device!r}")
         if self.log_every_s <= 0:
             raise ValueError(f"log_every_s must be > 0, got {self.log_every_s}")
         object.__setattr__(self, "env_kwargs", dict(self.env_kwargs))

@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from sebulba.agent import Agent
+from sebulba.loop import framestack
 from sebulba.types import ActorOutput, EnvStep, Trajectory
 
 
@@ -45,36 +46,49 @@ def episode_stats(env_step: EnvStep, running_return: jax.Array, running_length: 
 class CycleFunctions:
     """Compiled per-step and per-cycle functions for one agent and one cycle length."""
 
-    def __init__(self, agent: Agent, steps: int):
+    def __init__(self, agent: Agent, steps: int, stack_plan: framestack.StackPlan | None = None):
         self.steps = steps
+        self.stack_plan = stack_plan
 
-        def step(networks, step_state, env_step) -> tuple[ActorOutput, Any]:
-            out, step_state = agent.step(networks, step_state, env_step)
-            return agent.as_actor_output(out), step_state
+        def step(networks, step_state, frames, env_step) -> tuple[ActorOutput, Any, Any]:
+            """frames: the envs' stacked frames when stacking on the device, else ()."""
+            seen = env_step
+            if stack_plan is not None:  # env_step.obs holds Frames
+                frames = framestack.push(frames, env_step.obs)
+                seen = env_step._replace(obs=frames)
+            out, step_state = agent.step(networks, step_state, seen)
+            return agent.as_actor_output(out), step_state, frames
 
-        def step_and_record(networks, step_state, env_step, buffers: Buffers, t):
-            out, step_state = step(networks, step_state, env_step)
+        def step_and_record(networks, step_state, frames, env_step, buffers: Buffers, t):
+            out, step_state, frames = step(networks, step_state, frames, env_step)
             put = lambda buf, x: jax.lax.dynamic_update_index_in_dim(buf, x, t, 0)
             buffers = Buffers(
                 jax.tree.map(put, buffers.env_step, env_step),
                 jax.tree.map(put, buffers.action, out.action),
                 jax.tree.map(put, buffers.extras, out.extras),
             )
-            return out.action, step_state, buffers
+            return out.action, step_state, frames, buffers
 
-        def finish(buffers: Buffers, last: EnvStep, running_return, running_length, version, actor):
+        def finish(buffers: Buffers, last: EnvStep, running_return, running_length, version, actor, obs_history):
             env_step = jax.tree.map(lambda buf, x: buf.at[steps].set(x), buffers.env_step, last)
-            return _trajectory(env_step, buffers.action, buffers.extras, running_return, running_length, version, actor)
+            return _trajectory(env_step, buffers.action, buffers.extras, running_return, running_length, version, actor,
+                               obs_history)
 
-        def stack(env_steps: list, outs: list, running_return, running_length, version, actor):
+        def stack(env_steps: list, outs: list, running_return, running_length, version, actor, obs_history):
             stacked = lambda *xs: jnp.stack(xs)
             env_step = jax.tree.map(stacked, *env_steps)
             action = jax.tree.map(stacked, *[o.action for o in outs])
             extras = jax.tree.map(stacked, *[o.extras for o in outs])
-            return _trajectory(env_step, action, extras, running_return, running_length, version, actor)
+            return _trajectory(env_step, action, extras, running_return, running_length, version, actor, obs_history)
 
-        def new_buffers(networks, step_state, env_step) -> Buffers:
-            out, _ = jax.eval_shape(step, networks, step_state, env_step)
+        def cycle_start(step_state, frames):
+            """A copy of the step state (the cycle donates it), and with stacking on the device
+            the frames before the cycle's first step."""
+            copied = jax.tree.map(jnp.copy, step_state)
+            return copied, (() if stack_plan is None else framestack.history(frames, stack_plan.channels))
+
+        def new_buffers(networks, step_state, frames, env_step) -> Buffers:
+            out, _, _ = jax.eval_shape(step, networks, step_state, frames, env_step)
             zeros = lambda n: (lambda x: jnp.zeros((n, *x.shape), x.dtype))
             return Buffers(
                 jax.tree.map(zeros(steps + 1), env_step),
@@ -92,20 +106,22 @@ class CycleFunctions:
             return jax.tree.map(cat, *trees)
 
         # Donation: the step state and the buffers are updated in place, cycle after cycle.
-        self.step = jax.jit(step, donate_argnums=(1,))  # the no-bookkeeping reference path
-        self.step_and_record = jax.jit(step_and_record, donate_argnums=(1, 3))
+        self.step = jax.jit(step, donate_argnums=(1, 2))  # the no-bookkeeping reference path
+        self.step_and_record = jax.jit(step_and_record, donate_argnums=(1, 2, 4))
         self.finish = jax.jit(finish, donate_argnums=(0, 2, 3))
         self.stack = jax.jit(stack, donate_argnums=(2, 3))
         self.new_buffers = jax.jit(new_buffers)
+        self.cycle_start = jax.jit(cycle_start)
         self.copy = jax.jit(lambda tree: jax.tree.map(jnp.copy, tree))
         self.concat_lanes = jax.jit(concat_lanes, static_argnums=(1, 2))
 
 
-def _trajectory(env_step, action, extras, running_return, running_length, version, actor):
+def _trajectory(env_step, action, extras, running_return, running_length, version, actor, obs_history):
     ep_ret, ep_len, running_return, running_length = episode_stats(env_step, running_return, running_length)
-    return Trajectory(env_step, action, extras, ep_ret, ep_len, version, actor), running_return, running_length
+    traj = Trajectory(env_step, action, extras, ep_ret, ep_len, version, actor, obs_history)
+    return traj, running_return, running_length
 
 
-def host_env_step(obs: np.ndarray, reward: np.ndarray, terminated: np.ndarray, truncated: np.ndarray, elapsed: np.ndarray) -> EnvStep:
+def host_env_step(obs: Any, reward: np.ndarray, terminated: np.ndarray, truncated: np.ndarray, elapsed: np.ndarray) -> EnvStep:
     """An EnvStep of numpy arrays from the pool's outputs (the jit call moves it to the device)."""
     return EnvStep(obs, reward, terminated, truncated, elapsed == 0)

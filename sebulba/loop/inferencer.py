@@ -16,6 +16,7 @@ import numpy as np
 
 import envs
 from sebulba.agent import Agent
+from sebulba.loop import framestack
 from sebulba.loop.cycle import CycleFunctions, host_env_step
 from sebulba.loop.staging import Staging
 from sebulba.sharding import LearnerSharding, local_copy
@@ -41,12 +42,23 @@ class Lane:
     Its envs step (send) while the inferencer acts for its other lanes, and are received
     (recv) just before this lane acts again."""
 
-    def __init__(self, pool: envs.EnvPool):
+    def __init__(self, pool: envs.EnvPool, stack_plan: framestack.StackPlan | None):
         self.pool = pool
+        self.stack_plan = stack_plan
+        self.restarts = None if stack_plan is None else framestack.Restarts(stack_plan.episodic_life)
         self.step_state: Any = None
+        self.frames: Any = ()  # with stacking on the device: the envs' stacked frames there
         self.env_step: EnvStep | None = None
         self.running: tuple[jax.Array, jax.Array] | None = None
         self.in_flight = False
+
+    def reset(self) -> None:
+        obs, info = self.pool.reset()
+        n = len(obs)
+        if self.restarts is not None:
+            obs = framestack.Frames(obs, self.restarts.reset(info["lives"]))
+            self.frames = self.stack_plan.empty(n)
+        self.env_step = host_env_step(obs, np.zeros(n, np.float32), np.zeros(n, bool), np.zeros(n, bool), info["elapsed_step"])
 
     def send(self, action: jax.Array) -> None:
         self.pool.send(np.asarray(action))
@@ -54,6 +66,9 @@ class Lane:
 
     def recv(self) -> None:
         obs, reward, terminated, truncated, info = self.pool.recv()
+        if self.restarts is not None:
+            restart = self.restarts.step(info["elapsed_step"] == 0, terminated, truncated, info["lives"])
+            obs = framestack.Frames(obs, restart)
         self.env_step = host_env_step(obs, reward, terminated, truncated, info["elapsed_step"])
         self.in_flight = False
 
@@ -76,6 +91,7 @@ class Inferencer:
         key: jax.Array,
         donate: bool,
     ):
+        """make_pools: the lanes' pools (single frames when cycle.stack_plan stacks on the device)."""
         self.index = index
         self.agent = agent
         self.cycle = cycle
@@ -85,7 +101,7 @@ class Inferencer:
         self.lanes: list[Lane] = []
         try:
             for make_pool in make_pools:
-                self.lanes.append(Lane(make_pool()))
+                self.lanes.append(Lane(make_pool(), cycle.stack_plan))
         except BaseException:
             self.close()
             raise
@@ -106,8 +122,8 @@ class Inferencer:
         n = self.lane_envs
         with jax.default_device(self.device):
             for lane, key in zip(self.lanes, self._keys):
-                obs, info = lane.pool.reset()
-                lane.env_step = host_env_step(obs, np.zeros(n, np.float32), np.zeros(n, bool), np.zeros(n, bool), info["elapsed_step"])
+                lane.reset()
+                lane.frames = jax.device_put(lane.frames, self.device)
                 # A copy in distinct buffers: a user's step state may hold one array twice (e.g.
                 # zeros for both LSTM states), and a buffer can be donated only once per call.
                 lane.step_state = self.cycle.copy(jax.device_put(self.agent.init_step_state(networks, n, key), self.device))
@@ -130,20 +146,23 @@ class Inferencer:
             self._start(networks)
         c, lanes = self.cycle, self.lanes
         with jax.default_device(self.device):
-            initial = [c.copy(lane.step_state) for lane in lanes]  # the cycle donates step_state; keep the start
+            # The cycle donates step_state: keep a copy of the start (and the frames before it).
+            initial, histories = zip(*[c.cycle_start(lane.step_state, lane.frames) for lane in lanes])
+            initial = list(initial)
             v, actor = np.int32(version), np.int32(self.index)  # numpy: no eager JAX op per cycle
             trajs = []
             if self.donate:
-                buffers = [c.new_buffers(networks, lane.step_state, lane.env_step) for lane in lanes]
+                buffers = [c.new_buffers(networks, lane.step_state, lane.frames, lane.env_step) for lane in lanes]
                 for t in range(c.steps):
                     for k, lane in enumerate(lanes):
                         if lane.in_flight:
                             lane.recv()
-                        action, lane.step_state, buffers[k] = c.step_and_record(networks, lane.step_state, lane.env_step, buffers[k], t)
+                        action, lane.step_state, lane.frames, buffers[k] = c.step_and_record(
+                            networks, lane.step_state, lane.frames, lane.env_step, buffers[k], t)
                         lane.send(action)
                 for k, lane in enumerate(lanes):
                     lane.recv()
-                    traj, *lane.running = c.finish(buffers[k], lane.env_step, *lane.running, v, actor)
+                    traj, *lane.running = c.finish(buffers[k], lane.env_step, *lane.running, v, actor, histories[k])
                     trajs.append(traj)
             else:
                 env_steps, outs = [[] for _ in lanes], [[] for _ in lanes]
@@ -151,13 +170,14 @@ class Inferencer:
                     for k, lane in enumerate(lanes):
                         if lane.in_flight:
                             lane.recv()
-                        out, lane.step_state = c.step(networks, lane.step_state, lane.env_step)
+                        out, lane.step_state, lane.frames = c.step(networks, lane.step_state, lane.frames, lane.env_step)
                         env_steps[k].append(lane.env_step)
                         outs[k].append(out)
                         lane.send(out.action)
                 for k, lane in enumerate(lanes):
                     lane.recv()
-                    traj, *lane.running = c.stack(env_steps[k] + [lane.env_step], outs[k], *lane.running, v, actor)
+                    traj, *lane.running = c.stack(env_steps[k] + [lane.env_step], outs[k], *lane.running, v, actor,
+                                                  histories[k])
                     trajs.append(traj)
             final = [c.copy(lane.step_state) for lane in lanes]
             if len(lanes) > 1:

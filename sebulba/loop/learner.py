@@ -10,6 +10,7 @@ import numpy as np
 from jax.sharding import PartitionSpec as P
 
 from sebulba.agent import Agent
+from sebulba.loop import framestack
 from sebulba.sharding import LEARNER_AXIS, LearnerSharding
 from sebulba.types import ExperienceLayout, Metrics, Trajectory
 
@@ -144,6 +145,7 @@ class Learner:
             experience = jax.tree.map(lambda x: x[0], experience)  # drop the device axis
             if minibatches > 1:
                 initial, final, traj = _minibatch((initial, final, traj), env_axes, minibatch, minibatches)
+            traj = framestack.restacked(traj)  # stacked on the actor device: agents see the stacks
             experience = agent.update_experience(experience, initial, final, traj)
             key = jax.random.fold_in(key, jax.lax.axis_index(LEARNER_AXIS))
 

@@ -21,6 +21,7 @@ from sebulba.agent import Agent
 from sebulba.loop.config import LoopConfig
 from sebulba.loop.checkpoint import Checkpointer
 from sebulba.loop.cycle import CycleFunctions
+from sebulba.loop.framestack import StackPlan
 from sebulba.loop.inferencer import CycleResult, Inferencer, InferencerThread
 from sebulba.loop.learner import Learner, NonFiniteError
 from sebulba.loop.middleware import (
@@ -76,7 +77,8 @@ class GymnasiumLoop:
         self.learner = Learner(agent, self.sharding, layout, key_learner)
         self.staging = Staging(self.actor_devices)
         self.staging.publish(self.learner.version, self.learner.networks)
-        self.cycle = CycleFunctions(agent, config.steps_per_cycle)
+        self.stack_plan = StackPlan.create(config.env_id, config.env_kwargs) if config.stack_on_device else None
+        self.cycle = CycleFunctions(agent, config.steps_per_cycle, self.stack_plan)
         actor_keys = jax.random.split(key_actors, config.num_inferencers)
         self.inferencers: list[Inferencer] = []
         try:
@@ -104,9 +106,10 @@ class GymnasiumLoop:
         c = self.config
         n = c.num_envs // c.env_lanes
         first = (jax.process_index() * c.num_inferencers + i) * c.num_envs  # distinct envs in every process
+        kwargs = c.env_kwargs if self.stack_plan is None else self.stack_plan.pool_kwargs(c.env_kwargs)
 
         def make(lane: int) -> Callable[[], envs.EnvPool]:
-            return lambda: envs.make(c.env_id, num_envs=n, seed=c.seed + first + lane * n, **c.env_kwargs)
+            return lambda: envs.make(c.env_id, num_envs=n, seed=c.seed + first + lane * n, **kwargs)
 
         return [make(lane) for lane in range(c.env_lanes)]
 

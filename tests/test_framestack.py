@@ -1,0 +1,146 @@
+"""Frame stacking on the actor device: the pure stack functions by hand and against a plain
+numpy reference, the host-side restart rule against ALE's own stacks, and whole loops that
+stack on the device against loops that take the env's stacks."""
+
+import jax
+import numpy as np
+import pytest
+
+import envs
+import sebulba
+from sebulba.agents import RandomAgent
+from sebulba.loop import framestack
+from sebulba.loop.framestack import Frames, Restarts, StackPlan
+
+ale_py = pytest.importorskip("ale_py", reason="the atari extra is not installed: pip install -e '.[atari]'")
+
+
+def reference_stacks(history: np.ndarray, frames: np.ndarray, restart: np.ndarray) -> np.ndarray:
+    """Plain numpy, one step at a time: [T, B, S * c, H, W] from history [S - 1, B, c, H, W]."""
+    s, c = history.shape[0] + 1, frames.shape[2]
+    stack = [history[i] for i in range(s - 1)]
+    out = []
+    for t in range(frames.shape[0]):
+        for b in np.flatnonzero(restart[t]):
+            for i in range(s - 1):
+                stack[i] = stack[i].copy()
+                stack[i][b] = 0
+        window = stack + [frames[t]]
+        out.append(np.concatenate(window, axis=1))
+        stack = window[1:]
+    assert out[0].shape[1] == s * c
+    return np.stack(out)
+
+
+def test_push_and_restack_by_hand():
+    # one env, S = 3, one-pixel gray frames 1, 2, ... ; frames before: 8, 9
+    hist = np.array([8, 9], np.uint8).reshape(2, 1, 1, 1, 1)
+    frames = np.arange(1, 6, dtype=np.uint8).reshape(5, 1, 1, 1, 1)
+    restart = np.array([False, False, True, False, False]).reshape(5, 1)
+    got = np.asarray(framestack.restack(hist, Frames(frames, restart))).reshape(5, 3)
+    np.testing.assert_array_equal(got, [[8, 9, 1], [9, 1, 2], [0, 0, 3], [0, 3, 4], [3, 4, 5]])
+    stack = np.array([8, 9, 1], np.uint8).reshape(1, 3, 1, 1)
+    pushed = framestack.push(stack, Frames(np.full((1, 1, 1, 1), 7, np.uint8), np.array([False])))
+    np.testing.assert_array_equal(np.asarray(pushed).ravel(), [9, 1, 7])
+    pushed = framestack.push(stack, Frames(np.full((1, 1, 1, 1), 7, np.uint8), np.array([True])))
+    np.testing.assert_array_equal(np.asarray(pushed).ravel(), [0, 0, 7])
+    np.testing.assert_array_equal(np.asarray(framestack.history(stack, 1)).ravel(), [9, 1])
+
+
+@pytest.mark.parametrize("s, c", [(4, 1), (4, 3), (2, 1)])
+def test_restack_equals_pushing_one_by_one_and_the_numpy_reference(s, c):
+    rng = np.random.default_rng(s * 10 + c)
+    t, b = 9, 3
+    hist = rng.integers(1, 255, (s - 1, b, c, 2, 3), dtype=np.uint8)
+    frames = rng.integers(1, 255, (t, b, c, 2, 3), dtype=np.uint8)
+    restart = rng.random((t, b)) < 0.3
+    restart[2, 0] = restart[3, 0] = True  # two restarts in a row
+    want = reference_stacks(hist, frames, restart)
+    np.testing.assert_array_equal(np.asarray(framestack.restack(hist, Frames(frames, restart))), want)
+    stack = np.concatenate([np.zeros((b, c, 2, 3), np.uint8)] + list(hist), axis=1)  # oldest frame: anything
+    for i in range(t):
+        stack = framestack.push(stack, Frames(frames[i], restart[i]))
+        np.testing.assert_array_equal(np.asarray(stack), want[i])
+    np.testing.assert_array_equal(np.asarray(framestack.history(stack, c)), want[-1].reshape(b, s, c, 2, 3)[:, 1:].swapaxes(0, 1))
+
+
+@pytest.mark.parametrize("task, kwargs, steps", [
+    ("Pong-v5", {}, 120),
+    ("Breakout-v5", {"episodic_life": True}, 700),  # life losses (the stack goes on) and game overs
+    ("Breakout-v5", {"episodic_life": True, "max_episode_steps": 40}, 200),  # truncations
+    ("Breakout-v5", {"gray_scale": False, "stack_num": 3}, 60),  # RGB: 3 channels a frame
+])
+def test_device_stacks_equal_ales_own(task, kwargs, steps):
+    """The same seeded envs and actions, once with ALE stacking and once single frames stacked
+    by Restarts + push: every observation is identical."""
+    kw = dict(num_envs=3, seed=7, num_threads=1, **kwargs)
+    plan = StackPlan.create(task, kw)
+    rng = np.random.default_rng(0)
+    restarts = Restarts(plan.episodic_life)
+    continued = restarted = 0
+    with envs.make(task, **kw) as stacked, envs.make(task, **plan.pool_kwargs(kw)) as single:
+        want, info = stacked.reset()
+        frame, info1 = single.reset()
+        stack = framestack.push(plan.empty(3), Frames(frame, restarts.reset(info1["lives"])))
+        np.testing.assert_array_equal(np.asarray(stack), want)
+        for _ in range(steps):
+            action = rng.integers(0, stacked.action_space.n, 3)
+            want, *_ = stacked.step(action)
+            frame, _, term, trunc, info1 = single.step(action)
+            first = info1["elapsed_step"] == 0
+            restart = restarts.step(first, term, trunc, info1["lives"])
+            continued += int((first & ~restart).sum())
+            restarted += int(restart.sum())
+            stack = framestack.push(stack, Frames(frame, restart))
+            np.testing.assert_array_equal(np.asarray(stack), want)
+    if kwargs.get("episodic_life"):
+        assert restarted > 0  # game overs or truncations happened
+        assert continued > 0 or "max_episode_steps" in kwargs  # and life losses that keep the stack
+
+
+def test_plan_needs_an_env_with_frames_to_stack():
+    plan = StackPlan.create("Pong-v5", {"episodic_life": True})
+    assert (plan.num, plan.channels, plan.obs_shape, plan.episodic_life) == (4, 1, (4, 84, 84), True)
+    assert plan.pool_kwargs({"episodic_life": True}) == {"episodic_life": True, "stack_num": 1}
+    with pytest.raises(ValueError, match="stack_num option"):
+        StackPlan.create("CartPole-v1", {})
+    with pytest.raises(ValueError, match="stack_num=1, so there is nothing to stack"):
+        StackPlan.create("Pong-v5", {"stack_num": 1})
+    with pytest.raises(ValueError, match="stack_on_device must be a bool"):
+        sebulba.LoopConfig(stack_on_device="yes")
+    with pytest.raises(ValueError, match="stack_num option"):
+        sebulba.GymnasiumLoop(RandomAgent(envs.make_spec("CartPole-v1")),
+                              sebulba.LoopConfig(stack_on_device=True, async_mode=False))
+
+
+def _run(stack_on_device: bool, donate: bool, lanes: int):
+    from sebulba.agents.impala import Impala, ImpalaConfig
+
+    kw = dict(episodic_life=True, max_episode_steps=12, num_threads=1)
+    agent = Impala(envs.make_spec("Breakout-v5", **kw), ImpalaConfig(torso="nature_cnn"))
+    cfg = sebulba.LoopConfig(env_id="Breakout-v5", env_kwargs=kw, num_envs=4, steps_per_cycle=8, async_mode=False,
+                             inferencers_per_device=1, env_lanes=lanes, donate=donate, stack_on_device=stack_on_device,
+                             log_every_s=1e3)
+    trajs = []
+    with sebulba.GymnasiumLoop(agent, cfg) as loop:
+        loop.run(max_cycles=4, middleware=[lambda ctx: trajs.append(jax.tree.map(np.asarray, ctx.result.trajectory))])
+        networks = jax.tree.map(np.asarray, loop.learner.networks)
+    return trajs, networks
+
+
+@pytest.mark.parametrize("donate, lanes", [(True, 1), (True, 2), (False, 1)])
+def test_a_loop_stacking_on_device_acts_and_learns_as_with_the_envs_stacks(donate, lanes):
+    """Sync mode, so both runs are deterministic: the agent acts on the same observations (same
+    actions, same episodes, restarts included), and the learner, rebuilding the stacks, makes the
+    same updates."""
+    base_trajs, base_nets = _run(False, donate, lanes)
+    trajs, nets = _run(True, donate, lanes)
+    firsts = 0
+    for base, traj in zip(base_trajs, trajs, strict=True):
+        assert isinstance(traj.env_step.obs, Frames) and traj.env_step.obs.frame.shape == (9, 4, 1, 84, 84)
+        assert traj.obs_history.shape == (3, 4, 1, 84, 84)  # the queue carries single frames
+        rebuilt = jax.tree.map(np.asarray, framestack.restacked(traj))
+        jax.tree.map(np.testing.assert_array_equal, rebuilt, base)
+        firsts += int(base.env_step.first[1:].sum())
+    assert firsts >= 8  # each env's episodes were truncated at 12 steps within the 32
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7), nets, base_nets)
