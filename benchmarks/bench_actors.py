@@ -10,11 +10,13 @@ num_envs / 2, and per batch one jitted act (the same policy, same device), then 
 Settings are ENVSxLANESxINFERENCERS; the peer runs with the same envs and threads. frames/s is
 env steps x frame skip (4) after one warm-up cycle per thread.
 
-Two ceilings in the same run say which side bounds the actors: the same threads stepping only
-their `envs` pools with random numpy actions (no policy), and calling only the jitted act on a
-fixed batch of observations, with the action fetched to the host each call (no env), once as the
-naive loop's plain act and once as our loop's act, which also records the step into the
-trajectory buffers.
+Ours runs twice: with the env's stacked frames, and stacking on the device (`--stack_on_device`:
+the pools send single frames). Ceilings in the same run say which side bounds the actors: the
+same threads stepping only their `envs` pools with random numpy actions (no policy), with 4 and
+with 1 frame per observation; only copying observation batches to the device (4 and 1 frames);
+and calling only the jitted act on a fixed batch of observations, with the action fetched to the
+host each call (no env), once as the naive loop's plain act and once as our loop's act, which
+also records the step into the trajectory buffers.
 """
 
 from __future__ import annotations
@@ -65,8 +67,10 @@ class PhaseClock:
         return timed
 
 
-def ours(num_envs: int, lanes: int, inferencers: int, seconds: float) -> tuple[float, dict[str, float]]:
-    exp = impala.make_experiment("Pong-v5", num_envs=num_envs, env_lanes=lanes, inferencers_per_device=inferencers)
+def ours(num_envs: int, lanes: int, inferencers: int, seconds: float,
+         stack_on_device: bool = False) -> tuple[float, dict[str, float]]:
+    exp = impala.make_experiment("Pong-v5", num_envs=num_envs, env_lanes=lanes, inferencers_per_device=inferencers,
+                                 stack_on_device=stack_on_device)
     agent = Impala(envs.make_spec("Pong-v5", **exp.loop.env_kwargs), exp.agent)
     loop = GymnasiumLoop(agent, exp.loop)
     clock = PhaseClock()
@@ -150,10 +154,11 @@ def _threads_rate(threads_n: int, seconds: float, warmup: float, body) -> tuple[
     return sum(steps) * FRAME_SKIP / elapsed, elapsed
 
 
-def env_alone(num_envs: int, threads_n: int, seconds: float) -> float:
+def env_alone(num_envs: int, threads_n: int, seconds: float, stack_num: int = 4) -> float:
     """The threads step only their sync `envs` pools, with random actions: the env ceiling."""
     exp = impala.make_experiment("Pong-v5", num_envs=num_envs)
-    pools = [envs.make("Pong-v5", num_envs=num_envs, seed=i * num_envs, **exp.loop.env_kwargs) for i in range(threads_n)]
+    kwargs = {**exp.loop.env_kwargs, "stack_num": stack_num}
+    pools = [envs.make("Pong-v5", num_envs=num_envs, seed=i * num_envs, **kwargs) for i in range(threads_n)]
     rngs = [np.random.default_rng(i) for i in range(threads_n)]
     n_actions = pools[0].action_space.n
     try:
@@ -168,6 +173,21 @@ def env_alone(num_envs: int, threads_n: int, seconds: float) -> float:
     finally:
         for pool in pools:
             pool.close()
+
+
+def transfer_alone(num_envs: int, threads_n: int, seconds: float, stack_num: int) -> float:
+    """The threads only copy a batch of observations (num_envs x stack_num x 84 x 84 uint8, a fresh
+    host array each call) to the device and wait for it: the host-to-device ceiling, in frames/s."""
+    device = jax.devices()[0]
+    batches = [[np.full((num_envs, stack_num, 84, 84), k, np.uint8) for k in range(2)] for _ in range(threads_n)]
+    calls = [0] * threads_n
+
+    def body(i: int) -> int:
+        calls[i] += 1
+        jax.device_put(batches[i][calls[i] % 2], device).block_until_ready()
+        return num_envs
+
+    return _threads_rate(threads_n, seconds, 2.0, body)[0]
 
 
 def act_alone(num_envs: int, threads_n: int, seconds: float) -> tuple[float, float]:
@@ -211,16 +231,22 @@ def main() -> None:
         n, lanes, k = (int(x) for x in s.split("x"))
         peer = naive(n, k, args.seconds)
         fps, phases = ours(n, lanes, k, args.seconds)
-        phase_text = ", ".join(f"{name} {frac:.0%}" for name, frac in phases.items())
-        env_fps = env_alone(n, k, args.seconds)
+        fps_1, phases_1 = ours(n, lanes, k, args.seconds, stack_on_device=True)
+        phase_text = "; ".join(", ".join(f"{name} {frac:.0%}" for name, frac in p.items()) for p in (phases, phases_1))
+        env_fps, env_fps_1 = env_alone(n, k, args.seconds), env_alone(n, k, args.seconds, stack_num=1)
+        h2d, h2d_1 = transfer_alone(n, k, args.seconds, 4), transfer_alone(n, k, args.seconds, 1)
         act_fps, record_fps = act_alone(n, k, args.seconds)
-        rows.append(f"| {k} x {n} envs, {lanes} lane(s) | {fps:,.0f} | {peer:,.0f} | {fps / peer:.2f}x | "
-                    f"{env_fps:,.0f} | {act_fps:,.0f} | {record_fps:,.0f} | {phase_text} |")
+        rows.append(f"| {k} x {n} envs, {lanes} lane(s) | {fps:,.0f} | {fps_1:,.0f} ({fps_1 / fps:.2f}x) | {peer:,.0f} "
+                    f"| {fps / peer:.2f}x, {fps_1 / peer:.2f}x | {env_fps:,.0f} / {env_fps_1:,.0f} | {h2d:,.0f} / {h2d_1:,.0f} "
+                    f"| {act_fps:,.0f} | {record_fps:,.0f} | {phase_text} |")
         print(rows[-1], flush=True)
-    header = ("| threads x envs | ours (frames/s) | naive loop, async batch envs/2 (frames/s) | ratio "
-              "| env alone, random actions (frames/s) | act alone, no env (frames/s) | act and record alone (frames/s) "
-              "| inferencer thread time |\n"
-              "|---|---:|---:|---:|---:|---:|---:|---|")
+    header = ("| threads x envs | ours (frames/s) | ours, stacking on the device (frames/s) "
+              "| naive loop, async batch envs/2 (frames/s) | ours / naive (env stacks, device stacks) "
+              "| env alone, random actions: 4 frames / 1 frame per step (frames/s) "
+              "| observations to the device alone: 4 frames / 1 frame per step (frames/s) "
+              "| act alone, no env (frames/s) | act and record alone (frames/s) "
+              "| inferencer thread time (env stacks; device stacks) |\n"
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     _report.device_section(args.out, "bench_actors.py", "Actors alone, IMPALA Pong", "", header, rows)
 
 

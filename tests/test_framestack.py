@@ -113,28 +113,40 @@ def test_plan_needs_an_env_with_frames_to_stack():
                               sebulba.LoopConfig(stack_on_device=True, async_mode=False))
 
 
-def _run(stack_on_device: bool, donate: bool, lanes: int):
-    from sebulba.agents.impala import Impala, ImpalaConfig
+def _agent(kind: str, spec: envs.EnvSpec):
+    if kind == "impala":
+        from sebulba.agents.impala import Impala, ImpalaConfig
 
+        return Impala(spec, ImpalaConfig(torso="nature_cnn"))
+    from sebulba.agents.r2d2 import R2D2, R2D2Config
+
+    return R2D2(spec, R2D2Config(torso="nature_cnn", core_size=16, sequence_length=16, burn_in=2, n_step=2, batch_size=4,
+                                 replay_capacity=16, min_replay_size=2, target_update_period=2))
+
+
+def _run(kind: str, stack_on_device: bool, donate: bool, lanes: int):
     kw = dict(episodic_life=True, max_episode_steps=12, num_threads=1)
-    agent = Impala(envs.make_spec("Breakout-v5", **kw), ImpalaConfig(torso="nature_cnn"))
+    agent = _agent(kind, envs.make_spec("Breakout-v5", **kw))
     cfg = sebulba.LoopConfig(env_id="Breakout-v5", env_kwargs=kw, num_envs=4, steps_per_cycle=8, async_mode=False,
                              inferencers_per_device=1, env_lanes=lanes, donate=donate, stack_on_device=stack_on_device,
                              log_every_s=1e3)
     trajs = []
     with sebulba.GymnasiumLoop(agent, cfg) as loop:
+        initial = jax.tree.map(np.asarray, loop.learner.networks)
         loop.run(max_cycles=4, middleware=[lambda ctx: trajs.append(jax.tree.map(np.asarray, ctx.result.trajectory))])
         networks = jax.tree.map(np.asarray, loop.learner.networks)
+    assert not all(jax.tree.leaves(jax.tree.map(np.array_equal, networks, initial)))  # it learned
     return trajs, networks
 
 
-@pytest.mark.parametrize("donate, lanes", [(True, 1), (True, 2), (False, 1)])
-def test_a_loop_stacking_on_device_acts_and_learns_as_with_the_envs_stacks(donate, lanes):
+@pytest.mark.parametrize("kind, donate, lanes", [("impala", True, 1), ("impala", True, 2), ("impala", False, 1),
+                                                 ("r2d2", True, 1)])
+def test_a_loop_stacking_on_device_acts_and_learns_as_with_the_envs_stacks(kind, donate, lanes):
     """Sync mode, so both runs are deterministic: the agent acts on the same observations (same
     actions, same episodes, restarts included), and the learner, rebuilding the stacks, makes the
-    same updates."""
-    base_trajs, base_nets = _run(False, donate, lanes)
-    trajs, nets = _run(True, donate, lanes)
+    same updates (R2D2: from its replay of them)."""
+    base_trajs, base_nets = _run(kind, False, donate, lanes)
+    trajs, nets = _run(kind, True, donate, lanes)
     firsts = 0
     for base, traj in zip(base_trajs, trajs, strict=True):
         assert isinstance(traj.env_step.obs, Frames) and traj.env_step.obs.frame.shape == (9, 4, 1, 84, 84)
@@ -144,3 +156,10 @@ def test_a_loop_stacking_on_device_acts_and_learns_as_with_the_envs_stacks(donat
         firsts += int(base.env_step.first[1:].sum())
     assert firsts >= 8  # each env's episodes were truncated at 12 steps within the 32
     jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7), nets, base_nets)
+
+
+def test_the_flag_reaches_the_loop_config():
+    from experiments import impala
+
+    assert impala.make_experiment("Pong-v5", stack_on_device=True).loop.stack_on_device
+    assert not impala.make_experiment("Pong-v5").loop.stack_on_device

@@ -23,7 +23,8 @@ FLAGS = flags.FLAGS
 # Entry points log at INFO through absl; jax's INFO lines (e.g. "Unable to initialize backend
 # 'tpu'" on every CPU host) would read like errors.
 logging.getLogger("jax").setLevel(logging.WARNING)
-LOOP_FLAGS = ("num_envs", "total_env_steps", "inferencers_per_device", "env_lanes", "async_mode", "log_every_s")
+LOOP_FLAGS = ("num_envs", "total_env_steps", "inferencers_per_device", "env_lanes", "stack_on_device", "async_mode",
+              "log_every_s")
 
 
 def define_loop_flags(default_env: str) -> None:
@@ -36,6 +37,8 @@ def define_loop_flags(default_env: str) -> None:
     flags.DEFINE_integer("inferencers_per_device", None, "Inferencer threads per actor device.")
     flags.DEFINE_integer("env_lanes", None, "Split each inferencer's envs into this many sync pools stepped in turn, "
                          "so one lane's envs step while another's actions are inferred (default 1).")
+    flags.DEFINE_bool("stack_on_device", None, "Atari: the envs send single frames and each inferencer stacks them on "
+                      "its device (the agent sees the same stacks; 1/stack_num of the bytes cross to it).")
     flags.DEFINE_integer("seed", 0, "Seed of networks, actors and envs.")
     flags.DEFINE_string("logdir", "runs", "Parent directory of run directories.")
     flags.DEFINE_bool("async_mode", None, "Sebulba actors in threads (True) or one cycle then one update, reproducible (False).")
@@ -80,6 +83,7 @@ def build(env: str, seed: int, preset: dict, overrides: dict, steps_per_cycle: C
         env_id=env, env_kwargs=preset.get("env_kwargs", {}), num_envs=get("num_envs"), steps_per_cycle=steps_per_cycle(agent), seed=seed,
         actor_devices=o.get("actor_devices") or actors, learner_devices=o.get("learner_devices") or learners,
         inferencers_per_device=get("inferencers_per_device"), env_lanes=get("env_lanes") or 1,
+        stack_on_device=bool(get("stack_on_device")),
         async_mode=get("async_mode"), log_every_s=get("log_every_s"),
     )
     return Experiment(loop, agent, get("total_env_steps"))
