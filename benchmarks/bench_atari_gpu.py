@@ -1,12 +1,12 @@
 """Atari on a GPU host: raw env frames/s of the host's cores, and end-to-end IMPALA Pong frames/s
 of `python -m experiments.impala --env Pong-v5`, measured in the same run (issue 6).
 
-    python benchmarks/bench_atari_gpu.py --out DIR [--seconds 180] [--settings 64x1x2x1,64x1x2x2]
+    python benchmarks/bench_atari_gpu.py --out DIR [--seconds 180] [--settings 64x1x2x1,64x1x2x2,64x1x2x2s]
 
 Raw env: ALE's own AtariVectorEnv and our `envs` pool on top of it, 64 envs, async batch 32,
 16 threads, random actions, interleaved repeats (median). End to end: the CLI in a fresh process
 per setting (envs per inferencer x env lanes x inferencers [x learner minibatches per trajectory,
-default the preset's 2]), stopped after --seconds; frames/s is the
+default the preset's 2] [s: stacking frames on the device]), stopped after --seconds; frames/s is the
 slope of env steps x frame_skip (4) over the metrics rows after --warmup seconds (compilation and
 warm-up excluded). With `--cli_flags='--profile_after_s=90 --profile_seconds=2'` each run's trace
 and its summary (busy fractions per thread and GPU stream) land in DIR too. The markdown section is
@@ -102,8 +102,8 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=180.0, help="wall time of each end-to-end run")
     ap.add_argument("--warmup", type=float, default=30.0, help="seconds of each run left out of its frames/s")
     ap.add_argument("--settings", default="64x1x2",
-                    help="comma-separated ENVSxLANESxINFERENCERS[xMINIBATCHES] (envs per inferencer, env lanes, "
-                         "inferencers, learner minibatches per trajectory), one end-to-end run each")
+                    help="comma-separated ENVSxLANESxINFERENCERS[xMINIBATCHES][s] (envs per inferencer, env lanes, "
+                         "inferencers, learner minibatches per trajectory; s: --stack_on_device), one end-to-end run each")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--cli_flags", default="", help="more flags for every end-to-end run, e.g. '--rmsprop_eps_in_sqrt=false'")
     args = ap.parse_args()
@@ -112,16 +112,18 @@ def main() -> None:
     (args.out / "raw_env.txt").write_text(repr(raw) + "\n")
     rows = []
     for setting in args.settings.split(","):
-        n, lanes, inferencers, minibatches = ([int(x) for x in setting.split("x")] + [0])[:4]
+        stacked = setting.endswith("s")
+        n, lanes, inferencers, minibatches = ([int(x) for x in setting.removesuffix("s").split("x")] + [0])[:4]
         # metrics.csv is written as the run goes, so a run cut short still has it
         try:
             e2e = end_to_end(n, lanes, inferencers, minibatches or None, args.seconds, args.warmup, args.out / f"runs{setting}",
-                             args.cli_flags.split())
+                             args.cli_flags.split() + ["--stack_on_device"] * stacked)
         except RuntimeError as e:  # one failed setting still leaves the others' figures
             print(f"setting {setting} failed: {e}", flush=True)
             continue
         ratio = e2e["fps"] / raw["ALE AtariVectorEnv (raw)"]
-        rows.append(f"| {inferencers} x {n} envs, {lanes} lane(s) of {n // lanes}, {minibatches or 'preset'} | "
+        rows.append(f"| {inferencers} x {n} envs, {lanes} lane(s) of {n // lanes}, {minibatches or 'preset'}"
+                    f"{', stacked on the device' * stacked} | "
                     f"{e2e['fps']:,.0f} | {ratio:.2f}x | "
                     f"{e2e['learner_wait']:.2f} | {e2e['frames'] / 1e6:.2f}M in {e2e['wall']:.0f} s | {e2e['return']:.1f} | {e2e['return_at_peer']} | "
                     f"{bench_envs.verdict(e2e['fps'], TARGET_FPS, '{:,.0f}')} |")
