@@ -37,6 +37,14 @@ S = TypeVar("S")  # step state
 class Agent(abc.ABC, Generic[N, O, E, S]):
     """Subclass and implement the abstract hooks. `env_spec` gives the spaces of one env."""
 
+    # With frame stacking on the actor device (LoopConfig.stack_on_device), False: the learner
+    # rebuilds the stacked observations before any learner hook. True: `update_experience` gets
+    # trajectories of single frames (`env_step.obs` is `sebulba.loop.framestack.Frames`, the
+    # frames before them in `obs_history`; `ExperienceLayout.frame_stack` says how many make a
+    # stack) and the agent rebuilds the stacks itself (`framestack.restack`), e.g. R2D2's replay
+    # keeps single frames: 1/S of the memory.
+    accepts_frames: bool = False
+
     def __init__(self, env_spec: envs.EnvSpec):
         self.env_spec = env_spec
 

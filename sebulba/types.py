@@ -59,3 +59,6 @@ class ExperienceLayout(NamedTuple):
     num_actors: int  # inferencers; each sends its cycles in order, interleaved with the others'
     num_envs: int  # envs of one inferencer on this learner device (its share of the env axis)
     steps_per_cycle: int  # T
+    # Frames per stacked observation when trajectories arrive as single frames (stacking on the
+    # device, for an agent with `accepts_frames`); 1 when they arrive stacked.
+    frame_stack: int = 1

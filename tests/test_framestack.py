@@ -135,8 +135,10 @@ def _run(kind: str, stack_on_device: bool, donate: bool, lanes: int):
         initial = jax.tree.map(np.asarray, loop.learner.networks)
         loop.run(max_cycles=4, middleware=[lambda ctx: trajs.append(jax.tree.map(np.asarray, ctx.result.trajectory))])
         networks = jax.tree.map(np.asarray, loop.learner.networks)
+        experience_bytes = sum(x.nbytes for x in jax.tree.leaves(loop.learner.experience)
+                               if not jax.dtypes.issubdtype(x.dtype, jax.dtypes.extended))
     assert not all(jax.tree.leaves(jax.tree.map(np.array_equal, networks, initial)))  # it learned
-    return trajs, networks
+    return trajs, networks, experience_bytes
 
 
 @pytest.mark.parametrize("kind, donate, lanes", [("impala", True, 1), ("impala", True, 2), ("impala", False, 1),
@@ -144,9 +146,11 @@ def _run(kind: str, stack_on_device: bool, donate: bool, lanes: int):
 def test_a_loop_stacking_on_device_acts_and_learns_as_with_the_envs_stacks(kind, donate, lanes):
     """Sync mode, so both runs are deterministic: the agent acts on the same observations (same
     actions, same episodes, restarts included), and the learner, rebuilding the stacks, makes the
-    same updates (R2D2: from its replay of them)."""
-    base_trajs, base_nets = _run(kind, False, donate, lanes)
-    trajs, nets = _run(kind, True, donate, lanes)
+    same updates (R2D2: from its replay of single frames, restacked when it samples)."""
+    base_trajs, base_nets, base_bytes = _run(kind, False, donate, lanes)
+    trajs, nets, frame_bytes = _run(kind, True, donate, lanes)
+    if kind == "r2d2":  # its replay keeps single frames
+        assert frame_bytes < 0.3 * base_bytes, (frame_bytes, base_bytes)
     firsts = 0
     for base, traj in zip(base_trajs, trajs, strict=True):
         assert isinstance(traj.env_step.obs, Frames) and traj.env_step.obs.frame.shape == (9, 4, 1, 84, 84)

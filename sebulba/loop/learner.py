@@ -145,7 +145,8 @@ class Learner:
             experience = jax.tree.map(lambda x: x[0], experience)  # drop the device axis
             if minibatches > 1:
                 initial, final, traj = _minibatch((initial, final, traj), env_axes, minibatch, minibatches)
-            traj = framestack.restacked(traj)  # stacked on the actor device: agents see the stacks
+            if not agent.accepts_frames:  # stacked on the actor device: the agent sees the stacks
+                traj = framestack.restacked(traj)
             experience = agent.update_experience(experience, initial, final, traj)
             key = jax.random.fold_in(key, jax.lax.axis_index(LEARNER_AXIS))
 

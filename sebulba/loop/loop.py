@@ -73,11 +73,13 @@ class GymnasiumLoop:
         key_learner, key_actors = jax.random.split(jax.random.key(config.seed))
         if jax.process_count() > 1:
             key_actors = jax.random.fold_in(key_actors, jax.process_index())
-        layout = ExperienceLayout(config.num_inferencers, config.num_envs // len(self.learner_devices), config.steps_per_cycle)
+        self.stack_plan = StackPlan.create(config.env_id, config.env_kwargs) if config.stack_on_device else None
+        frame_stack = self.stack_plan.num if self.stack_plan is not None and agent.accepts_frames else 1
+        layout = ExperienceLayout(config.num_inferencers, config.num_envs // len(self.learner_devices), config.steps_per_cycle,
+                                  frame_stack)
         self.learner = Learner(agent, self.sharding, layout, key_learner)
         self.staging = Staging(self.actor_devices)
         self.staging.publish(self.learner.version, self.learner.networks)
-        self.stack_plan = StackPlan.create(config.env_id, config.env_kwargs) if config.stack_on_device else None
         self.cycle = CycleFunctions(agent, config.steps_per_cycle, self.stack_plan)
         actor_keys = jax.random.split(key_actors, config.num_inferencers)
         self.inferencers: list[Inferencer] = []

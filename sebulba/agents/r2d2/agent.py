@@ -23,6 +23,7 @@ from sebulba.agents.r2d2 import replay as rp
 from sebulba.agents.r2d2.config import R2D2Config
 from sebulba.agents.r2d2.networks import CoreState, make_network, unroll
 from sebulba.agents.r2d2.returns import n_step_double_q_targets, sequence_priority
+from sebulba.loop import framestack
 from sebulba.sharding import LEARNER_AXIS
 from sebulba.types import EnvStep, ExperienceLayout, Metrics, Trajectory
 
@@ -54,6 +55,8 @@ def apex_epsilons(num_envs: int, base: float, alpha: float) -> jax.Array:
 
 
 class R2D2(Agent[Networks, optax.OptState, Experience, StepState]):
+    accepts_frames = True  # with stacking on the device, the replay keeps single frames
+
     def __init__(self, env_spec: envs.EnvSpec, config: R2D2Config = R2D2Config()):
         super().__init__(env_spec)
         if not isinstance(env_spec.action_space, gym.spaces.Discrete):
@@ -94,9 +97,15 @@ class R2D2(Agent[Networks, optax.OptState, Experience, StepState]):
                 f"R2D2 needs cycles of sequence_length / 2 = {c.cycle_length} steps, the loop runs {layout.steps_per_cycle}"
             )
         f32, b = jax.ShapeDtypeStruct((), jnp.float32), jax.ShapeDtypeStruct((), jnp.bool_)
-        env_row = EnvStep(jax.ShapeDtypeStruct(space.shape, space.dtype), f32, b, b, b)
         core = jax.ShapeDtypeStruct((c.core_size,), jnp.float32)
         state_row = (CoreState(core, core), jax.ShapeDtypeStruct((), jnp.int32))
+        obs_row = jax.ShapeDtypeStruct(space.shape, space.dtype)
+        if layout.frame_stack > 1:  # single frames, and per sequence the frames before its first
+            s = layout.frame_stack
+            frame = (space.shape[0] // s, *space.shape[1:])
+            obs_row = framestack.Frames(jax.ShapeDtypeStruct(frame, space.dtype), b)
+            state_row = (*state_row, jax.ShapeDtypeStruct((s - 1, *frame), space.dtype))
+        env_row = EnvStep(obs_row, f32, b, b, b)
         replay = rp.init(c.replay_capacity, layout.num_envs, layout.steps_per_cycle, env_row,
                          jax.ShapeDtypeStruct((), jnp.int32), state_row, num_sources=layout.num_actors)
         return Experience(replay, jnp.zeros((), jnp.int32))
@@ -117,8 +126,10 @@ class R2D2(Agent[Networks, optax.OptState, Experience, StepState]):
     # ---------------------------------------------------------------- learning
     def update_experience(self, experience: Experience, initial_step_state: StepState, final_step_state: StepState,
                           trajectory: Trajectory) -> Experience:
-        replay = rp.add_cycle(experience.replay, self._stored(initial_step_state), trajectory.env_step,
-                              trajectory.action, source=trajectory.actor)
+        stored = self._stored(initial_step_state)
+        if isinstance(trajectory.env_step.obs, framestack.Frames):
+            stored = (*stored, jnp.moveaxis(trajectory.obs_history, 0, 1))  # per env: [S - 1, c, H, W]
+        replay = rp.add_cycle(experience.replay, stored, trajectory.env_step, trajectory.action, source=trajectory.actor)
         return experience._replace(replay=replay)
 
     def _sequence_loss(self, online, target, seqs: rp.Sequences, weights):
@@ -126,7 +137,9 @@ class R2D2(Agent[Networks, optax.OptState, Experience, StepState]):
         c = self.config
         es = jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), seqs.env_step)  # time-major [m + 1, b, ...]
         action = jnp.swapaxes(seqs.action, 0, 1)  # [m, b]
-        core, stored_prev_action = seqs.state
+        core, stored_prev_action = seqs.state[:2]
+        if isinstance(es.obs, framestack.Frames):  # single frames: rebuild the stacks
+            es = es._replace(obs=framestack.restack(jnp.moveaxis(seqs.state[2], 1, 0), es.obs))
         prev_action = jnp.concatenate([stored_prev_action[None], action], 0)  # the action before each env step
         l = c.burn_in
         burn = lambda x: x[:l]
