@@ -52,7 +52,8 @@ def check_fits_in_memory(experience_shapes, devices: list[jax.Device]) -> None:
             raise ValueError(
                 f"the agent's experience state (e.g. its replay) needs {need / gib:.1f} GiB per learner device "
                 f"x {count} on {device} ({need * count / gib:.1f} GiB), but only {free / gib:.1f} GiB is free there; "
-                f"make it smaller (R2D2: --replay_capacity)")
+                f"make it smaller (R2D2: --replay_capacity; on Atari, --stack_on_device makes its replay keep "
+                f"single frames, a quarter of the memory)")
 
 
 def _specs(tree):
