@@ -235,12 +235,14 @@ def test_atari_presets_follow_the_papers():
     code = (
         "import dataclasses, json\nfrom experiments.r2d2 import make_experiment\n"
         "e = make_experiment('Pong-v5')\n"
-        "print(json.dumps([dataclasses.asdict(e.agent), e.loop.env_kwargs, e.loop.actor_devices, e.loop.learner_devices]))\n"
+        "print(json.dumps([dataclasses.asdict(e.agent), e.loop.env_kwargs, e.loop.actor_devices, e.loop.learner_devices,\n"
+        "                  e.loop.stack_on_device]))\n"
     )
     env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4", "PYTHONPATH": str(ROOT)}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
     assert out.returncode == 0, out.stderr
-    a, env_kwargs, actors, learners = json.loads(out.stdout.strip().splitlines()[-1])
+    a, env_kwargs, actors, learners, stack_on_device = json.loads(out.stdout.strip().splitlines()[-1])
+    assert stack_on_device and not exp.loop.stack_on_device  # R2D2's replay keeps single frames
     assert (a["sequence_length"], a["burn_in"], a["n_step"], a["discount"], a["learning_rate"], a["adam_eps"],
             a["batch_size"], a["target_update_period"]) == (80, 40, 5, 0.997, 1e-4, 1e-3, 64, 2500)
     assert a["torso"] == "nature_cnn" and a["core"] == "lstm" and a["core_size"] == 512
@@ -280,12 +282,15 @@ def test_r2d2_cli_on_pong_runs_and_learns_from_its_replay(tmp_path):
 
 
 def test_r2d2_pong_preset_replay_that_cannot_fit_is_a_clear_error(tmp_path):
-    """The paper-sized replay (25,000 sequences of 81 stacked frames, 53.4 GiB) on a host without that
-    memory: a ValueError naming the sizes and the flag, before anything is allocated."""
+    """The paper-sized replay of stacked frames (--nostack_on_device: 25,000 sequences of 81 stacked
+    frames, 53.4 GiB) on a host without that memory: a ValueError naming the sizes and the flags,
+    before anything is allocated."""
     with open("/proc/meminfo") as f:
         free_gib = next(int(line.split()[1]) for line in f if line.startswith("MemAvailable:")) / 2**20
     if free_gib >= 60:
         pytest.skip("this host has room for the preset's replay")
-    out = run_experiment("experiments.r2d2", "--env=Pong-v5", "--num_envs=4", f"--logdir={tmp_path}", "--noprogress")
+    out = run_experiment("experiments.r2d2", "--env=Pong-v5", "--num_envs=4", "--nostack_on_device", f"--logdir={tmp_path}",
+                         "--noprogress")
     assert out.returncode != 0
-    assert re.search(r"needs 53\.\d GiB per learner device", out.stderr) and "--replay_capacity" in out.stderr, out.stderr[-3000:]
+    assert re.search(r"needs 53\.\d GiB per learner device", out.stderr), out.stderr[-3000:]
+    assert "--replay_capacity" in out.stderr and "--stack_on_device" in out.stderr, out.stderr[-3000:]

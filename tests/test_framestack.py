@@ -167,3 +167,21 @@ def test_the_flag_reaches_the_loop_config():
 
     assert impala.make_experiment("Pong-v5", stack_on_device=True).loop.stack_on_device
     assert not impala.make_experiment("Pong-v5").loop.stack_on_device
+
+
+def test_r2d2_replay_of_single_frames_takes_about_a_quarter_of_the_memory():
+    """The paper-sized Pong replay (25,000 sequences of 80 steps), from shapes alone."""
+    from sebulba.agents.r2d2 import R2D2, R2D2Config
+    from sebulba.types import ExperienceLayout
+
+    agent = R2D2(envs.make_spec("Pong-v5"), R2D2Config(torso="nature_cnn", replay_capacity=25_000))
+    networks = jax.eval_shape(agent.init_networks, jax.random.key(0))
+
+    def gib(frame_stack: int) -> float:
+        layout = ExperienceLayout(2, 32, agent.config.cycle_length, frame_stack)
+        shapes = jax.eval_shape(lambda n, k: agent.init_experience(n, layout, k), networks, jax.random.key(0))
+        return sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(shapes)
+                   if not jax.dtypes.issubdtype(x.dtype, jax.dtypes.extended)) / 2**30
+
+    stacked, frames = gib(1), gib(4)
+    assert 53.0 < stacked < 54.0 and 13.5 < frames < 14.5, (stacked, frames)
