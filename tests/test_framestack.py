@@ -185,3 +185,25 @@ def test_r2d2_replay_of_single_frames_takes_about_a_quarter_of_the_memory():
 
     stacked, frames = gib(1), gib(4)
     assert 53.0 < stacked < 54.0 and 13.5 < frames < 14.5, (stacked, frames)
+
+
+def test_a_replay_of_single_frames_is_checkpointed_and_resumed(tmp_path):
+    """R2D2 with stacking on the device saves its replay of Frames and history in a real orbax
+    checkpoint; a new loop restores it exactly and learns on."""
+    from sebulba.loop.checkpoint import CheckpointConfig, Checkpointer
+
+    kw = dict(max_episode_steps=12, num_threads=1)
+    agent = _agent("r2d2", envs.make_spec("Breakout-v5", **kw))
+    cfg = sebulba.LoopConfig(env_id="Breakout-v5", env_kwargs=kw, num_envs=4, steps_per_cycle=8, async_mode=False,
+                             inferencers_per_device=1, stack_on_device=True, log_every_s=1e3)
+    ckpt = CheckpointConfig(str(tmp_path / "ckpt"), every_learner_steps=100, save_experience=True)
+    with sebulba.GymnasiumLoop(agent, cfg) as loop:
+        loop.run(max_cycles=4, checkpointer=Checkpointer(ckpt))
+        saved = jax.tree.map(np.asarray, loop.learner.experience)
+    assert isinstance(saved.replay.sequences.env_step.obs, Frames)
+    assert saved.replay.sequences.env_step.obs.frame.shape[-3:] == (1, 84, 84) and saved.replay.size.min() > 0
+    with sebulba.GymnasiumLoop(agent, cfg) as loop:
+        Checkpointer(ckpt).restore(loop)
+        jax.tree.map(np.testing.assert_array_equal, saved, jax.tree.map(np.asarray, loop.learner.experience))
+        ctx = loop.run(max_cycles=6, checkpointer=Checkpointer(ckpt), resume=True)
+        assert ctx.learner_steps == 6
