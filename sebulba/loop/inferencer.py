@@ -38,7 +38,8 @@ class CycleResult(NamedTuple):
 
 
 class Lane:
-    """A sync env pool of some of an inferencer's envs, with their step state and episode sums.
+    """A sync env pool of some of an inferencer's envs, with their step state, episode sums and,
+    stacking on the device, their frame stacks there.
     Its envs step (send) while the inferencer acts for its other lanes, and are received
     (recv) just before this lane acts again."""
 
