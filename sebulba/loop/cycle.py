@@ -50,24 +50,24 @@ class CycleFunctions:
         self.steps = steps
         self.stack_plan = stack_plan
 
-        def step(networks, step_state, frames, env_step) -> tuple[ActorOutput, Any, Any]:
-            """frames: the envs' stacked frames when stacking on the device, else ()."""
+        def step(networks, step_state, stacks, env_step) -> tuple[ActorOutput, Any, Any]:
+            """stacks: the envs' frame stacks when stacking on the device, else ()."""
             seen = env_step
             if stack_plan is not None:  # env_step.obs holds Frames
-                frames = framestack.push(frames, env_step.obs)
-                seen = env_step._replace(obs=frames)
+                stacks = framestack.push(stacks, env_step.obs)
+                seen = env_step._replace(obs=stacks)
             out, step_state = agent.step(networks, step_state, seen)
-            return agent.as_actor_output(out), step_state, frames
+            return agent.as_actor_output(out), step_state, stacks
 
-        def step_and_record(networks, step_state, frames, env_step, buffers: Buffers, t):
-            out, step_state, frames = step(networks, step_state, frames, env_step)
+        def step_and_record(networks, step_state, stacks, env_step, buffers: Buffers, t):
+            out, step_state, stacks = step(networks, step_state, stacks, env_step)
             put = lambda buf, x: jax.lax.dynamic_update_index_in_dim(buf, x, t, 0)
             buffers = Buffers(
                 jax.tree.map(put, buffers.env_step, env_step),
                 jax.tree.map(put, buffers.action, out.action),
                 jax.tree.map(put, buffers.extras, out.extras),
             )
-            return out.action, step_state, frames, buffers
+            return out.action, step_state, stacks, buffers
 
         def finish(buffers: Buffers, last: EnvStep, running_return, running_length, version, actor, obs_history):
             env_step = jax.tree.map(lambda buf, x: buf.at[steps].set(x), buffers.env_step, last)
@@ -81,14 +81,14 @@ class CycleFunctions:
             extras = jax.tree.map(stacked, *[o.extras for o in outs])
             return _trajectory(env_step, action, extras, running_return, running_length, version, actor, obs_history)
 
-        def cycle_start(step_state, frames):
+        def cycle_start(step_state, stacks):
             """A copy of the step state (the cycle donates it), and with stacking on the device
             the frames before the cycle's first step."""
             copied = jax.tree.map(jnp.copy, step_state)
-            return copied, (() if stack_plan is None else framestack.history(frames, stack_plan.channels))
+            return copied, (() if stack_plan is None else framestack.history(stacks, stack_plan.channels))
 
-        def new_buffers(networks, step_state, frames, env_step) -> Buffers:
-            out, _, _ = jax.eval_shape(step, networks, step_state, frames, env_step)
+        def new_buffers(networks, step_state, stacks, env_step) -> Buffers:
+            out, _, _ = jax.eval_shape(step, networks, step_state, stacks, env_step)
             zeros = lambda n: (lambda x: jnp.zeros((n, *x.shape), x.dtype))
             return Buffers(
                 jax.tree.map(zeros(steps + 1), env_step),

@@ -48,7 +48,7 @@ class Lane:
         self.stack_plan = stack_plan
         self.restarts = None if stack_plan is None else framestack.Restarts(stack_plan.episodic_life)
         self.step_state: Any = None
-        self.frames: Any = ()  # with stacking on the device: the envs' stacked frames there
+        self.stacks: Any = ()  # with stacking on the device: the envs' frame stacks there
         self.env_step: EnvStep | None = None
         self.running: tuple[jax.Array, jax.Array] | None = None
         self.in_flight = False
@@ -58,7 +58,7 @@ class Lane:
         n = len(obs)
         if self.restarts is not None:
             obs = framestack.Frames(obs, self.restarts.reset(info["lives"]))
-            self.frames = self.stack_plan.empty(n)
+            self.stacks = self.stack_plan.empty(n)
         self.env_step = host_env_step(obs, np.zeros(n, np.float32), np.zeros(n, bool), np.zeros(n, bool), info["elapsed_step"])
 
     def send(self, action: jax.Array) -> None:
@@ -124,7 +124,7 @@ class Inferencer:
         with jax.default_device(self.device):
             for lane, key in zip(self.lanes, self._keys):
                 lane.reset()
-                lane.frames = jax.device_put(lane.frames, self.device)
+                lane.stacks = jax.device_put(lane.stacks, self.device)
                 # A copy in distinct buffers: a user's step state may hold one array twice (e.g.
                 # zeros for both LSTM states), and a buffer can be donated only once per call.
                 lane.step_state = self.cycle.copy(jax.device_put(self.agent.init_step_state(networks, n, key), self.device))
@@ -148,18 +148,18 @@ class Inferencer:
         c, lanes = self.cycle, self.lanes
         with jax.default_device(self.device):
             # The cycle donates step_state: keep a copy of the start (and the frames before it).
-            initial, histories = zip(*[c.cycle_start(lane.step_state, lane.frames) for lane in lanes])
+            initial, histories = zip(*[c.cycle_start(lane.step_state, lane.stacks) for lane in lanes])
             initial = list(initial)
             v, actor = np.int32(version), np.int32(self.index)  # numpy: no eager JAX op per cycle
             trajs = []
             if self.donate:
-                buffers = [c.new_buffers(networks, lane.step_state, lane.frames, lane.env_step) for lane in lanes]
+                buffers = [c.new_buffers(networks, lane.step_state, lane.stacks, lane.env_step) for lane in lanes]
                 for t in range(c.steps):
                     for k, lane in enumerate(lanes):
                         if lane.in_flight:
                             lane.recv()
-                        action, lane.step_state, lane.frames, buffers[k] = c.step_and_record(
-                            networks, lane.step_state, lane.frames, lane.env_step, buffers[k], t)
+                        action, lane.step_state, lane.stacks, buffers[k] = c.step_and_record(
+                            networks, lane.step_state, lane.stacks, lane.env_step, buffers[k], t)
                         lane.send(action)
                 for k, lane in enumerate(lanes):
                     lane.recv()
@@ -171,7 +171,7 @@ class Inferencer:
                     for k, lane in enumerate(lanes):
                         if lane.in_flight:
                             lane.recv()
-                        out, lane.step_state, lane.frames = c.step(networks, lane.step_state, lane.frames, lane.env_step)
+                        out, lane.step_state, lane.stacks = c.step(networks, lane.step_state, lane.stacks, lane.env_step)
                         env_steps[k].append(lane.env_step)
                         outs[k].append(out)
                         lane.send(out.action)
