@@ -207,3 +207,21 @@ def test_a_replay_of_single_frames_is_checkpointed_and_resumed(tmp_path):
         jax.tree.map(np.testing.assert_array_equal, saved, jax.tree.map(np.asarray, loop.learner.experience))
         ctx = loop.run(max_cycles=6, checkpointer=Checkpointer(ckpt), resume=True)
         assert ctx.learner_steps == 6
+
+
+def test_async_loop_splits_the_frame_history_over_learner_devices_and_minibatches():
+    """Inferencer threads, two learner devices and two minibatches: the history travels split
+    along its env axis like the frames, and the learner's updates run on the rebuilt stacks."""
+    from sebulba.agents.impala import Impala, ImpalaConfig
+
+    kw = dict(episodic_life=True, num_threads=1)
+    agent = Impala(envs.make_spec("Breakout-v5", **kw), ImpalaConfig(torso="nature_cnn", num_minibatches=2))
+    cfg = sebulba.LoopConfig(env_id="Breakout-v5", env_kwargs=kw, num_envs=4, steps_per_cycle=5, learner_devices=(1, 2),
+                             inferencers_per_device=2, async_mode=True, stack_on_device=True, log_every_s=1e3)
+    specs = []
+    with sebulba.GymnasiumLoop(agent, cfg) as loop:
+        ctx = loop.run(max_cycles=4, middleware=[lambda ctx: specs.append(
+            (ctx.result.trajectory.obs_history.sharding.spec, ctx.result.trajectory.env_step.obs.frame.sharding.spec))])
+        assert ctx.learner_steps == 4 and loop.learner.version == 4
+        assert all(np.isfinite(np.asarray(x)).all() for x in jax.tree.leaves(loop.learner.networks))
+    assert len(specs) == 4 and all(h == f == jax.sharding.PartitionSpec(None, "learner") for h, f in specs), specs
