@@ -15,8 +15,9 @@ the pools send single frames). Ceilings in the same run say which side bounds th
 same threads stepping only their `envs` pools with random numpy actions (no policy), with 4 and
 with 1 frame per observation; only copying observation batches to the device (4 and 1 frames);
 and calling only the jitted act on a fixed batch of observations, with the action fetched to the
-host each call (no env), once as the naive loop's plain act and once as our loop's act, which
-also records the step into the trajectory buffers.
+host each call (no env): as the naive loop's plain act, the same on observations already on the
+device (no host-to-device copy), and as our loop's act, which also records the step into the
+trajectory buffers.
 """
 
 from __future__ import annotations
@@ -190,11 +191,12 @@ def transfer_alone(num_envs: int, threads_n: int, seconds: float, stack_num: int
     return _threads_rate(threads_n, seconds, 2.0, body)[0]
 
 
-def act_alone(num_envs: int, threads_n: int, seconds: float) -> tuple[float, float]:
+def act_alone(num_envs: int, threads_n: int, seconds: float) -> tuple[float, float, float]:
     """The threads call only the jitted act on a fixed host batch of observations and fetch each
     action to the host: the inference ceiling (host-to-device copy, policy, device-to-host).
-    Measured twice: the naive loop's plain act, then the loop's own act, which also writes the
-    step into the cycle's trajectory buffers (donated)."""
+    Measured three times: the naive loop's plain act, the same with the observations already on
+    the device (no host-to-device copy), and the loop's own act, which also writes the step into
+    the cycle's trajectory buffers (donated)."""
     agent, networks, cycle, env_kwargs = policy(num_envs)
     pool = envs.make("Pong-v5", num_envs=num_envs, **env_kwargs)
     obs, info = pool.reset()
@@ -205,7 +207,9 @@ def act_alone(num_envs: int, threads_n: int, seconds: float) -> tuple[float, flo
     buffers = [cycle.new_buffers(networks, s, (), env_step) for s in states]
     calls = [0] * threads_n
 
-    def plain(i: int) -> int:
+    on_device = jax.device_put(env_step)
+
+    def plain(i: int, env_step=env_step) -> int:
         out, states[i], _ = cycle.step(networks, states[i], (), env_step)
         np.asarray(out.action)
         return num_envs
@@ -216,7 +220,9 @@ def act_alone(num_envs: int, threads_n: int, seconds: float) -> tuple[float, flo
         np.asarray(action)
         return num_envs
 
-    return _threads_rate(threads_n, seconds, 5.0, plain)[0], _threads_rate(threads_n, seconds, 5.0, recording)[0]
+    return (_threads_rate(threads_n, seconds, 5.0, plain)[0],
+            _threads_rate(threads_n, seconds, 5.0, lambda i: plain(i, on_device))[0],
+            _threads_rate(threads_n, seconds, 5.0, recording)[0])
 
 
 def main() -> None:
@@ -235,16 +241,17 @@ def main() -> None:
         phase_text = "; ".join(", ".join(f"{name} {frac:.0%}" for name, frac in p.items()) for p in (phases, phases_1))
         env_fps, env_fps_1 = env_alone(n, k, args.seconds), env_alone(n, k, args.seconds, stack_num=1)
         h2d, h2d_1 = transfer_alone(n, k, args.seconds, 4), transfer_alone(n, k, args.seconds, 1)
-        act_fps, record_fps = act_alone(n, k, args.seconds)
+        act_fps, act_device_fps, record_fps = act_alone(n, k, args.seconds)
         rows.append(f"| {k} x {n} envs, {lanes} lane(s) | {fps:,.0f} | {fps_1:,.0f} ({fps_1 / fps:.2f}x) | {peer:,.0f} "
                     f"| {fps / peer:.2f}x, {fps_1 / peer:.2f}x | {env_fps:,.0f} / {env_fps_1:,.0f} | {h2d:,.0f} / {h2d_1:,.0f} "
-                    f"| {act_fps:,.0f} | {record_fps:,.0f} | {phase_text} |")
+                    f"| {act_fps:,.0f} / {act_device_fps:,.0f} | {record_fps:,.0f} | {phase_text} |")
         print(rows[-1], flush=True)
     header = ("| threads x envs | ours (frames/s) | ours, stacking on the device (frames/s) "
               "| naive loop, async batch envs/2 (frames/s) | ours / naive (env stacks, device stacks) "
               "| env alone, random actions: 4 frames / 1 frame per step (frames/s) "
               "| observations to the device alone: 4 frames / 1 frame per step (frames/s) "
-              "| act alone, no env (frames/s) | act and record alone (frames/s) "
+              "| act alone, no env: observations from the host / already on the device (frames/s) "
+              "| act and record alone (frames/s) "
               "| inferencer thread time (env stacks; device stacks) |\n"
               "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     _report.device_section(args.out, "bench_actors.py", "Actors alone, IMPALA Pong", "", header, rows)
