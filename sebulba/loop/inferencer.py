@@ -148,8 +148,7 @@ class Inferencer:
         c, lanes = self.cycle, self.lanes
         with jax.default_device(self.device):
             # The cycle donates step_state: keep a copy of the start (and the frames before it).
-            initial, histories = zip(*[c.cycle_start(lane.step_state, lane.stacks) for lane in lanes])
-            initial = list(initial)
+            initial, histories = map(list, zip(*[c.cycle_start(lane.step_state, lane.stacks) for lane in lanes]))
             v, actor = np.int32(version), np.int32(self.index)  # numpy: no eager JAX op per cycle
             trajs = []
             if self.donate:
