@@ -24,10 +24,13 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
+import os
 import sys
 import threading
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import jax
 import numpy as np
@@ -46,6 +49,62 @@ from sebulba.loop.cycle import host_env_step  # noqa: E402
 from sebulba.loop.loop import GymnasiumLoop  # noqa: E402
 
 FRAME_SKIP = 4
+
+
+class ThreadCpu:
+    """CPU seconds of this process's threads (Linux /proc), to split a window's CPU use by group."""
+
+    def __init__(self) -> None:
+        self.env_tids: set[int] = set()
+        self._tick = os.sysconf("SC_CLK_TCK")
+        self._main_comm = self._comm(threading.main_thread().native_id)
+
+    @staticmethod
+    def _comm(tid: int) -> str:
+        try:
+            return Path(f"/proc/self/task/{tid}/comm").read_text().strip()
+        except OSError:
+            return "?"
+
+    def times(self) -> dict[int, float]:
+        out = {}
+        for tid in os.listdir("/proc/self/task"):
+            try:
+                fields = Path(f"/proc/self/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:  # the thread ended
+                continue
+            out[int(tid)] = (int(fields[11]) + int(fields[12])) / self._tick  # utime + stime
+        return out
+
+    @contextlib.contextmanager
+    def building_envs(self):
+        """Threads started inside this block with the main thread's name are the pools' (ALE's
+        workers inherit it; JAX names its own threads)."""
+        before = set(self.times())
+        yield
+        self.env_tids |= {t for t in set(self.times()) - before if self._comm(t) == self._main_comm}
+
+    def split(self, start: dict[int, float], end: dict[int, float], timed_cpu: float, wall: float) -> dict[str, object]:
+        """Cores busy over a window, by group, and the busiest thread outside the groups. The
+        timed threads have ended by `end` (so are not in it): timed_cpu is their CPU seconds."""
+        busy = {t: (end[t] - start.get(t, 0.0)) / wall for t in end}
+        rest = {t: b for t, b in busy.items() if t not in self.env_tids}
+        top = max(rest, key=rest.get, default=None)
+        return {
+            "timed threads": timed_cpu / wall,
+            "env threads": sum(b for t, b in busy.items() if t in self.env_tids),
+            "other threads": sum(rest.values()),
+            "busiest other": "—" if top is None else f"{self._comm(top)} {rest[top]:.2f}",
+        }
+
+
+CPU = ThreadCpu()
+
+
+class Rate(NamedTuple):
+    fps: float  # frames/s
+    elapsed: float  # seconds timed
+    cpu: dict[str, object]  # ThreadCpu.split over the timed window
 
 
 class PhaseClock:
@@ -69,11 +128,12 @@ class PhaseClock:
 
 
 def ours(num_envs: int, lanes: int, inferencers: int, seconds: float,
-         stack_on_device: bool = False) -> tuple[float, dict[str, float]]:
+         stack_on_device: bool = False) -> tuple[Rate, dict[str, float]]:
     exp = impala.make_experiment("Pong-v5", num_envs=num_envs, env_lanes=lanes, inferencers_per_device=inferencers,
                                  stack_on_device=stack_on_device)
     agent = Impala(envs.make_spec("Pong-v5", **exp.loop.env_kwargs), exp.agent)
-    loop = GymnasiumLoop(agent, exp.loop)
+    with CPU.building_envs():
+        loop = GymnasiumLoop(agent, exp.loop)
     clock = PhaseClock()
     lane_cls = inferencer_module.Lane
     orig = lane_cls.recv, lane_cls.send
@@ -85,12 +145,12 @@ def ours(num_envs: int, lanes: int, inferencers: int, seconds: float,
             inf.run_cycle(version, networks)
         clock.total.clear()
         inferencers = loop.inferencers
-        rate, elapsed = _threads_rate(len(inferencers), seconds, 0.0,
-                                      lambda i: inferencers[i].run_cycle(version, networks).env_steps)
+        rate = _threads_rate(len(inferencers), seconds, 0.0,
+                             lambda i: inferencers[i].run_cycle(version, networks).env_steps)
     finally:
         lane_cls.recv, lane_cls.send = orig
         loop.close()
-    per_thread = {k: v / elapsed / len(loop.inferencers) for k, v in clock.total.items()}
+    per_thread = {k: v / rate.elapsed / len(loop.inferencers) for k, v in clock.total.items()}
     return rate, per_thread
 
 
@@ -105,12 +165,13 @@ def policy(num_envs: int):
     return agent, networks, cycle, exp.loop.env_kwargs
 
 
-def naive(num_envs: int, threads_n: int, seconds: float) -> float:
+def naive(num_envs: int, threads_n: int, seconds: float) -> Rate:
     from ale_py.vector_env import AtariVectorEnv
 
     agent, networks, cycle, _ = policy(num_envs)
     batch = num_envs // 2
-    vecs = [AtariVectorEnv("pong", num_envs, batch_size=batch, reward_clipping=False) for _ in range(threads_n)]
+    with CPU.building_envs():
+        vecs = [AtariVectorEnv("pong", num_envs, batch_size=batch, reward_clipping=False) for _ in range(threads_n)]
     carry = []  # per thread: step state and the last batch received
     for i, vec in enumerate(vecs):
         obs, info = vec.reset(seed=i)  # the first batch
@@ -126,40 +187,51 @@ def naive(num_envs: int, threads_n: int, seconds: float) -> float:
         return batch
 
     try:
-        return _threads_rate(threads_n, seconds, 10.0, body)[0]  # 10 s to compile and warm up
+        return _threads_rate(threads_n, seconds, 10.0, body)  # 10 s to compile and warm up
     finally:
         for v in vecs:
             v.close()
 
 
-def _threads_rate(threads_n: int, seconds: float, warmup: float, body) -> tuple[float, float]:
-    """(frames/s, seconds timed) of `threads_n` threads each running `body(i)` (which returns the
-    env steps it did) in a loop: calls that start in the `seconds` after `warmup` are counted,
-    over the time from then until the last of them ends."""
+def _threads_rate(threads_n: int, seconds: float, warmup: float, body) -> Rate:
+    """Frames/s of `threads_n` threads each running `body(i)` (which returns the env steps it
+    did) in a loop: calls that start in the `seconds` after `warmup` are counted, over the time
+    from then until the last of them ends; with the process's CPU use over that time."""
     steps = [0] * threads_n
+    thread_cpu = [0.0] * threads_n  # the threads' own CPU seconds in the window (they end before it is read)
     start_at = time.perf_counter() + warmup
     stop_at = start_at + seconds
 
     def work(i: int) -> None:
+        cpu_at_start = None
         while (now := time.perf_counter()) < stop_at:
+            if cpu_at_start is None and now >= start_at:
+                cpu_at_start = time.thread_time()
             n = body(i)
             if now >= start_at:
                 steps[i] += n
+        if cpu_at_start is not None:
+            thread_cpu[i] = time.thread_time() - cpu_at_start
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(threads_n)]
     for t in threads:
         t.start()
+    time.sleep(max(0.0, start_at - time.perf_counter()))
+    cpu_start = CPU.times()
     for t in threads:
         t.join()
+    cpu_end = CPU.times()
     elapsed = time.perf_counter() - start_at
-    return sum(steps) * FRAME_SKIP / elapsed, elapsed
+    cpu = CPU.split(cpu_start, cpu_end, sum(thread_cpu), elapsed)
+    return Rate(sum(steps) * FRAME_SKIP / elapsed, elapsed, cpu)
 
 
-def env_alone(num_envs: int, threads_n: int, seconds: float, stack_num: int = 4) -> float:
+def env_alone(num_envs: int, threads_n: int, seconds: float, stack_num: int = 4) -> Rate:
     """The threads step only their sync `envs` pools, with random actions: the env ceiling."""
     exp = impala.make_experiment("Pong-v5", num_envs=num_envs)
     kwargs = {**exp.loop.env_kwargs, "stack_num": stack_num}
-    pools = [envs.make("Pong-v5", num_envs=num_envs, seed=i * num_envs, **kwargs) for i in range(threads_n)]
+    with CPU.building_envs():
+        pools = [envs.make("Pong-v5", num_envs=num_envs, seed=i * num_envs, **kwargs) for i in range(threads_n)]
     rngs = [np.random.default_rng(i) for i in range(threads_n)]
     n_actions = pools[0].action_space.n
     try:
@@ -170,13 +242,13 @@ def env_alone(num_envs: int, threads_n: int, seconds: float, stack_num: int = 4)
             pools[i].step(rngs[i].integers(0, n_actions, num_envs))
             return num_envs
 
-        return _threads_rate(threads_n, seconds, 2.0, body)[0]
+        return _threads_rate(threads_n, seconds, 2.0, body)
     finally:
         for pool in pools:
             pool.close()
 
 
-def transfer_alone(num_envs: int, threads_n: int, seconds: float, stack_num: int) -> float:
+def transfer_alone(num_envs: int, threads_n: int, seconds: float, stack_num: int) -> Rate:
     """The threads only copy a batch of observations (num_envs x stack_num x 84 x 84 uint8, a fresh
     host array each call) to the device and wait for it: the host-to-device ceiling, in frames/s."""
     device = jax.devices()[0]
@@ -188,10 +260,10 @@ def transfer_alone(num_envs: int, threads_n: int, seconds: float, stack_num: int
         jax.device_put(batches[i][calls[i] % 2], device).block_until_ready()
         return num_envs
 
-    return _threads_rate(threads_n, seconds, 2.0, body)[0]
+    return _threads_rate(threads_n, seconds, 2.0, body)
 
 
-def act_alone(num_envs: int, threads_n: int, seconds: float) -> tuple[float, float, float]:
+def act_alone(num_envs: int, threads_n: int, seconds: float) -> tuple[Rate, Rate, Rate]:
     """The threads call only the jitted act on a fixed host batch of observations and fetch each
     action to the host: the inference ceiling (host-to-device copy, policy, device-to-host).
     Measured three times: the naive loop's plain act, the same with the observations already on
@@ -220,9 +292,36 @@ def act_alone(num_envs: int, threads_n: int, seconds: float) -> tuple[float, flo
         np.asarray(action)
         return num_envs
 
-    return (_threads_rate(threads_n, seconds, 5.0, plain)[0],
-            _threads_rate(threads_n, seconds, 5.0, lambda i: plain(i, on_device))[0],
-            _threads_rate(threads_n, seconds, 5.0, recording)[0])
+    return (_threads_rate(threads_n, seconds, 5.0, plain),
+            _threads_rate(threads_n, seconds, 5.0, lambda i: plain(i, on_device)),
+            _threads_rate(threads_n, seconds, 5.0, recording))
+
+
+MEASUREMENTS = ("ours", "ours_s", "naive", "env", "transfer", "act")
+
+
+def measure(n: int, lanes: int, k: int, seconds: float, only: set[str]) -> dict[str, tuple[Rate, str]]:
+    """The chosen measurements of one setting: name -> (rate, what the threads' time went to)."""
+    out: dict[str, tuple[Rate, str]] = {}
+    if "naive" in only:
+        out["naive loop"] = naive(n, k, seconds), ""
+    for name, on_device in (("ours", False), ("ours_s", True)):
+        if name in only:
+            rate, phases = ours(n, lanes, k, seconds, stack_on_device=on_device)
+            title = "ours, stacking on the device" if on_device else "ours"
+            out[title] = rate, ", ".join(f"{phase} {frac:.0%}" for phase, frac in phases.items())
+    if "env" in only:
+        out["env alone, 4 frames"] = env_alone(n, k, seconds), ""
+        out["env alone, 1 frame"] = env_alone(n, k, seconds, stack_num=1), ""
+    if "transfer" in only:
+        out["observations to the device alone, 4 frames"] = transfer_alone(n, k, seconds, 4), ""
+        out["observations to the device alone, 1 frame"] = transfer_alone(n, k, seconds, 1), ""
+    if "act" in only:
+        plain, on_device, recording = act_alone(n, k, seconds)
+        out["act alone, observations from the host"] = plain, ""
+        out["act alone, observations on the device"] = on_device, ""
+        out["act and record alone"] = recording, ""
+    return out
 
 
 def main() -> None:
@@ -230,31 +329,31 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--seconds", type=float, default=20.0)
     ap.add_argument("--settings", default="32x1x2", help="comma-separated ENVSxLANESxINFERENCERS")
+    ap.add_argument("--only", default=",".join(MEASUREMENTS), help=f"comma-separated, of {', '.join(MEASUREMENTS)}")
     args = ap.parse_args()
+    only = set(args.only.split(","))
+    if not only <= set(MEASUREMENTS):
+        ap.error(f"--only: unknown {sorted(only - set(MEASUREMENTS))}; choose from {', '.join(MEASUREMENTS)}")
     args.out.mkdir(parents=True, exist_ok=True)
     rows = []
     for s in args.settings.split(","):
         n, lanes, k = (int(x) for x in s.split("x"))
-        peer = naive(n, k, args.seconds)
-        fps, phases = ours(n, lanes, k, args.seconds)
-        fps_1, phases_1 = ours(n, lanes, k, args.seconds, stack_on_device=True)
-        phase_text = "; ".join(", ".join(f"{name} {frac:.0%}" for name, frac in p.items()) for p in (phases, phases_1))
-        env_fps, env_fps_1 = env_alone(n, k, args.seconds), env_alone(n, k, args.seconds, stack_num=1)
-        h2d, h2d_1 = transfer_alone(n, k, args.seconds, 4), transfer_alone(n, k, args.seconds, 1)
-        act_fps, act_device_fps, record_fps = act_alone(n, k, args.seconds)
-        rows.append(f"| {k} x {n} envs, {lanes} lane(s) | {fps:,.0f} | {fps_1:,.0f} ({fps_1 / fps:.2f}x) | {peer:,.0f} "
-                    f"| {fps / peer:.2f}x, {fps_1 / peer:.2f}x | {env_fps:,.0f} / {env_fps_1:,.0f} | {h2d:,.0f} / {h2d_1:,.0f} "
-                    f"| {act_fps:,.0f} / {act_device_fps:,.0f} | {record_fps:,.0f} | {phase_text} |")
-        print(rows[-1], flush=True)
-    header = ("| threads x envs | ours (frames/s) | ours, stacking on the device (frames/s) "
-              "| naive loop, async batch envs/2 (frames/s) | ours / naive (env stacks, device stacks) "
-              "| env alone, random actions: 4 frames / 1 frame per step (frames/s) "
-              "| observations to the device alone: 4 frames / 1 frame per step (frames/s) "
-              "| act alone, no env: observations from the host / already on the device (frames/s) "
-              "| act and record alone (frames/s) "
-              "| inferencer thread time (env stacks; device stacks) |\n"
-              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
-    _report.device_section(args.out, "bench_actors.py", "Actors alone, IMPALA Pong", "", header, rows)
+        results = measure(n, lanes, k, args.seconds, only)
+        peer = results.get("naive loop")
+        for title, (rate, phases) in results.items():
+            c = rate.cpu
+            vs_peer = "—" if peer is None else f"{rate.fps / peer[0].fps:.2f}x"
+            rows.append(f"| {k} x {n} envs, {lanes} lane(s) | {title} | {rate.fps:,.0f} | {vs_peer} "
+                        f"| {c['timed threads']:.2f} | {c['env threads']:.2f} | {c['other threads']:.2f} "
+                        f"| {c['busiest other']} | {phases or '—'} |")
+            print(rows[-1], flush=True)
+    header = ("| threads x envs | measurement | frames/s | / naive loop "
+              "| cores busy: the timed threads | env threads | other threads | busiest other thread (cores) "
+              "| timed threads' time (ours) |\n"
+              "|---|---|---:|---:|---:|---:|---:|---|---|")
+    schedule = os.environ.get("TF_CUDA_PLATFORM_GPU_DEVICE_SCHEDULE")
+    text = f"With `TF_CUDA_PLATFORM_GPU_DEVICE_SCHEDULE={schedule}`.\n\n" if schedule else ""
+    _report.device_section(args.out, "bench_actors.py", "Actors alone, IMPALA Pong", text, header, rows)
 
 
 if __name__ == "__main__":
