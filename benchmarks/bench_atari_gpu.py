@@ -8,7 +8,9 @@ Raw env: ALE's own AtariVectorEnv and our `envs` pool on top of it, 64 envs, asy
 per setting (envs per inferencer x env lanes x inferencers [x learner minibatches per trajectory,
 default the preset's 2] [s: stacking frames on the device]), stopped after --seconds; frames/s is the
 slope of env steps x frame_skip (4) over the metrics rows after --warmup seconds (compilation and
-warm-up excluded). With `--cli_flags='--profile_after_s=90 --profile_seconds=2'` each run's trace
+warm-up excluded); the run's CPU use over the same window (cores busy: CPU seconds per wall second,
+from /proc) says whether the host's cores are saturated, and by which threads (grouped by name; ALE's
+workers and Python's threads share the interpreter's name, JAX names its own). With `--cli_flags='--profile_after_s=90 --profile_seconds=2'` each run's trace
 and its summary (busy fractions per thread and GPU stream) land in DIR too. The markdown section is
 printed and written to DIR/bench_atari_gpu.md; `benchmarks/_report.write_section` puts it into
 BENCHMARKS.md on the developer machine.
@@ -23,6 +25,9 @@ import shutil
 import statistics
 import subprocess
 import sys
+import threading
+import time
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,6 +58,40 @@ def raw_env(repeats: int, seconds: float) -> dict[str, float]:
     return {k: statistics.median(v) for k, v in rates.items()}
 
 
+def cpu_seconds(pid: int) -> tuple[float, Counter[str]]:
+    """CPU seconds of a process (all its threads, ended ones too) and of its live threads by name."""
+    tick = os.sysconf("SC_CLK_TCK")
+    stat = lambda path: Path(path).read_text().rsplit(")", 1)[1].split()
+    fields = stat(f"/proc/{pid}/stat")
+    by_name: Counter[str] = Counter()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            f = stat(task / "stat")
+            by_name[(task / "comm").read_text().strip()] += (int(f[11]) + int(f[12])) / tick
+        except OSError:  # the thread ended
+            continue
+    return (int(fields[11]) + int(fields[12])) / tick, by_name
+
+
+def cpu_window(pid: int, start_s: float, end_s: float) -> dict[str, object]:
+    """Cores busy in a process from start_s to end_s after now (run in a thread beside the run):
+    the whole process, and the thread names that used the most."""
+    t0 = time.perf_counter()
+    out: dict[str, object] = {}
+    try:
+        time.sleep(start_s)
+        (total_0, names_0), w0 = cpu_seconds(pid), time.perf_counter()
+        time.sleep(max(0.0, end_s - (time.perf_counter() - t0)))
+        (total_1, names_1), w1 = cpu_seconds(pid), time.perf_counter()
+    except OSError:  # the run ended early
+        return out
+    wall = w1 - w0
+    names = Counter({k: (v - names_0.get(k, 0.0)) / wall for k, v in names_1.items()})
+    out["cores"] = (total_1 - total_0) / wall
+    out["top"] = ", ".join(f"{k} {v:.1f}" for k, v in names.most_common(3))
+    return out
+
+
 def end_to_end(num_envs: int, lanes: int, inferencers: int, minibatches: int | None, seconds: float, warmup: float,
                logdir: Path, cli_flags: list[str]) -> dict[str, float]:
     logdir.mkdir(parents=True, exist_ok=True)
@@ -61,9 +100,13 @@ def end_to_end(num_envs: int, lanes: int, inferencers: int, minibatches: int | N
            "--log_every_s=5", "--checkpoint_every=0"] + ([f"--num_minibatches={minibatches}"] if minibatches else []) + cli_flags
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    cpu: dict[str, object] = {}
+    sampler = threading.Thread(target=lambda: cpu.update(cpu_window(proc.pid, warmup, seconds - 2.0)), daemon=True)
+    sampler.start()
     try:
         out, _ = proc.communicate(timeout=seconds)
     except subprocess.TimeoutExpired:
+        sampler.join()
         proc.terminate()
         out, _ = proc.communicate(timeout=60)
     (run_dir,) = list(logdir.iterdir())
@@ -93,7 +136,8 @@ def end_to_end(num_envs: int, lanes: int, inferencers: int, minibatches: int | N
     learner_wait = statistics.median(float(r["learner_wait_frac"]) for r in steady)
     return {"fps": fps, "frames": s[-1] * FRAME_SKIP, "wall": t[-1], "return": float(ret) if ret else float("nan"),
             "return_at_peer": f"{float(at_peer):.1f}" if at_peer else "not reached",
-            "learner_wait": learner_wait}
+            "learner_wait": learner_wait,
+            "cpu": f"{cpu['cores']:.1f} of {os.cpu_count()} ({cpu['top']})" if cpu else "—"}
 
 
 def main() -> None:
@@ -126,9 +170,12 @@ def main() -> None:
                     f"{', stacked on the device' * stacked} | "
                     f"{e2e['fps']:,.0f} | {ratio:.2f}x | "
                     f"{e2e['learner_wait']:.2f} | {e2e['frames'] / 1e6:.2f}M in {e2e['wall']:.0f} s | {e2e['return']:.1f} | {e2e['return_at_peer']} | "
+                    f"{e2e['cpu']} | "
                     f"{bench_envs.verdict(e2e['fps'], TARGET_FPS, '{:,.0f}')} |")
         print(rows[-1], flush=True)
+    schedule = os.environ.get("TF_CUDA_PLATFORM_GPU_DEVICE_SCHEDULE")
     text = (
+        (f"With `TF_CUDA_PLATFORM_GPU_DEVICE_SCHEDULE={schedule}`.\n\n" if schedule else "") +
         f"Raw env, Pong-v5, 64 envs, async batch 32, 16 threads (median of {args.repeats}): "
         + ", ".join(f"{k} {v:,.0f} frames/s" for k, v in raw.items()) + ".\n\n"
         f"End-to-end IMPALA (`python -m experiments.impala --env Pong-v5{' ' * bool(args.cli_flags)}{args.cli_flags}`, "
@@ -136,7 +183,8 @@ def main() -> None:
         f"unroll 20; actors and learner share the one GPU), frames/s after the first {args.warmup:.0f} s; target >= {TARGET_FPS:,}:\n\n"
     )
     header = ("| inferencers x envs, lanes, learner minibatches | frames/s | of raw ALE | learner wait | frames seen | return (last 20 episodes) "
-              "| return at 7.7M frames (peer: -2) | target met? |\n|---|---:|---:|---:|---|---:|---:|---|")
+              "| return at 7.7M frames (peer: -2) | CPU cores busy (busiest thread names) | target met? |\n"
+              "|---|---:|---:|---:|---|---:|---:|---|---|")
     _report.device_section(args.out, "bench_atari_gpu.py", "Atari on a GPU host", text, header, rows)
 
 
