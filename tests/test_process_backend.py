@@ -187,3 +187,24 @@ def test_sebulba_loop_survives_a_crashing_env():
     assert ctx.env_steps == 6 * 4 * 5
     crashes = [w for w in caught if "died with exit code -9" in str(w.message)]
     assert len(crashes) >= 2
+
+
+def test_worker_that_cannot_start_reports_why(tmp_path):
+    """A script without a `__main__` guard: each worker re-runs it on import and tries to start
+    workers of its own, which multiprocessing refuses. The parent gets WorkerDied pointing at the
+    worker's stderr, and that stderr carries multiprocessing's own explanation (not an error from
+    cleaning up a process that never started)."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "no_main_guard.py"
+    script.write_text("import envs\nenvs.make('CartPole-v1', backend='process', num_envs=2, num_threads=1)\n")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {**os.environ, "PYTHONPATH": root}
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=100, env=env)
+    assert run.returncode != 0
+    last_line = run.stderr.strip().splitlines()[-1]
+    assert last_line.startswith("envs.process.errors.WorkerDied"), run.stderr
+    assert "exited during startup" in last_line
+    assert "bootstrapping phase" in run.stderr, run.stderr  # the worker's own reason reached stderr
+    assert "can only join a started process" not in run.stderr, run.stderr

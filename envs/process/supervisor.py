@@ -63,10 +63,15 @@ class Worker:
         """Start the process; `await_ready` waits for it."""
         ctx = mp_context()
         parent, child = ctx.Pipe()
-        self.proc = ctx.Process(target=self._target, args=(child, *self.args), name=self.name, daemon=True)
-        self.proc.start()
-        child.close()
-        self.conn = parent
+        proc = ctx.Process(target=self._target, args=(child, *self.args), name=self.name, daemon=True)
+        try:
+            proc.start()
+        except BaseException:  # never started: nothing to stop or reap, so close() re-raises this error
+            parent.close()
+            raise
+        finally:
+            child.close()
+        self.proc, self.conn = proc, parent
 
     def await_ready(self, timeout: float | None) -> bytes:
         """Wait for READY; returns what follows it. Raises WorkerTimeout / WorkerDied / EnvRaised."""
