@@ -7,7 +7,8 @@ Ours: a GymnasiumLoop built from `experiments.impala`'s Atari preset; each infer
 `run_cycle` back to back in its own thread with the initial networks (nothing is learned).
 Peer: issue 6's naive actor-only loop: per thread ALE's AtariVectorEnv with async batch
 num_envs / 2, and per batch one jitted act (the same policy, same device), then send, then recv.
-Settings are ENVSxLANESxINFERENCERS; the peer runs with the same envs and threads. frames/s is
+Settings are ENVSxLANESxINFERENCERS, optionally tTHREADS: each env pool's threads (`--env_threads`;
+ALE's default is min(envs, cores)); the peer runs with the same envs and threads. frames/s is
 env steps x frame skip (4) after one warm-up cycle per thread.
 
 Ours runs twice: with the env's stacked frames, and stacking on the device (`--stack_on_device`:
@@ -127,9 +128,10 @@ class PhaseClock:
         return timed
 
 
-def ours(num_envs: int, lanes: int, inferencers: int, seconds: float,
+def ours(num_envs: int, lanes: int, inferencers: int, seconds: float, env_threads: int | None,
          stack_on_device: bool = False) -> tuple[Rate, dict[str, float]]:
     exp = impala.make_experiment("Pong-v5", num_envs=num_envs, env_lanes=lanes, inferencers_per_device=inferencers,
+                                 env_threads=env_threads,
                                  stack_on_device=stack_on_device)
     agent = Impala(envs.make_spec("Pong-v5", **exp.loop.env_kwargs), exp.agent)
     with CPU.building_envs():
@@ -165,13 +167,14 @@ def policy(num_envs: int):
     return agent, networks, cycle, exp.loop.env_kwargs
 
 
-def naive(num_envs: int, threads_n: int, seconds: float) -> Rate:
+def naive(num_envs: int, threads_n: int, seconds: float, env_threads: int | None) -> Rate:
     from ale_py.vector_env import AtariVectorEnv
 
     agent, networks, cycle, _ = policy(num_envs)
     batch = num_envs // 2
     with CPU.building_envs():
-        vecs = [AtariVectorEnv("pong", num_envs, batch_size=batch, reward_clipping=False) for _ in range(threads_n)]
+        vecs = [AtariVectorEnv("pong", num_envs, batch_size=batch, num_threads=env_threads or 0, reward_clipping=False)
+                for _ in range(threads_n)]
     carry = []  # per thread: step state and the last batch received
     for i, vec in enumerate(vecs):
         obs, info = vec.reset(seed=i)  # the first batch
@@ -226,9 +229,9 @@ def _threads_rate(threads_n: int, seconds: float, warmup: float, body) -> Rate:
     return Rate(sum(steps) * FRAME_SKIP / elapsed, elapsed, cpu)
 
 
-def env_alone(num_envs: int, threads_n: int, seconds: float, stack_num: int = 4) -> Rate:
+def env_alone(num_envs: int, threads_n: int, seconds: float, env_threads: int | None, stack_num: int = 4) -> Rate:
     """The threads step only their sync `envs` pools, with random actions: the env ceiling."""
-    exp = impala.make_experiment("Pong-v5", num_envs=num_envs)
+    exp = impala.make_experiment("Pong-v5", num_envs=num_envs, env_threads=env_threads)
     kwargs = {**exp.loop.env_kwargs, "stack_num": stack_num}
     with CPU.building_envs():
         pools = [envs.make("Pong-v5", num_envs=num_envs, seed=i * num_envs, **kwargs) for i in range(threads_n)]
@@ -300,19 +303,19 @@ def act_alone(num_envs: int, threads_n: int, seconds: float) -> tuple[Rate, Rate
 MEASUREMENTS = ("ours", "ours_s", "naive", "env", "transfer", "act")
 
 
-def measure(n: int, lanes: int, k: int, seconds: float, only: set[str]) -> dict[str, tuple[Rate, str]]:
+def measure(n: int, lanes: int, k: int, threads: int | None, seconds: float, only: set[str]) -> dict[str, tuple[Rate, str]]:
     """The chosen measurements of one setting: name -> (rate, what the threads' time went to)."""
     out: dict[str, tuple[Rate, str]] = {}
     if "naive" in only:
-        out["naive loop"] = naive(n, k, seconds), ""
+        out["naive loop"] = naive(n, k, seconds, threads), ""
     for name, on_device in (("ours", False), ("ours_s", True)):
         if name in only:
-            rate, phases = ours(n, lanes, k, seconds, stack_on_device=on_device)
+            rate, phases = ours(n, lanes, k, seconds, threads, stack_on_device=on_device)
             title = "ours, stacking on the device" if on_device else "ours"
             out[title] = rate, ", ".join(f"{phase} {frac:.0%}" for phase, frac in phases.items())
     if "env" in only:
-        out["env alone, 4 frames"] = env_alone(n, k, seconds), ""
-        out["env alone, 1 frame"] = env_alone(n, k, seconds, stack_num=1), ""
+        out["env alone, 4 frames"] = env_alone(n, k, seconds, threads), ""
+        out["env alone, 1 frame"] = env_alone(n, k, seconds, threads, stack_num=1), ""
     if "transfer" in only:
         out["observations to the device alone, 4 frames"] = transfer_alone(n, k, seconds, 4), ""
         out["observations to the device alone, 1 frame"] = transfer_alone(n, k, seconds, 1), ""
@@ -328,7 +331,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--seconds", type=float, default=20.0)
-    ap.add_argument("--settings", default="32x1x2", help="comma-separated ENVSxLANESxINFERENCERS")
+    ap.add_argument("--settings", default="32x1x2",
+                    help="comma-separated ENVSxLANESxINFERENCERS[tTHREADS] (THREADS: each env pool's threads, "
+                         "--env_threads; default ALE's, min(envs, cores))")
     ap.add_argument("--only", default=",".join(MEASUREMENTS), help=f"comma-separated, of {', '.join(MEASUREMENTS)}")
     args = ap.parse_args()
     only = set(args.only.split(","))
@@ -337,13 +342,15 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     rows = []
     for s in args.settings.split(","):
-        n, lanes, k = (int(x) for x in s.split("x"))
-        results = measure(n, lanes, k, args.seconds, only)
+        layout, _, threads = s.partition("t")
+        n, lanes, k = (int(x) for x in layout.split("x"))
+        threads = int(threads) if threads else None
+        results = measure(n, lanes, k, threads, args.seconds, only)
         peer = results.get("naive loop")
         for title, (rate, phases) in results.items():
             c = rate.cpu
             vs_peer = "—" if peer is None else f"{rate.fps / peer[0].fps:.2f}x"
-            rows.append(f"| {k} x {n} envs, {lanes} lane(s) | {title} | {rate.fps:,.0f} | {vs_peer} "
+            rows.append(f"| {k} x {n} envs, {lanes} lane(s){f', {threads} env threads' if threads else ''} | {title} | {rate.fps:,.0f} | {vs_peer} "
                         f"| {c['timed threads']:.2f} | {c['env threads']:.2f} | {c['other threads']:.2f} "
                         f"| {c['busiest other']} | {phases or '—'} |")
             print(rows[-1], flush=True)

@@ -251,6 +251,38 @@ def test_atari_presets_follow_the_papers():
     assert actors == [0] and 0 not in learners
 
 
+def _threads() -> set[str]:
+    return set(os.listdir("/proc/self/task"))
+
+
+@pytest.mark.parametrize("num_threads", [1, 2, 8])
+def test_num_threads_is_the_number_of_ales_workers(num_threads):
+    """ALE starts num_threads workers, at most one per core."""
+    before = _threads()
+    with make(num_envs=8, num_threads=num_threads) as pool:
+        assert len(_threads() - before) == min(num_threads, os.cpu_count())
+        pool.reset()
+
+
+def test_env_threads_flag_sets_every_lanes_pool():
+    """--env_threads (make_experiment's env_threads) is EnvPool's num_threads of each pool: every
+    inferencer's lanes, with frames stacked by the env or on the device."""
+    from experiments import impala
+    from sebulba.agents.impala.agent import Impala
+    from sebulba.loop.loop import GymnasiumLoop
+
+    assert "num_threads" not in impala.make_experiment("Pong-v5").loop.env_kwargs
+    for stack_on_device in (False, True):
+        exp = impala.make_experiment("Pong-v5", env_threads=1, num_envs=4, env_lanes=2, async_mode=False,
+                                     stack_on_device=stack_on_device)
+        assert exp.loop.env_kwargs == {"reward_clip": True, "episodic_life": True, "num_threads": 1}
+        before = _threads()
+        with GymnasiumLoop(Impala(envs.make_spec("Pong-v5", **exp.loop.env_kwargs), exp.agent), exp.loop) as loop:
+            pools = [lane.pool for inf in loop.inferencers for lane in inf.lanes]
+            assert len(pools) == 2 * 2 and all(p.config["num_threads"] == 1 for p in pools)
+            assert len(_threads() - before) >= len(pools)  # at least ALE's one worker per pool
+
+
 def test_impala_cli_on_pong_runs_and_its_updates_move_the_policy(tmp_path):
     """`python -m experiments.impala --env Pong-v5`, the Atari preset (IMPALA ResNet, RMSProp on
     the summed loss, 2 minibatches per trajectory), cut down to 4 envs and 6 learner steps (12
@@ -260,10 +292,11 @@ def test_impala_cli_on_pong_runs_and_its_updates_move_the_policy(tmp_path):
     Pong on the GPU host (BENCHMARKS.md)."""
     out = run_experiment("experiments.impala", "--env=Pong-v5", "--num_envs=4", "--total_env_steps=480",
                          "--async_mode=false", "--log_every_s=0.001", f"--logdir={tmp_path}", "--noprogress",
-                         "--checkpoint_every=0")
+                         "--checkpoint_every=0", "--env_threads=2")
     assert out.returncode == 0, out.stderr[-3000:]
     run_dir, last = last_metrics(tmp_path)
     assert run_dir.name.startswith("impala-Pong-v5-") and int(last["learner_steps"]) == 6
+    assert json.loads((run_dir / "flags.json").read_text())["env_threads"] == 2
     entropies = [float(row["entropy"]) for row in csv.DictReader((run_dir / "metrics.csv").open())]
     assert min(entropies) < 1.7, entropies
 

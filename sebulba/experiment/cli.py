@@ -23,8 +23,8 @@ FLAGS = flags.FLAGS
 # Entry points log at INFO through absl; jax's INFO lines (e.g. "Unable to initialize backend
 # 'tpu'" on every CPU host) would read like errors.
 logging.getLogger("jax").setLevel(logging.WARNING)
-LOOP_FLAGS = ("num_envs", "total_env_steps", "inferencers_per_device", "env_lanes", "stack_on_device", "async_mode",
-              "log_every_s")
+LOOP_FLAGS = ("num_envs", "total_env_steps", "inferencers_per_device", "env_lanes", "env_threads", "stack_on_device",
+              "async_mode", "log_every_s")
 
 
 def define_loop_flags(default_env: str) -> None:
@@ -37,6 +37,9 @@ def define_loop_flags(default_env: str) -> None:
     flags.DEFINE_integer("inferencers_per_device", None, "Inferencer threads per actor device.")
     flags.DEFINE_integer("env_lanes", None, "Split each inferencer's envs into this many sync pools stepped in turn, "
                          "so one lane's envs step while another's actions are inferred (default 1).")
+    flags.DEFINE_integer("env_threads", None, "Threads (worker processes for the process backend) of each env pool, "
+                         "i.e. of each inferencer's lane: EnvPool's num_threads (default: the backend's; ALE: "
+                         "min(envs, cores), and at most one per core).", lower_bound=0)
     flags.DEFINE_bool("stack_on_device", None, "Atari: the envs send single frames and each inferencer stacks them on "
                       "its device (the agent sees the same stacks; 1/stack_num of the bytes cross to it).")
     flags.DEFINE_integer("seed", 0, "Seed of networks, actors and envs.")
@@ -79,8 +82,10 @@ def build(env: str, seed: int, preset: dict, overrides: dict, steps_per_cycle: C
     fields = {f.name for f in dataclasses.fields(preset["agent"])}
     agent = dataclasses.replace(preset["agent"], **{k: v for k, v in o.items() if k in fields})
     actors, learners = default_devices(get("num_envs"), getattr(agent, "num_minibatches", 1))
+    threads = get("env_threads")
+    env_kwargs = dict(preset.get("env_kwargs", {}), **({} if threads is None else {"num_threads": threads}))
     loop = LoopConfig(
-        env_id=env, env_kwargs=preset.get("env_kwargs", {}), num_envs=get("num_envs"), steps_per_cycle=steps_per_cycle(agent), seed=seed,
+        env_id=env, env_kwargs=env_kwargs, num_envs=get("num_envs"), steps_per_cycle=steps_per_cycle(agent), seed=seed,
         actor_devices=o.get("actor_devices") or actors, learner_devices=o.get("learner_devices") or learners,
         inferencers_per_device=get("inferencers_per_device"), env_lanes=get("env_lanes") or 1,
         stack_on_device=bool(get("stack_on_device")),
