@@ -35,6 +35,31 @@ def write_section(path: Path, section: str, body: str) -> None:
     path.write_text(text)
 
 
+def cpu_seconds(path: str) -> float:
+    """User + system CPU seconds from a /proc stat file: a process's (`/proc/PID/stat`, its ended
+    threads included) or one thread's (`/proc/PID/task/TID/stat`). Linux only."""
+    fields = Path(path).read_text().rsplit(")", 1)[1].split()  # after the (name), which may hold spaces
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def thread_cpu(pid: int | str = "self") -> dict[int, tuple[str, float]]:
+    """Each live thread of a process: its id -> (name, CPU seconds)."""
+    out = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            out[int(task.name)] = ((task / "comm").read_text().strip(), cpu_seconds(task / "stat"))
+        except OSError:  # the thread ended
+            continue
+    return out
+
+
+def gpu_schedule_note() -> str:
+    """A line for a report run with `TF_CUDA_PLATFORM_GPU_DEVICE_SCHEDULE` set (how XLA's CUDA
+    context waits for the GPU: spin, yield or blocking_sync), else ""."""
+    schedule = os.environ.get("TF_CUDA_PLATFORM_GPU_DEVICE_SCHEDULE")
+    return f"With `TF_CUDA_PLATFORM_GPU_DEVICE_SCHEDULE={schedule}`.\n\n" if schedule else ""
+
+
 def device_run_line(script: str) -> str:
     """ "Run DATE UTC with `python benchmarks/SCRIPT ARGS` on DEVICE, N CPU cores; jax, platform."
     for the scripts run on a lent accelerator host."""

@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import collections
 import contextlib
-import os
 import sys
 import threading
 import time
@@ -57,45 +56,28 @@ class ThreadCpu:
 
     def __init__(self) -> None:
         self.env_tids: set[int] = set()
-        self._tick = os.sysconf("SC_CLK_TCK")
-        self._main_comm = self._comm(threading.main_thread().native_id)
-
-    @staticmethod
-    def _comm(tid: int) -> str:
-        try:
-            return Path(f"/proc/self/task/{tid}/comm").read_text().strip()
-        except OSError:
-            return "?"
-
-    def times(self) -> dict[int, float]:
-        out = {}
-        for tid in os.listdir("/proc/self/task"):
-            try:
-                fields = Path(f"/proc/self/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:  # the thread ended
-                continue
-            out[int(tid)] = (int(fields[11]) + int(fields[12])) / self._tick  # utime + stime
-        return out
+        self._main_name = _report.thread_cpu()[threading.main_thread().native_id][0]
 
     @contextlib.contextmanager
     def building_envs(self):
         """Threads started inside this block with the main thread's name are the pools' (ALE's
         workers inherit it; JAX names its own threads)."""
-        before = set(self.times())
+        before = set(_report.thread_cpu())
         yield
-        self.env_tids |= {t for t in set(self.times()) - before if self._comm(t) == self._main_comm}
+        self.env_tids |= {t for t, (name, _) in _report.thread_cpu().items() if t not in before and name == self._main_name}
 
-    def split(self, start: dict[int, float], end: dict[int, float], timed_cpu: float, wall: float) -> dict[str, object]:
+    def split(self, start: dict[int, tuple[str, float]], end: dict[int, tuple[str, float]], timed_cpu: float,
+              wall: float) -> dict[str, object]:
         """Cores busy over a window, by group, and the busiest thread outside the groups. The
         timed threads have ended by `end` (so are not in it): timed_cpu is their CPU seconds."""
-        busy = {t: (end[t] - start.get(t, 0.0)) / wall for t in end}
+        busy = {t: (seconds - start.get(t, ("", 0.0))[1]) / wall for t, (_, seconds) in end.items()}
         rest = {t: b for t, b in busy.items() if t not in self.env_tids}
         top = max(rest, key=rest.get, default=None)
         return {
             "timed threads": timed_cpu / wall,
             "env threads": sum(b for t, b in busy.items() if t in self.env_tids),
             "other threads": sum(rest.values()),
-            "busiest other": "—" if top is None else f"{self._comm(top)} {rest[top]:.2f}",
+            "busiest other": "—" if top is None else f"{end[top][0]} {rest[top]:.2f}",
         }
 
 
@@ -220,10 +202,10 @@ def _threads_rate(threads_n: int, seconds: float, warmup: float, body) -> Rate:
     for t in threads:
         t.start()
     time.sleep(max(0.0, start_at - time.perf_counter()))
-    cpu_start = CPU.times()
+    cpu_start = _report.thread_cpu()
     for t in threads:
         t.join()
-    cpu_end = CPU.times()
+    cpu_end = _report.thread_cpu()
     elapsed = time.perf_counter() - start_at
     cpu = CPU.split(cpu_start, cpu_end, sum(thread_cpu), elapsed)
     return Rate(sum(steps) * FRAME_SKIP / elapsed, elapsed, cpu)
@@ -358,9 +340,7 @@ def main() -> None:
               "| cores busy: the timed threads | env threads | other threads | busiest other thread (cores) "
               "| timed threads' time (ours) |\n"
               "|---|---|---:|---:|---:|---:|---:|---|---|")
-    schedule = os.environ.get("TF_CUDA_PLATFORM_GPU_DEVICE_SCHEDULE")
-    text = f"With `TF_CUDA_PLATFORM_GPU_DEVICE_SCHEDULE={schedule}`.\n\n" if schedule else ""
-    _report.device_section(args.out, "bench_actors.py", "Actors alone, IMPALA Pong", text, header, rows)
+    _report.device_section(args.out, "bench_actors.py", "Actors alone, IMPALA Pong", _report.gpu_schedule_note(), header, rows)
 
 
 if __name__ == "__main__":

@@ -58,19 +58,12 @@ def raw_env(repeats: int, seconds: float) -> dict[str, float]:
     return {k: statistics.median(v) for k, v in rates.items()}
 
 
-def cpu_seconds(pid: int) -> tuple[float, Counter[str]]:
+def process_cpu(pid: int) -> tuple[float, Counter[str]]:
     """CPU seconds of a process (all its threads, ended ones too) and of its live threads by name."""
-    tick = os.sysconf("SC_CLK_TCK")
-    stat = lambda path: Path(path).read_text().rsplit(")", 1)[1].split()
-    fields = stat(f"/proc/{pid}/stat")
     by_name: Counter[str] = Counter()
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            f = stat(task / "stat")
-            by_name[(task / "comm").read_text().strip()] += (int(f[11]) + int(f[12])) / tick
-        except OSError:  # the thread ended
-            continue
-    return (int(fields[11]) + int(fields[12])) / tick, by_name
+    for name, seconds in _report.thread_cpu(pid).values():
+        by_name[name] += seconds
+    return _report.cpu_seconds(f"/proc/{pid}/stat"), by_name
 
 
 def cpu_window(pid: int, start_s: float, end_s: float) -> dict[str, object]:
@@ -80,9 +73,9 @@ def cpu_window(pid: int, start_s: float, end_s: float) -> dict[str, object]:
     out: dict[str, object] = {}
     try:
         time.sleep(start_s)
-        (total_0, names_0), w0 = cpu_seconds(pid), time.perf_counter()
+        (total_0, names_0), w0 = process_cpu(pid), time.perf_counter()
         time.sleep(max(0.0, end_s - (time.perf_counter() - t0)))
-        (total_1, names_1), w1 = cpu_seconds(pid), time.perf_counter()
+        (total_1, names_1), w1 = process_cpu(pid), time.perf_counter()
     except OSError:  # the run ended early
         return out
     wall = w1 - w0
@@ -173,9 +166,8 @@ def main() -> None:
                     f"{e2e['cpu']} | "
                     f"{bench_envs.verdict(e2e['fps'], TARGET_FPS, '{:,.0f}')} |")
         print(rows[-1], flush=True)
-    schedule = os.environ.get("TF_CUDA_PLATFORM_GPU_DEVICE_SCHEDULE")
     text = (
-        (f"With `TF_CUDA_PLATFORM_GPU_DEVICE_SCHEDULE={schedule}`.\n\n" if schedule else "") +
+        _report.gpu_schedule_note() +
         f"Raw env, Pong-v5, 64 envs, async batch 32, 16 threads (median of {args.repeats}): "
         + ", ".join(f"{k} {v:,.0f} frames/s" for k, v in raw.items()) + ".\n\n"
         f"End-to-end IMPALA (`python -m experiments.impala --env Pong-v5{' ' * bool(args.cli_flags)}{args.cli_flags}`, "
