@@ -35,7 +35,7 @@ def write_section(path: Path, section: str, body: str) -> None:
     path.write_text(text)
 
 
-def cpu_seconds(path: str) -> float:
+def cpu_seconds(path: str | Path) -> float:
     """User + system CPU seconds from a /proc stat file: a process's (`/proc/PID/stat`, its ended
     threads included) or one thread's (`/proc/PID/task/TID/stat`). Linux only."""
     fields = Path(path).read_text().rsplit(")", 1)[1].split()  # after the (name), which may hold spaces
