@@ -19,6 +19,10 @@ and calling only the jitted act on a fixed batch of observations, with the actio
 host each call (no env): as the naive loop's plain act, the same on observations already on the
 device (no host-to-device copy), and as our loop's act, which also records the step into the
 trajectory buffers.
+
+Every measurement also reports the cores its threads kept busy (/proc) and a GIL probe: a thread
+that sleeps 0.5 ms at a time and records how late it wakes. Late by ~0.1 ms: the GIL is free;
+late by about the 5 ms switch interval or more: the timed threads queue on the GIL.
 """
 
 from __future__ import annotations
@@ -82,6 +86,32 @@ class ThreadCpu:
 
 
 CPU = ThreadCpu()
+
+
+class GilProbe(threading.Thread):
+    """Sleeps 0.5 ms at a time until `stop_at` and records how much later than asked each sleep
+    returned: the OS's wake-up (~0.1 ms on an idle host) plus the wait to take the GIL back. A wait
+    near the 5 ms switch interval means the GIL is the resource the timed threads queue on."""
+
+    SLEEP_S = 0.0005
+
+    def __init__(self, start_at: float, stop_at: float):
+        super().__init__(name="gil-probe", daemon=True)
+        self.start_at, self.stop_at = start_at, stop_at
+        self.late: list[float] = []
+
+    def run(self) -> None:
+        time.sleep(max(0.0, self.start_at - time.perf_counter()))
+        while (t := time.perf_counter()) < self.stop_at:
+            time.sleep(self.SLEEP_S)
+            self.late.append(time.perf_counter() - t - self.SLEEP_S)
+
+    def summary(self) -> str:
+        """Median and 90th percentile of the lateness, in µs."""
+        if not self.late:
+            return "—"
+        median, p90 = np.percentile(self.late, [50, 90]) * 1e6
+        return f"{median:,.0f} / {p90:,.0f}"
 
 
 class Rate(NamedTuple):
@@ -199,7 +229,8 @@ def _threads_rate(threads_n: int, seconds: float, warmup: float, body) -> Rate:
             thread_cpu[i] = time.thread_time() - cpu_at_start
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(threads_n)]
-    for t in threads:
+    probe = GilProbe(start_at, stop_at)
+    for t in [*threads, probe]:
         t.start()
     time.sleep(max(0.0, start_at - time.perf_counter()))
     cpu_start = _report.thread_cpu()
@@ -207,7 +238,8 @@ def _threads_rate(threads_n: int, seconds: float, warmup: float, body) -> Rate:
         t.join()
     cpu_end = _report.thread_cpu()
     elapsed = time.perf_counter() - start_at
-    cpu = CPU.split(cpu_start, cpu_end, sum(thread_cpu), elapsed)
+    probe.join()
+    cpu = {**CPU.split(cpu_start, cpu_end, sum(thread_cpu), elapsed), "gil": probe.summary()}
     return Rate(sum(steps) * FRAME_SKIP / elapsed, elapsed, cpu)
 
 
@@ -334,12 +366,12 @@ def main() -> None:
             vs_peer = "—" if peer is None else f"{rate.fps / peer[0].fps:.2f}x"
             rows.append(f"| {k} x {n} envs, {lanes} lane(s){f', {threads} env threads' if threads else ''} | {title} | {rate.fps:,.0f} | {vs_peer} "
                         f"| {c['timed threads']:.2f} | {c['env threads']:.2f} | {c['other threads']:.2f} "
-                        f"| {c['busiest other']} | {phases or '—'} |")
+                        f"| {c['busiest other']} | {c['gil']} | {phases or '—'} |")
             print(rows[-1], flush=True)
     header = ("| threads x envs | measurement | frames/s | / naive loop "
               "| cores busy: the timed threads | env threads | other threads | busiest other thread (cores) "
-              "| timed threads' time (ours) |\n"
-              "|---|---|---:|---:|---:|---:|---:|---|---|")
+              "| GIL probe: late wake-up, median / p90 (µs) | timed threads' time (ours) |\n"
+              "|---|---|---:|---:|---:|---:|---:|---|---:|---|")
     _report.device_section(args.out, "bench_actors.py", "Actors alone, IMPALA Pong", _report.gpu_schedule_note(), header, rows)
 
 
