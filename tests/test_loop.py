@@ -12,7 +12,7 @@ import sebulba
 from sebulba.agents import RandomAgent, SimplePolicyGradient, SPGConfig
 from tests.support import toy_envs
 from sebulba.types import ActorOutput
-from tests.support.agents import BrokenAgent, CountingAgent
+from tests.support.agents import BrokenAgent, CountingAgent, FailsInThreadAgent
 
 toy_envs.register_all()
 CARTPOLE = envs.make_spec("CartPole-v1")
@@ -126,11 +126,22 @@ def test_async_mode_actors_use_staged_networks_and_lag_is_measured():
 
 
 def test_inferencer_exception_reaches_main_thread_without_hanging():
-    with sebulba.GymnasiumLoop(BrokenAgent(CARTPOLE), config()) as loop:
-        with pytest.raises(sebulba.InferencerError, match="ZeroDivisionError: agent step blew up") as info:
+    with sebulba.GymnasiumLoop(FailsInThreadAgent(CARTPOLE), config()) as loop:
+        with pytest.raises(sebulba.InferencerError, match="ZeroDivisionError: agent blew up on purpose in an inferencer") as info:
             loop.run(max_cycles=5)
         assert isinstance(info.value.__cause__, ZeroDivisionError)
     assert no_inferencer_threads()
+
+
+def test_agent_step_that_cannot_be_traced_fails_the_constructor_before_any_pool(monkeypatch):
+    """The loop traces the act ahead (to compile it while the pools build), so a broken step is
+    the constructor's error, raised before a pool exists."""
+    built = []
+    make = envs.make
+    monkeypatch.setattr(envs, "make", lambda *a, **k: built.append(a) or make(*a, **k))
+    with pytest.raises(ZeroDivisionError, match="agent step blew up on purpose"):
+        sebulba.GymnasiumLoop(BrokenAgent(CARTPOLE), config())
+    assert built == [] and no_inferencer_threads()
 
 
 def test_env_failure_mid_run_reaches_main_thread():

@@ -168,7 +168,7 @@ class Checkpointer:
         restored = self._manager.restore(step, args=ocp.args.Composite(**items))
         state = _unsaved(restored["state"], like)
         learner = loop.learner
-        learner.networks, learner.opt_state, learner._key = state["networks"], state["opt_state"], state["key"]
+        learner.networks, learner.opt_state, learner._key = state["networks"], state["opt_state"], learner.place_key(state["key"])
         if "experience" in state:
             learner.experience = state["experience"]
         learner.version = meta["version"]

@@ -11,7 +11,6 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 import envs
@@ -37,6 +36,48 @@ class CycleResult(NamedTuple):
     put_wait_s: float  # filled in by the thread: time blocked on a full queue
 
 
+def merge_lanes(cycle: CycleFunctions, lane_envs: int, trajs: list, initial: list, final: list) -> tuple[Trajectory, Any, Any]:
+    """A cycle's per-lane trajectories and step states as one of all the inferencer's envs."""
+    if len(trajs) == 1:
+        return trajs[0], initial[0], final[0]
+    return (cycle.concat_lanes(trajs, 1, lane_envs), cycle.concat_lanes(initial, 0, lane_envs),
+            cycle.concat_lanes(final, 0, lane_envs))
+
+
+def to_learner(agent: Agent, sharding: LearnerSharding, initial: Any, final: Any, traj: Trajectory) -> tuple[Any, Any, Trajectory]:
+    """A cycle's (initial step state, final step state, trajectory) on the learner devices."""
+    return agent.shard_step_state(initial, sharding), agent.shard_step_state(final, sharding), sharding.per_env(traj, axis=1)
+
+
+def initial_step_state(agent: Agent, cycle: CycleFunctions, networks: Any, num_envs: int, key: jax.Array,
+                       device: jax.Device) -> Any:
+    """The agent's initial step state on `device`, in distinct buffers: a user's step state may
+    hold one array twice (e.g. zeros for both LSTM states), and a buffer can be donated only once
+    per call."""
+    return cycle.copy(jax.device_put(agent.init_step_state(networks, num_envs, key), device))
+
+
+def committed_buffers(cycle: CycleFunctions, device: jax.Device, networks: Any, step_state: Any, stacks: Any,
+                      env_step: EnvStep) -> Any:
+    """A cycle's zeroed trajectory buffers, committed to the actor device as the act's outputs
+    are, so that every step of the cycle calls one compiled act."""
+    return jax.device_put(cycle.new_buffers(networks, step_state, stacks, env_step), device)
+
+
+def initial_running(num_envs: int, device: jax.Device) -> tuple[jax.Array, jax.Array]:
+    """Running episode returns and lengths at the start, committed to the actor device as the
+    cycle's outputs are, so that every cycle calls one compiled `finish`."""
+    return jax.device_put((np.zeros(num_envs, np.float32), np.zeros(num_envs, np.int32)), device)
+
+
+def first_env_step(obs: Any, info: dict, restarts: framestack.Restarts | None) -> EnvStep:
+    """The EnvStep of a pool's reset, as the first act sees it."""
+    n = len(obs)
+    if restarts is not None:
+        obs = framestack.Frames(obs, restarts.reset(info["lives"]))
+    return host_env_step(obs, np.zeros(n, np.float32), np.zeros(n, bool), np.zeros(n, bool), info["elapsed_step"])
+
+
 class Lane:
     """A sync env pool of some of an inferencer's envs, with their step state, episode sums and,
     stacking on the device, their frame stacks there.
@@ -55,11 +96,9 @@ class Lane:
 
     def reset(self) -> None:
         obs, info = self.pool.reset()
-        n = len(obs)
-        if self.restarts is not None:
-            obs = framestack.Frames(obs, self.restarts.reset(info["lives"]))
-            self.stacks = self.stack_plan.empty(n)
-        self.env_step = host_env_step(obs, np.zeros(n, np.float32), np.zeros(n, bool), np.zeros(n, bool), info["elapsed_step"])
+        if self.stack_plan is not None:
+            self.stacks = self.stack_plan.empty(len(obs))
+        self.env_step = first_env_step(obs, info, self.restarts)
 
     def send(self, action: jax.Array) -> None:
         self.pool.send(np.asarray(action))
@@ -125,10 +164,8 @@ class Inferencer:
             for lane, key in zip(self.lanes, self._keys):
                 lane.reset()
                 lane.stacks = jax.device_put(lane.stacks, self.device)
-                # A copy in distinct buffers: a user's step state may hold one array twice (e.g.
-                # zeros for both LSTM states), and a buffer can be donated only once per call.
-                lane.step_state = self.cycle.copy(jax.device_put(self.agent.init_step_state(networks, n, key), self.device))
-                lane.running = (jnp.zeros(n, jnp.float32), jnp.zeros(n, jnp.int32))
+                lane.step_state = initial_step_state(self.agent, self.cycle, networks, n, key, self.device)
+                lane.running = initial_running(n, self.device)
         self._started = True
 
     @property
@@ -152,7 +189,8 @@ class Inferencer:
             v, actor = np.int32(version), np.int32(self.index)  # numpy: no eager JAX op per cycle
             trajs = []
             if self.donate:
-                buffers = [c.new_buffers(networks, lane.step_state, lane.stacks, lane.env_step) for lane in lanes]
+                buffers = [committed_buffers(c, self.device, networks, lane.step_state, lane.stacks, lane.env_step)
+                           for lane in lanes]
                 for t in range(c.steps):
                     for k, lane in enumerate(lanes):
                         if lane.in_flight:
@@ -180,16 +218,11 @@ class Inferencer:
                                                   histories[k])
                     trajs.append(traj)
             final = [c.copy(lane.step_state) for lane in lanes]
-            if len(lanes) > 1:
-                trajs, initial, final = c.concat_lanes(trajs, 1, self.lane_envs), [c.concat_lanes(initial, 0, self.lane_envs)], [c.concat_lanes(final, 0, self.lane_envs)]
-            else:
-                trajs = trajs[0]
+            trajs, initial, final = merge_lanes(c, self.lane_envs, trajs, initial, final)
         ep_ret = np.asarray(trajs.episode_return)
         done = ~np.isnan(ep_ret)
         return CycleResult(
-            self.agent.shard_step_state(initial[0], self.sharding),
-            self.agent.shard_step_state(final[0], self.sharding),
-            self.sharding.per_env(trajs, axis=1),
+            *to_learner(self.agent, self.sharding, initial, final, trajs),
             self.index,
             version,
             c.steps * self.num_envs,

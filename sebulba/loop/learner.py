@@ -99,7 +99,8 @@ class Learner:
     def __init__(self, agent: Agent, sharding: LearnerSharding, layout: ExperienceLayout, key: jax.Array):
         self.agent = agent
         self.sharding = sharding
-        k_net, k_exp, self._key = jax.random.split(key, 3)
+        k_net, k_exp, learner_key = jax.random.split(key, 3)
+        self._key = self.place_key(learner_key)
         networks = agent.init_networks(k_net)
         host = (lambda t: jax.tree.map(np.asarray, t)) if jax.process_count() > 1 else (lambda t: t)
         # (several processes: every process passes the same host values, from the same key)
@@ -111,6 +112,13 @@ class Learner:
         self.minibatches = _check_minibatches(agent, layout.num_envs)
         self._compiled: dict = {}
         self._mean_metrics = jax.jit(lambda ms: jax.tree.map(lambda *xs: sum(xs) / len(xs), *ms))
+
+    def place_key(self, key: jax.Array) -> jax.Array:
+        """The learner's RNG key replicated on the learner devices, where each update leaves its
+        next key, so that every update (and minibatch) calls one compiled function."""
+        typed = jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key)
+        data = jax.device_put(np.asarray(jax.random.key_data(key) if typed else key), self.sharding.replicated)
+        return jax.random.wrap_key_data(data, impl=jax.random.key_impl(key)) if typed else data
 
     def _init_experience(self, layout: ExperienceLayout, keys: jax.Array):
         """Each learner device's experience state, built in place on that device (a replay of
@@ -185,9 +193,32 @@ class Learner:
             check_vma=False,
         )
         # Networks are not donated: the published copy is read by inferencers concurrently.
-        fn = jax.jit(mapped, donate_argnums=(1, 2))
+        # Explicit output shardings: an update's outputs, its next inputs, are placed alike in
+        # every call, so one compiled function serves them all (and `lower_updates` knows them).
+        replicated, split = self.sharding.replicated, self.sharding.envs(0)
+        fn = jax.jit(mapped, donate_argnums=(1, 2),
+                     out_shardings=(replicated, replicated, split, replicated, replicated, replicated))
         self._compiled[layout] = fn
         return fn
+
+    def lower_updates(self, initial, final, traj: Trajectory) -> list[jax.stages.Lowered]:
+        """`update`'s calls lowered for these inputs (placed on the learner devices as `update`
+        receives them), to compile them ahead of the first cycle (`sebulba/loop/precompile.py`):
+        with the initial experience state, and with the one the first call leaves where that has
+        another structure (IMPALA's keeps the trajectory)."""
+        inputs = (initial, final, traj)
+        specs = _specs(inputs)
+
+        def lower(experience):
+            fn = self._update_fn(experience, inputs, specs)
+            return fn.lower(self.networks, self.opt_state, experience, *inputs, self._key, np.int32(0))
+
+        lowered = [lower(self.experience)]
+        after = jax.tree.map(lambda o: jax.ShapeDtypeStruct(o.shape, o.dtype, sharding=self.sharding.envs(0)),
+                             lowered[0].out_info[2])
+        if jax.tree.structure(after) != jax.tree.structure(self.experience):
+            lowered.append(lower(after))
+        return lowered
 
     def update(self, initial, final, traj: Trajectory) -> Metrics:
         """One cycle's learning: update_experience, then the optimizer step(s); with minibatches,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import jax.numpy as jnp
 import optax
 
@@ -46,10 +48,20 @@ class CountingAgent(Agent):
 
 
 class BrokenAgent(RandomAgent):
-    """Its step raises (while being traced, inside the inferencer thread)."""
+    """Its step raises while being traced (the loop traces it ahead, in its constructor)."""
 
     def step(self, networks, step_state, env_step):
         raise ZeroDivisionError("agent step blew up on purpose")
+
+
+class FailsInThreadAgent(RandomAgent):
+    """Its shard_step_state raises when an inferencer thread calls it at the end of a cycle (the
+    loop's constructor, which calls it in the main thread to compile ahead, gets through)."""
+
+    def shard_step_state(self, step_state, sharding):
+        if threading.current_thread() is not threading.main_thread():
+            raise ZeroDivisionError("agent blew up on purpose in an inferencer thread")
+        return super().shard_step_state(step_state, sharding)
 
 
 class MinibatchSPG(SimplePolicyGradient):
