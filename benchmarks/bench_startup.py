@@ -1,0 +1,116 @@
+"""Time to learning: from building an IMPALA Pong loop to the end of its second learner update,
+this tree against an older commit of ours, in the same run.
+
+    python benchmarks/bench_startup.py [--baseline REV] [--envs 16] [--inferencers 2] [--repeats 3]
+
+Each repeat runs every version in a fresh process (interleaved, alternating which goes first):
+the Atari preset (`experiments.impala.make_experiment("Pong-v5")`, IMPALA ResNet, 2 minibatches)
+with `--envs` envs per inferencer, then `GymnasiumLoop(...)` and `loop.run(max_cycles=2)` in async
+mode. Timed: the constructor (env pools; in this tree also compiling ahead), then the run (the
+inferencers' first cycles, the learner's first two updates: what still compiles there), and their
+sum. The baseline is checked out with `git worktree` into a temporary folder. Medians go into
+BENCHMARKS.md between `<!-- bench_startup:start -->` and `<!-- bench_startup:end -->`; `--out DIR`
+writes the section to DIR/bench_startup.md instead (the GPU host).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from _report import BENCH_FILE, write_section  # noqa: E402
+
+SECTION = "bench_startup"
+CHILD = """
+import json, sys, time
+import envs
+from experiments import impala
+from sebulba.agents.impala.agent import Impala
+from sebulba.loop.loop import GymnasiumLoop
+import jax
+exp = impala.make_experiment("Pong-v5", num_envs={envs}, inferencers_per_device={inferencers})
+agent = Impala(envs.make_spec("Pong-v5", **exp.loop.env_kwargs), exp.agent)
+t0 = time.perf_counter()
+loop = GymnasiumLoop(agent, exp.loop)
+t1 = time.perf_counter()
+loop.run(max_cycles=2)
+jax.block_until_ready(loop.learner.networks)
+t2 = time.perf_counter()
+loop.close()
+print(json.dumps({{"construct": t1 - t0, "run": t2 - t1, "device": str(jax.devices()[0].device_kind)}}))
+"""
+
+
+def run_once(tree: Path, envs: int, inferencers: int) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    env.pop("XLA_FLAGS", None)
+    out = subprocess.run([sys.executable, "-c", CHILD.format(envs=envs, inferencers=inferencers)], cwd=tree, env=env,
+                         check=True, capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--baseline", default="1a4ac82", help="an older commit of ours to compare with")
+    ap.add_argument("--envs", type=int, default=16)
+    ap.add_argument("--inferencers", type=int, default=2)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--out", type=Path, help="write the section to OUT/bench_startup.md, not BENCHMARKS.md")
+    args = ap.parse_args()
+    rev = subprocess.run(["git", "rev-parse", "--short", args.baseline], cwd=ROOT, check=True, capture_output=True,
+                         text=True).stdout.strip()
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, check=True, capture_output=True,
+                          text=True).stdout.strip()
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp) / "baseline"
+        subprocess.run(["git", "worktree", "add", "--detach", str(base), rev], cwd=ROOT, check=True, capture_output=True)
+        try:
+            trees = {f"this tree ({head})": ROOT, f"baseline ({rev})": base}
+            results: dict[str, list[dict]] = {name: [] for name in trees}
+            for r in range(args.repeats):
+                for name in (list(trees) if r % 2 == 0 else list(trees)[::-1]):
+                    results[name].append(run_once(trees[name], args.envs, args.inferencers))
+                    print(name, results[name][-1], flush=True)
+        finally:
+            subprocess.run(["git", "worktree", "remove", "--force", str(base)], cwd=ROOT, check=False)
+
+    def med(name: str, key: str) -> float:
+        return statistics.median(x["construct"] + x["run"] if key == "total" else x[key] for x in results[name])
+
+    ours, peer = trees
+    device = results[ours][0]["device"]
+    rows = [f"| {name} | {med(name, 'construct'):.1f} | {med(name, 'run'):.1f} | {med(name, 'total'):.1f} | "
+            + ("—" if name == ours else f"{med(peer, 'total') / med(ours, 'total'):.2f}x") + " |"
+            for name in (ours, peer)]
+    body = (
+        "## Time to learning, IMPALA Pong (`benchmarks/bench_startup.py`)\n\n"
+        f"Run {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC with `python benchmarks/bench_startup.py "
+        f"{' '.join(sys.argv[1:])}`  \n"
+        f"Machine: {platform.platform()}, {os.cpu_count()} cores, jax device {device}  \n"
+        f"The Atari preset with {args.inferencers} inferencers x {args.envs} envs, async mode; seconds, median of "
+        f"{args.repeats} interleaved repeats, each a fresh process. Constructor: env pools (and, since this tree, "
+        "compiling the act and the learner's update ahead); run: `loop.run(max_cycles=2)`, the first cycles and "
+        "two learner updates.\n\n"
+        "| version | constructor (s) | run of 2 updates (s) | total (s) | baseline / this tree |\n"
+        "|---|---:|---:|---:|---:|\n" + "\n".join(rows) + "\n"
+    )
+    print(body)
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "bench_startup.md").write_text(body)
+    else:
+        write_section(BENCH_FILE, SECTION, body)
+
+
+if __name__ == "__main__":
+    main()
