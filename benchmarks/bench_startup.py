@@ -16,6 +16,7 @@ writes the section to DIR/bench_startup.md instead (the GPU host).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
@@ -59,30 +60,35 @@ def run_once(tree: Path, envs: int, inferencers: int) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def git(*args: str) -> str:
+    return subprocess.run(["git", *args], cwd=ROOT, check=True, capture_output=True, text=True).stdout.strip()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--baseline", default="1a4ac82", help="an older commit of ours to compare with")
+    ap.add_argument("--baseline_tree", type=Path,
+                    help="that commit already exported to a folder (`git archive REV | tar -x -C DIR`): for a host "
+                         "whose copy of the tree has no .git, such as the lent GPU host")
     ap.add_argument("--envs", type=int, default=16)
     ap.add_argument("--inferencers", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--out", type=Path, help="write the section to OUT/bench_startup.md, not BENCHMARKS.md")
     args = ap.parse_args()
-    rev = subprocess.run(["git", "rev-parse", "--short", args.baseline], cwd=ROOT, check=True, capture_output=True,
-                         text=True).stdout.strip()
-    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, check=True, capture_output=True,
-                          text=True).stdout.strip()
-    with tempfile.TemporaryDirectory() as tmp:
-        base = Path(tmp) / "baseline"
-        subprocess.run(["git", "worktree", "add", "--detach", str(base), rev], cwd=ROOT, check=True, capture_output=True)
-        try:
-            trees = {f"this tree ({head})": ROOT, f"baseline ({rev})": base}
-            results: dict[str, list[dict]] = {name: [] for name in trees}
-            for r in range(args.repeats):
-                for name in (list(trees) if r % 2 == 0 else list(trees)[::-1]):
-                    results[name].append(run_once(trees[name], args.envs, args.inferencers))
-                    print(name, results[name][-1], flush=True)
-        finally:
-            subprocess.run(["git", "worktree", "remove", "--force", str(base)], cwd=ROOT, check=False)
+    with contextlib.ExitStack() as stack:
+        if args.baseline_tree:
+            rev, head, base = args.baseline, "working tree", args.baseline_tree
+        else:
+            rev, head = (git("rev-parse", "--short", r) for r in (args.baseline, "HEAD"))
+            base = Path(stack.enter_context(tempfile.TemporaryDirectory())) / "baseline"
+            git("worktree", "add", "--detach", str(base), rev)
+            stack.callback(subprocess.run, ["git", "worktree", "remove", "--force", str(base)], cwd=ROOT, check=False)
+        trees = {f"this tree ({head})": ROOT, f"baseline ({rev})": base}
+        results: dict[str, list[dict]] = {name: [] for name in trees}
+        for r in range(args.repeats):
+            for name in (list(trees) if r % 2 == 0 else list(trees)[::-1]):
+                results[name].append(run_once(trees[name], args.envs, args.inferencers))
+                print(name, results[name][-1], flush=True)
 
     def med(name: str, key: str) -> float:
         return statistics.median(x["construct"] + x["run"] if key == "total" else x[key] for x in results[name])
