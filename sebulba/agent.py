@@ -51,7 +51,7 @@ class Agent(abc.ABC, Generic[N, O, E, S]):
     # ---------------------------------------------------------------- state
     @abc.abstractmethod
     def init_networks(self, key: jax.Array) -> N:
-        """Fresh network parameters."""
+        """Fresh network parameters (the learner calls it inside `jax.jit`)."""
 
     @abc.abstractmethod
     def optimizer(self) -> optax.GradientTransformation:

@@ -101,7 +101,7 @@ class Learner:
         self.sharding = sharding
         k_net, k_exp, learner_key = jax.random.split(key, 3)
         self._key = self.place_key(learner_key)
-        networks = agent.init_networks(k_net)
+        networks = jax.jit(agent.init_networks)(k_net)  # one compiled program, not one per eager op
         host = (lambda t: jax.tree.map(np.asarray, t)) if jax.process_count() > 1 else (lambda t: t)
         # (several processes: every process passes the same host values, from the same key)
         self.networks = jax.device_put(host(networks), sharding.replicated)
