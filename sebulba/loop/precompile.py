@@ -5,7 +5,7 @@ ALE builds its envs one after another while holding the GIL (0.07-0.25 s per env
 for a 64-env pool on the GPU host), while XLA compiles without it. Tracing needs the GIL, so the
 loop's thread lowers both functions first, on arguments made as the first cycle makes them (zero
 observations of the pools' spec, no pool needed), and a thread per function compiles them into
-JAX's cache while the pools build. The real calls then find them compiled; `tests/test_loop.py`
+JAX's cache while the pools build. The real calls then find them compiled; `tests/test_precompile.py`
 checks that they do.
 """
 
