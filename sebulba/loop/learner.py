@@ -120,6 +120,11 @@ class Learner:
         data = jax.device_put(np.asarray(jax.random.key_data(key) if typed else key), self.sharding.replicated)
         return jax.random.wrap_key_data(data, impl=jax.random.key_impl(key)) if typed else data
 
+    @property
+    def _experience_sharding(self) -> jax.sharding.NamedSharding:
+        """Where an update leaves the experience state: one shard per learner device."""
+        return self.sharding.envs(0)
+
     def _init_experience(self, layout: ExperienceLayout, keys: jax.Array):
         """Each learner device's experience state, built in place on that device (a replay of
         many GiB is never staged on the host or on one device), with a leading device axis.
@@ -195,9 +200,9 @@ class Learner:
         # Networks are not donated: the published copy is read by inferencers concurrently.
         # Explicit output shardings: an update's outputs, its next inputs, are placed alike in
         # every call, so one compiled function serves them all (and `lower_updates` knows them).
-        replicated, split = self.sharding.replicated, self.sharding.envs(0)
+        replicated = self.sharding.replicated
         fn = jax.jit(mapped, donate_argnums=(1, 2),
-                     out_shardings=(replicated, replicated, split, replicated, replicated, replicated))
+                     out_shardings=(replicated, replicated, self._experience_sharding, replicated, replicated, replicated))
         self._compiled[layout] = fn
         return fn
 
@@ -214,7 +219,7 @@ class Learner:
             return fn.lower(self.networks, self.opt_state, experience, *inputs, self._key, np.int32(0))
 
         lowered = [lower(self.experience)]
-        after = jax.tree.map(lambda o: jax.ShapeDtypeStruct(o.shape, o.dtype, sharding=self.sharding.envs(0)),
+        after = jax.tree.map(lambda o: jax.ShapeDtypeStruct(o.shape, o.dtype, sharding=self._experience_sharding),
                              lowered[0].out_info[2])
         if jax.tree.structure(after) != jax.tree.structure(self.experience):
             lowered.append(lower(after))
