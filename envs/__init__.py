@@ -16,7 +16,7 @@ from typing import Any
 from envs.atari.games import ATARI_TASKS
 from envs.config import PoolConfig
 from envs.manager import AsyncSubprocessEnvManager, BaseEnvManager, BaseEnvTimestep, EnvState, SyncSubprocessEnvManager
-from envs.pool import DmObservation, EnvPool
+from envs.pool import DmEnvPool, DmObservation, EnvPool, GymnasiumEnvPool
 from envs.process.errors import WorkerError
 from envs.registry import list_all_envs, resolve
 from envs.spec import EnvSpec
@@ -28,7 +28,7 @@ def _build(task_id: str, env_type: str, kwargs: dict[str, Any], start: bool) -> 
     if name == "native":
         config = PoolConfig.create(task_id, env_type, name, native.max_episode_steps, kwargs, {})
         if not start:
-            return config, (native.observation_space(), native.action_space())
+            return config, (native.observation_space(), native.action_space(), {})
         from envs.native.backend import NativeBackend
 
         return config, NativeBackend(native, config)
@@ -37,15 +37,22 @@ def _build(task_id: str, env_type: str, kwargs: dict[str, Any], start: bool) -> 
 
         task = atari_task.configure(task_id, env_type, kwargs)
         if not start:
-            return task.config, (task.observation_space, task.action_space)
+            from envs.atari.backend import AtariBackend
+
+            return task.config, (task.observation_space, task.action_space, AtariBackend.extra_info)
         from envs.atari.backend import AtariBackend
 
         return task.config, AtariBackend(task)
     from envs.process import gym_task
 
     task = gym_task.configure(task_id, env_type, kwargs)
+    if task.config.render_mode is not None:
+        raise ValueError(
+            f"render_mode={task.config.render_mode!r}: {task_id!r} runs in worker processes, which do not render; "
+            "rendering is built in for the classic-control tasks and Atari games"
+        )
     if not start:
-        return task.config, (task.observation_space, task.action_space)
+        return task.config, (task.observation_space, task.action_space, {})
     from envs.process.backend import ProcessBackend
 
     return task.config, ProcessBackend(task)
@@ -54,7 +61,7 @@ def _build(task_id: str, env_type: str, kwargs: dict[str, Any], start: bool) -> 
 def make(task_id: str, env_type: str = "gymnasium", **kwargs: Any) -> EnvPool:
     """Build a pool of num_envs envs of task_id. kwargs are EnvPool's (seed 001) plus task ones."""
     config, backend = _build(task_id, env_type, dict(kwargs), start=True)
-    return EnvPool(config, backend)
+    return (DmEnvPool if env_type == "dm" else GymnasiumEnvPool)(config, backend)
 
 
 def make_gym(task_id: str, **kwargs: Any) -> EnvPool:
@@ -76,18 +83,20 @@ def is_atari(task_id: str) -> bool:
 
 def make_spec(task_id: str, env_type: str = "gymnasium", **kwargs: Any) -> EnvSpec:
     """The spaces and config `make` would give, without building the pool."""
-    config, (obs_space, act_space) = _build(task_id, env_type, dict(kwargs), start=False)
-    return EnvSpec(config, obs_space, act_space)
+    config, (obs_space, act_space, extra_info) = _build(task_id, env_type, dict(kwargs), start=False)
+    return EnvSpec(config, obs_space, act_space, extra_info)
 
 
 __all__ = [
     "AsyncSubprocessEnvManager",
     "BaseEnvManager",
     "BaseEnvTimestep",
+    "DmEnvPool",
     "DmObservation",
     "EnvPool",
     "EnvSpec",
     "EnvState",
+    "GymnasiumEnvPool",
     "PoolConfig",
     "SyncSubprocessEnvManager",
     "WorkerError",

@@ -19,7 +19,9 @@ STANDARD_KWARGS: dict[str, Any] = {
     "max_episode_steps": None,  # the task's default
     "max_num_players": 1,
     "thread_affinity_offset": -1,
+    "render_mode": None,  # None or "rgb_array": `pool.render(env_ids)` returns frames
 }
+RENDER_MODES = (None, "rgb_array")
 
 
 def _check_int(name: str, value: Any) -> int:
@@ -42,6 +44,7 @@ class PoolConfig:
     max_episode_steps: int | None
     max_num_players: int
     thread_affinity_offset: int
+    render_mode: str | None
     task_kwargs: Mapping[str, Any]
 
     @property
@@ -78,6 +81,9 @@ class PoolConfig:
             raise ValueError(
                 f"thread_affinity_offset must be -1 (no pinning) or a core id >= 0, got {self.thread_affinity_offset}"
             )
+        if self.render_mode not in RENDER_MODES:
+            hint = " (no window here: use 'rgb_array' and show the frames yourself)" if self.render_mode == "human" else ""
+            raise ValueError(f"render_mode must be one of {RENDER_MODES}, got {self.render_mode!r}{hint}")
 
     @classmethod
     def create(
@@ -129,5 +135,6 @@ class PoolConfig:
             max_episode_steps=max_steps,
             max_num_players=std.get("max_num_players", 1),
             thread_affinity_offset=std.get("thread_affinity_offset", -1),
+            render_mode=std.get("render_mode"),
             task_kwargs=dict(extra),
         )

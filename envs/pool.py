@@ -14,6 +14,7 @@ from typing import Any, NamedTuple, Protocol
 import dm_env
 import gymnasium as gym
 import numpy as np
+from dm_env import specs
 
 from envs.closing import ClosedOnExit
 from envs.config import PoolConfig
@@ -63,7 +64,7 @@ class EnvPool(ClosedOnExit):
         self._num_envs = config.num_envs
         self._batch_size = config.batch_size
         self._backend = backend
-        self._spec = EnvSpec(config, backend.observation_space, backend.action_space)
+        self._spec = EnvSpec(config, backend.observation_space, backend.action_space, getattr(backend, "extra_info", {}))
         self._ready = ReadyQueue()
         self._pending = np.zeros(config.num_envs, bool)  # sent, not yet received
         self._num_pending = 0
@@ -107,8 +108,15 @@ class EnvPool(ClosedOnExit):
     def closed(self) -> bool:
         return self._closed
 
+    @property
+    def render_mode(self) -> str | None:
+        return self._cfg.render_mode
+
     def __len__(self) -> int:
         return self._cfg.num_envs
+
+    def __str__(self) -> str:
+        return repr(self)
 
     def __repr__(self) -> str:
         c = self._cfg
@@ -212,6 +220,18 @@ class EnvPool(ClosedOnExit):
             raise RuntimeError("restore() needs a quiescent pool: receive every env in flight first")
         state, self._last_ids = pickle.loads(snapshot)
         self._backend.restore(state)
+
+    def render(self, env_ids: Any = None) -> np.ndarray:
+        """Frames of envs env_ids (an id or ids; default env 0) as (n, H, W, 3) uint8, in their
+        current state, as EnvPool's `render`. Needs `render_mode="rgb_array"` at `make`."""
+        self._check_open("render")
+        if self._cfg.render_mode is None:
+            raise RuntimeError(
+                f"render() needs a pool made with render_mode='rgb_array' ({self._cfg.task_id} was made without one)"
+            )
+        ids = np.zeros(1, np.int32) if env_ids is None else np.atleast_1d(np.asarray(env_ids))
+        checked = self._check_ids(ids, None)
+        return self._backend.render(self._all_ids if checked is None else checked)
 
     @property
     def extra_info(self) -> dict[str, np.dtype]:
@@ -387,3 +407,37 @@ class EnvPool(ClosedOnExit):
         if is_reset:
             return b.obs, info
         return b.obs, b.reward, b.terminated, b.truncated, info
+
+
+class GymnasiumEnvPool(EnvPool, gym.vector.VectorEnv, gym.Env):
+    """A pool of env_type "gym" or "gymnasium": a `gymnasium.vector.VectorEnv` and `gymnasium.Env`,
+    as EnvPool's are. As in EnvPool, `observation_space`/`action_space` are one env's spaces (the
+    same as `single_observation_space`/`single_action_space`) and `reset` takes env ids, not a seed."""
+
+    is_vector_env = True
+    metadata = {"render_modes": ["rgb_array"], "autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP}
+
+    @property
+    def single_observation_space(self) -> gym.spaces.Space:
+        return self._spec.observation_space
+
+    @property
+    def single_action_space(self) -> gym.spaces.Space:
+        return self._spec.action_space
+
+
+class DmEnvPool(EnvPool, dm_env.Environment):
+    """A pool of env_type "dm": a `dm_env.Environment` whose TimeSteps hold a batch. Its specs
+    describe one env (no batch axis), with the structure of `TimeStep.observation`."""
+
+    def observation_spec(self) -> Any:
+        return self._spec.observation_spec()
+
+    def action_spec(self) -> specs.Array:
+        return self._spec.action_spec()
+
+    def reward_spec(self) -> specs.Array:
+        return self._spec.reward_spec()
+
+    def discount_spec(self) -> specs.BoundedArray:
+        return self._spec.discount_spec()

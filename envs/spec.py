@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import dm_env
@@ -17,7 +18,10 @@ def space_to_dm_spec(space: gym.spaces.Space, name: str) -> specs.Array:
     if isinstance(space, gym.spaces.Discrete):
         return specs.DiscreteArray(int(space.n), dtype=space.dtype, name=name)
     if isinstance(space, gym.spaces.Box):
-        return specs.BoundedArray(space.shape, space.dtype, space.low, space.high, name=name)
+        low, high = space.low, space.high
+        if low.size and (low == low.flat[0]).all() and (high == high.flat[0]).all():
+            low, high = low.flat[0], high.flat[0]  # uniform bounds as scalars, as EnvPool's specs
+        return specs.BoundedArray(space.shape, space.dtype, low, high, name=name)
     if isinstance(space, gym.spaces.MultiDiscrete):
         return specs.BoundedArray(space.shape, space.dtype, 0, space.nvec - 1, name=name)
     if isinstance(space, gym.spaces.MultiBinary):
@@ -26,12 +30,29 @@ def space_to_dm_spec(space: gym.spaces.Space, name: str) -> specs.Array:
 
 
 class EnvSpec:
-    """What `make_spec` returns: the single env's spaces (channel-first) and the pool config."""
+    """What `make_spec` returns: the single env's spaces (channel-first) and the pool config.
 
-    def __init__(self, config: PoolConfig, observation_space: gym.spaces.Space, action_space: gym.spaces.Space):
+    `observation_spec()` has the structure of a dm TimeStep's `observation` (obs, env_id,
+    elapsed_step and the task's extra info fields), as EnvPool's specs do; `extra_info` names
+    those extra fields and their dtypes (Atari: lives, the raw reward).
+    """
+
+    def __init__(
+        self,
+        config: PoolConfig,
+        observation_space: gym.spaces.Space,
+        action_space: gym.spaces.Space,
+        extra_info: Mapping[str, np.dtype] | None = None,
+    ):
         self._config = config
         self.observation_space = observation_space
         self.action_space = action_space
+        self.extra_info = dict(extra_info or {})
+
+    @property
+    def id(self) -> str:
+        """The task id (as Gymnasium's `EnvSpec.id`, which Gymnasium's tools print)."""
+        return self._config.task_id
 
     @property
     def config(self) -> dict[str, Any]:
@@ -41,8 +62,18 @@ class EnvSpec:
     def pool_config(self) -> PoolConfig:
         return self._config
 
-    def observation_spec(self) -> specs.Array:
-        return space_to_dm_spec(self.observation_space, "obs")
+    def observation_spec(self) -> Any:
+        """Specs of one env's TimeStep.observation: `.obs`, `.env_id`, `.elapsed_step`, extras."""
+        from envs.pool import dm_observation_type
+
+        n = self._config.num_envs
+        fields = {
+            "obs": space_to_dm_spec(self.observation_space, "obs"),
+            "env_id": specs.BoundedArray((), np.int32, 0, n - 1, name="env_id"),
+            "elapsed_step": specs.Array((), np.int32, name="elapsed_step"),
+        }
+        fields.update({k: specs.Array((), np.dtype(d), name=k) for k, d in self.extra_info.items()})
+        return dm_observation_type(tuple(self.extra_info))(**fields)
 
     def action_spec(self) -> specs.Array:
         return space_to_dm_spec(self.action_space, "action")

@@ -27,6 +27,11 @@ class NativeBackend:
         self.action_space = task_cls.action_space()
         self._all_ids = np.arange(config.num_envs, dtype=np.int32)
         self._queued: list[tuple[np.ndarray | None, np.ndarray | None]] = []  # (ids, action or None=reset)
+        self._renderer = None
+        if config.render_mode is not None:
+            from envs.native.render import NativeRenderer
+
+            self._renderer = NativeRenderer(task_cls, config.num_envs)
 
     def send(self, ids: np.ndarray | None, action: np.ndarray | None, reset: bool) -> None:
         self._queued.append((ids, None if reset else action))
@@ -59,6 +64,8 @@ class NativeBackend:
         if action is None:  # explicit reset
             self.task.reset(env_id)
             self.book.reset(idx)
+            if self._renderer is not None:
+                self._renderer.record(idx, None, env_id)
             zeros_b = np.zeros(n, bool)
             batch = Batch(env_id, self.task.observe(idx), np.zeros(n, np.float32), zeros_b, zeros_b.copy(), np.zeros(n, np.int32))
             return Chunk(env_id, batch, in_order)
@@ -70,6 +77,8 @@ class NativeBackend:
             terminated[resets] = False
         else:
             resets = None
+        if self._renderer is not None:
+            self._renderer.record(idx, action, None if resets is None else env_id[resets])
         terminated, truncated, elapsed = self.book.finish(idx, resets, terminated)
         return Chunk(env_id, Batch(env_id, self.task.observe(idx), reward, terminated, truncated, elapsed), in_order)
 
@@ -83,8 +92,14 @@ class NativeBackend:
                              f"({type(self.task).__name__} x {self.task.num_envs})")
         self.task, self.book = copy.deepcopy(task), copy.deepcopy(book)
 
+    def render(self, ids: np.ndarray) -> np.ndarray:
+        """Frames of envs ids as Gymnasium draws them; sends not yet collected are not drawn."""
+        return self._renderer.frames(self.task, ids)
+
     def gather(self, ids: np.ndarray) -> Batch:
         raise AssertionError("native chunks always carry their batch")
 
     def close(self) -> None:
         self._queued = []
+        if self._renderer is not None:
+            self._renderer.close()

@@ -1,0 +1,133 @@
+"""The pools are the types their users check, with the specs and render EnvPool's users rely on.
+
+EnvPool 1.2's gym/gymnasium pools are `gymnasium.vector.VectorEnv`s and `gymnasium.Env`s, its dm
+pools `dm_env.Environment`s with specs whose structure is the TimeStep's observation; its
+`render(env_ids)` returns a batch of frames. Each test states the contract and the case.
+"""
+
+from __future__ import annotations
+
+import dm_env
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import envs
+
+CASES = [
+    pytest.param("CartPole-v1", {}, id="native"),
+    pytest.param("CartPole-v1", {"backend": "process", "num_threads": 1}, id="process"),
+    pytest.param("Pong-v5", {}, id="atari"),
+]
+
+
+@pytest.mark.parametrize("task, kw", CASES)
+@pytest.mark.parametrize("env_type", ["gym", "gymnasium"])
+def test_gym_pools_are_gymnasium_vector_envs(task, kw, env_type):
+    with envs.make(task, env_type=env_type, num_envs=2, **kw) as pool:
+        assert isinstance(pool, gym.Env) and isinstance(pool, gym.vector.VectorEnv)
+        assert pool.is_vector_env is True
+        assert pool.single_observation_space == pool.observation_space == pool.spec.observation_space
+        assert pool.single_action_space == pool.action_space == pool.spec.action_space
+        assert pool.metadata["autoreset_mode"] == gym.vector.AutoresetMode.NEXT_STEP
+        assert pool.unwrapped is pool and pool.spec.id == task
+        assert str(pool) == repr(pool) and task in str(pool)
+        obs, info = pool.reset()
+        assert pool.observation_space.contains(obs[0])
+
+
+@pytest.mark.parametrize("task, kw", CASES)
+def test_dm_pools_are_dm_environments_with_specs(task, kw):
+    with envs.make_dm(task, num_envs=2, **kw) as pool:
+        assert isinstance(pool, dm_env.Environment)
+        assert pool.action_spec() == envs.make_spec(task, **kw).action_spec()
+        assert pool.reward_spec().dtype == np.float32 and pool.discount_spec().maximum == 1.0
+        ts = pool.reset()
+        spec = pool.observation_spec()
+        # The spec has the TimeStep observation's structure: same type, same fields.
+        assert type(spec) is type(ts.observation) and spec._fields == ts.observation._fields
+        for name in ts.observation._fields:
+            for i in range(2):  # the spec describes one env: each row of the batch conforms
+                getattr(spec, name).validate(getattr(ts.observation, name)[i])
+        ts = pool.step(np.zeros(2, np.int64))
+        for i in range(2):
+            spec.obs.validate(ts.observation.obs[i])
+            pool.reward_spec().validate(ts.reward[i])
+            pool.discount_spec().validate(ts.discount[i])
+            pool.action_spec().validate(np.int64(0))
+
+
+def test_make_spec_observation_spec_describes_what_step_returns():
+    spec = envs.make_spec("Pong-v5", num_envs=4)
+    obs_spec = spec.observation_spec()
+    assert obs_spec._fields == ("obs", "env_id", "elapsed_step", "lives", "reward")
+    assert obs_spec.obs.shape == (4, 84, 84) and obs_spec.obs.dtype == np.uint8
+    assert (obs_spec.obs.minimum, obs_spec.obs.maximum) == (0, 255)
+    assert obs_spec.env_id.maximum == 3 and obs_spec.lives.dtype == np.int32
+    cartpole = envs.make_spec("CartPole-v1").observation_spec()
+    assert cartpole._fields == ("obs", "env_id", "elapsed_step") and cartpole.obs.shape == (4,)
+
+
+def _reference_frames(task: str, seed: int, actions: list) -> list[np.ndarray]:
+    env = gym.make(task, render_mode="rgb_array").unwrapped
+    env.reset(seed=seed)
+    frames = [env.render()]
+    for a in actions:
+        env.step(a)
+        frames.append(env.render())
+    env.close()
+    return frames
+
+
+@pytest.mark.parametrize(
+    "task, actions",
+    [
+        ("CartPole-v1", [1, 0, 1, 1, 0]),
+        ("Acrobot-v1", [0, 2, 2, 1, 0]),
+        ("MountainCar-v0", [2, 2, 0, 1, 2]),
+        ("Pendulum-v1", [np.array([1.5], np.float32), np.array([-3.0], np.float32), np.array([0.25], np.float32)]),
+    ],
+)
+def test_native_render_equals_gymnasiums_frames(task, actions):
+    """Frames of env 1 of a native pool equal Gymnasium's render of the same seeded env."""
+    seed = 7
+    expected = _reference_frames(task, seed + 1, actions)
+    with envs.make(task, num_envs=3, seed=seed, render_mode="rgb_array") as pool:
+        pool.reset()
+        got = [pool.render(env_ids=[1])[0]]
+        for a in actions:
+            batch = np.stack([a] * 3)
+            pool.step(batch)
+            got.append(pool.render(1)[0])
+        both = pool.render(env_ids=np.array([2, 0]))
+    assert both.shape == (2, *expected[0].shape) and both.dtype == np.uint8
+    for t, (e, g) in enumerate(zip(expected, got)):
+        np.testing.assert_array_equal(g, e, err_msg=f"{task}: frame {t} differs from Gymnasium's")
+    assert not np.array_equal(got[0], got[-1])  # the frames follow the env
+
+
+def test_render_defaults_to_env_0_and_checks_its_arguments():
+    with envs.make("CartPole-v1", num_envs=2, render_mode="rgb_array") as pool:
+        pool.reset()
+        assert pool.render_mode == "rgb_array"
+        np.testing.assert_array_equal(pool.render(), pool.render([0]))
+        with pytest.raises(ValueError, match="out of range"):
+            pool.render([2])
+        with pytest.raises(ValueError, match="integer env ids"):
+            pool.render(["a"])
+    with pytest.raises(RuntimeError, match="closed"):
+        pool.render()
+    with envs.make("CartPole-v1", num_envs=2) as plain:
+        with pytest.raises(RuntimeError, match="render_mode='rgb_array'"):
+            plain.render()
+
+
+@pytest.mark.parametrize("mode, match", [("human", "no window"), ("ansi", "render_mode must be one of")])
+def test_unsupported_render_modes_are_rejected_by_name(mode, match):
+    with pytest.raises(ValueError, match=match):
+        envs.make("CartPole-v1", render_mode=mode)
+
+
+def test_worker_process_pools_reject_render_mode():
+    with pytest.raises(ValueError, match="worker processes, which do not render"):
+        envs.make("CartPole-v1", backend="process", render_mode="rgb_array")
