@@ -97,9 +97,9 @@ def test_make_spec():
     assert spec.config["num_envs"] == 8 and spec.config["batch_size"] == 4
     assert spec.config["max_episode_steps"] == 500
     assert spec.observation_space == CartPoleNoVelocity.observation_space()
-    assert spec.observation_spec().shape == (2,)
-    np.testing.assert_array_equal(spec.observation_spec().minimum, spec.observation_space.low)
-    np.testing.assert_array_equal(spec.observation_spec().maximum, spec.observation_space.high)
+    assert spec.observation_spec().obs.shape == (2,)
+    np.testing.assert_array_equal(spec.observation_spec().obs.minimum, spec.observation_space.low)
+    np.testing.assert_array_equal(spec.observation_spec().obs.maximum, spec.observation_space.high)
     assert spec.action_spec().num_values == 2
     with envs.make_dm(TASK, num_envs=2) as pool:
         assert pool.spec.observation_space == spec.observation_space

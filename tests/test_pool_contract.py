@@ -186,7 +186,7 @@ def test_spec_and_config():
     assert spec.config["seed"] == 42 and spec.config["max_episode_steps"] == 500
     assert spec.observation_space.shape == (4,)
     assert spec.action_spec().num_values == 2
-    assert spec.observation_spec().shape == (4,)
+    assert spec.observation_spec().obs.shape == (4,)
     with envs.make("CartPole-v1", num_envs=2) as pool:
         assert pool.config["num_envs"] == 2 and pool.config["batch_size"] == 2
         assert pool.spec.action_space == spec.action_space
