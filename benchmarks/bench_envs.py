@@ -140,11 +140,81 @@ class AleAsyncDriver:
         self.env.close()
 
 
+# ---------------------------------------------------------------------------- info-key envs
+class InfoKeysEnv(gym.Env):
+    """A near-free env (obs: its step count) whose info holds `num_keys` float keys on reset and
+    step (0: an empty info), so the process backend's cost per info key shows."""
+
+    observation_space = gym.spaces.Box(0, np.inf, (1,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, num_keys: int = 0):
+        self.keys = [f"key{i}" for i in range(num_keys)]
+        self.t = 0
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        self.t = 0
+        return np.array([0.0], np.float32), self._info()
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
+        self.t += 1
+        return np.array([self.t], np.float32), 1.0, self.t >= 200, False, self._info()
+
+    def _info(self) -> dict[str, float]:
+        return {k: float(self.t) for k in self.keys}
+
+
+class NoInfo(gym.Wrapper):
+    """An env with its info stripped (empty dicts)."""
+
+    def reset(self, **kwargs: Any) -> tuple[Any, dict]:
+        return self.env.reset(**kwargs)[0], {}
+
+    def step(self, action: Any) -> tuple[Any, ...]:
+        return (*self.env.step(action)[:4], {})
+
+
+class KeepInfo(NoInfo):
+    """The same wrapper layer, info kept: the reference NoInfo is compared with."""
+
+    def reset(self, **kwargs: Any) -> tuple[Any, dict]:
+        return self.env.reset(**kwargs)
+
+    def step(self, action: Any) -> tuple[Any, ...]:
+        return self.env.step(action)
+
+
+def cliff_walking(keep_info: bool) -> gym.Env:
+    from gymnasium.envs.toy_text import CliffWalkingEnv
+
+    return (KeepInfo if keep_info else NoInfo)(CliffWalkingEnv())
+
+
+def register_info_envs() -> None:
+    """BenchInfoKeys-v0 (kwarg num_keys) and BenchCliffWalking-v1 (kwarg keep_info); worker
+    processes unpickle the entry points from this module."""
+    if "BenchInfoKeys-v0" not in gym.registry:
+        gym.register("BenchInfoKeys-v0", entry_point=InfoKeysEnv, max_episode_steps=200)
+        gym.register("BenchCliffWalking-v1", entry_point=cliff_walking, max_episode_steps=500)
+
+
 # ---------------------------------------------------------------------------- contestants
-def ours_sync(task: str, num_envs: int, backend: str | None = None) -> Driver:
-    kwargs = {} if backend is None else {"backend": backend}
+def ours_sync(task: str, num_envs: int, backend: str | None = None, **kwargs: Any) -> Driver:
+    if backend is not None:
+        kwargs["backend"] = backend
     pool = envs.make(task, num_envs=num_envs, seed=SEED, **kwargs)
     return SyncDriver(pool, pool.action_space, num_envs, pool.reset)
+
+
+def ours_info_keys(num_keys: int, num_envs: int) -> Driver:
+    register_info_envs()
+    return ours_sync("BenchInfoKeys-v0", num_envs, num_keys=num_keys)
+
+
+def ours_cliff(keep_info: bool, num_envs: int) -> Driver:
+    register_info_envs()
+    return ours_sync("BenchCliffWalking-v1", num_envs, keep_info=keep_info)
 
 
 def ours_async(task: str, num_envs: int, batch_size: int, **kwargs: Any) -> Driver:
@@ -236,6 +306,21 @@ def workloads() -> list[Workload]:
                 Peer(envpool_contestant(lambda: envpool_async("Pong-v5", 16, 8, num_threads=2)), target=1.2),
                 Peer(Contestant("ALE AtariVectorEnv (raw)", lambda: ale_async("pong", 16, 8, 2))),
             ],
+        ),
+        Workload(
+            "process-info-keys-16",
+            "toy env with 8 float info keys, 16 envs, worker processes, sync (peers: 1 key, empty info)",
+            Contestant("ours (process, 8 keys)", lambda: ours_info_keys(8, 16)),
+            [
+                Peer(Contestant("ours (process, 1 key)", lambda: ours_info_keys(1, 16))),
+                Peer(Contestant("ours (process, empty info)", lambda: ours_info_keys(0, 16))),
+            ],
+        ),
+        Workload(
+            "process-info-cliff-16",
+            "CliffWalking-v1 with its info (prob), 16 envs, worker processes, sync",
+            Contestant("ours (process, prob)", lambda: ours_cliff(True, 16)),
+            [Peer(Contestant("ours (process, info stripped)", lambda: ours_cliff(False, 16)))],
         ),
         Workload(
             "sync-16",

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 ENV_TYPES = ("gym", "gymnasium", "dm")
+INT32_MAX = 2**31 - 1
 BACKENDS = ("native", "process", "atari")
 
 # Standard kwargs of envpool.make (seed 001), with their defaults. None means "derived".
@@ -28,6 +29,18 @@ def _check_int(name: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, (int,)) and not hasattr(value, "__index__"):
         raise ValueError(f"{name} must be an int, got {value!r} ({type(value).__name__})")
     return int(value)
+
+
+def check_seed_range(config: PoolConfig, max_env_seed: int, taker: str) -> None:
+    """Env i is seeded seed + i, so seed + num_envs - 1 must not pass the largest seed the backend
+    takes: refused here, at make, rather than inside the backend at the first reset."""
+    top = config.seed + config.num_envs - 1
+    if top > max_env_seed:
+        raise ValueError(
+            f"seed={config.seed} is out of range for {config.task_id!r}: env i is seeded seed + i and {taker} "
+            f"takes seeds in [0, {max_env_seed}], so with num_envs={config.num_envs} seed must be in "
+            f"[0, {max_env_seed - config.num_envs + 1}]"
+        )
 
 
 @dataclasses.dataclass(frozen=True)

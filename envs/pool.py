@@ -48,10 +48,15 @@ class DmObservation(NamedTuple):
 
 @functools.cache
 def dm_observation_type(extra: tuple[str, ...]) -> type:
-    """DmObservation, or for tasks with extra info (Atari: lives, reward) the same fields plus those."""
+    """DmObservation, or with extra info (a task's, as Atari's lives and reward, or a Gymnasium
+    env's own keys) the same fields plus one per key, in order, named by `envs.info.dm_field_names`:
+    a key that is a usable field name keeps it, a mask `_k` becomes `k_mask`, any other key
+    `info_<key>` (non-identifier characters as "_")."""
     if not extra:
         return DmObservation
-    return collections.namedtuple("DmObservation", (*DmObservation._fields, *extra))
+    from envs.info import dm_field_names
+
+    return collections.namedtuple("DmObservation", (*DmObservation._fields, *dm_field_names(extra, DmObservation._fields)))
 
 
 class EnvPool(ClosedOnExit):
@@ -302,9 +307,13 @@ class EnvPool(ClosedOnExit):
         want = self._all_ids if expected is None else expected
         if len(got) == len(want) and np.array_equal(np.sort(got), np.sort(want)):
             return
+        mode = "only that batch can be sent" if self._async else "a sync pool steps all its envs together"
         raise ValueError(
-            f"{self._cfg.task_id}: this backend steps exactly the envs of the last batch received; "
-            f"send actions for env_id {np.sort(want).tolist()} (in any order), got env_id {got.tolist()}"
+            f"{self._cfg.task_id}: this backend steps exactly the envs of the last batch received (ALE's vector "
+            f"env takes one action per env of that batch, no env ids: {mode}); send actions for env_id "
+            f"{np.sort(want).tolist()} (in any order), got env_id {got.tolist()}. To step some envs only, use "
+            "async mode (batch_size < num_envs) and send for each batch recv() returns, or split the envs over "
+            "separate pools"
         )
 
     def _check_action(self, action: Any, count: int) -> np.ndarray:
@@ -404,6 +413,7 @@ class EnvPool(ClosedOnExit):
         info = {"env_id": b.env_id, "elapsed_step": b.elapsed}
         if b.extra is not None:
             info.update(b.extra)
+            info["env_id"], info["elapsed_step"] = b.env_id, b.elapsed  # never clobbered by an env's key
         if is_reset:
             return b.obs, info
         return b.obs, b.reward, b.terminated, b.truncated, info

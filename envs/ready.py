@@ -4,9 +4,11 @@ finished envs in completion order."""
 from __future__ import annotations
 
 import collections
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
+
+from envs.info import concat_infos, take_info
 
 
 class Batch(NamedTuple):
@@ -18,18 +20,21 @@ class Batch(NamedTuple):
     terminated: np.ndarray  # bool
     truncated: np.ndarray  # bool
     elapsed: np.ndarray  # int32
-    extra: dict[str, np.ndarray] | None = None  # task-specific info arrays (Atari: lives, raw reward)
+    # Info beyond env_id and elapsed_step, batched as envs.info does: a task's fixed arrays (Atari:
+    # lives, raw reward) or a Gymnasium env's own keys (masks `_key`, nested dicts); None: none.
+    extra: dict[str, Any] | None = None
 
     def take(self, sel: slice | np.ndarray) -> Batch:
-        extra = None if self.extra is None else {k: v[sel] for k, v in self.extra.items()}
+        extra = None if self.extra is None else take_info(self.extra, sel) or None
         return Batch(*(a[sel] for a in self[:6]), extra)
 
     @staticmethod
     def concat(parts: list[Batch]) -> Batch:
+        """Parts one after another; their infos may differ in keys (a key missing from a part
+        gets a mask), as envs' own infos do."""
         if len(parts) == 1:
             return parts[0]
-        first = parts[0].extra
-        extra = None if first is None else {k: np.concatenate([p.extra[k] for p in parts]) for k in first}
+        extra = concat_infos([p.extra for p in parts], [len(p.env_id) for p in parts])
         return Batch(*(np.concatenate(col) for col in zip(*(p[:6] for p in parts))), extra)
 
 

@@ -3,13 +3,28 @@
 from __future__ import annotations
 
 import difflib
+import importlib.util
+import warnings
 from typing import Any
 
 import gymnasium as gym
 
-from envs.atari.games import ATARI_TASKS
+from envs.atari.games import (
+    ATARI_TASKS,
+    UNSUPPORTED_ROMS,
+    check_rom,
+    is_ale_entry_point,
+    unsupported_rom_error,
+    unsupported_rom_of_id,
+)
 from envs.native.base import NativeTask
 from envs.native.tasks import NATIVE_TASKS
+
+# Gymnasium id -> (the EnvSpec probed, whether it builds); re-probed when the id is re-registered.
+_BUILDS: dict[str, tuple[gym.envs.registration.EnvSpec, bool]] = {}
+# Gymnasium's functional JAX envs: importing their modules starts JAX's backends, which listing ids
+# must not do (XLA_FLAGS and jax.distributed.initialize must come first), so they are not probed.
+_JAX_ENV_PACKAGES = ("gymnasium.envs.phys2d", "gymnasium.envs.tabular")
 
 
 def gymnasium_ids() -> list[str]:
@@ -17,6 +32,7 @@ def gymnasium_ids() -> list[str]:
 
 
 def ale_available() -> bool:
+    """Whether ale-py imports; importing it registers Gymnasium's ALE ids (ALE/Pong-v5, Pong-v4, ...)."""
     try:
         import ale_py  # noqa: F401
     except ImportError:
@@ -24,18 +40,87 @@ def ale_available() -> bool:
     return True
 
 
+def _ale_id_builds(spec: gym.envs.registration.EnvSpec) -> bool:
+    """An id of ALE's AtariEnv builds when ALE has its ROM and can run it. Not built to check: ALE
+    registers hundreds of them, all with Box observations and Discrete actions, which the pool takes."""
+    game = spec.kwargs.get("game")
+    if not ale_available() or not isinstance(game, str) or game in UNSUPPORTED_ROMS:
+        return False
+    import ale_py.roms
+
+    return game in ale_py.roms.get_all_rom_ids()
+
+
+def _needs_jax(entry_point: Any) -> bool:
+    """Whether an entry point is one of Gymnasium's functional JAX envs, read without importing it."""
+    module = entry_point.split(":")[0] if isinstance(entry_point, str) else getattr(entry_point, "__module__", None)
+    return isinstance(module, str) and module.startswith(_JAX_ENV_PACKAGES)
+
+
+def _probe_builds(task_id: str) -> bool:
+    """Whether `make_spec(task_id)` succeeds with default kwargs (it builds one env in this process)."""
+    from envs.process import gym_task
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # deprecation warnings of old versions, env checker notes
+        try:
+            gym_task.configure(task_id, "gymnasium", {})
+        except Exception:
+            return False
+    return True
+
+
+def gymnasium_id_builds(task_id: str) -> bool:
+    """Whether a registered Gymnasium id builds on this install (its packages are there, the pool
+    can batch its spaces, ALE can run its ROM), probed once per registration."""
+    spec = gym.registry[task_id]
+    cached = _BUILDS.get(task_id)
+    if cached is not None and cached[0] is spec:
+        return cached[1]
+    if is_ale_entry_point(spec.entry_point):
+        builds = _ale_id_builds(spec)
+    elif _needs_jax(spec.entry_point):
+        builds = importlib.util.find_spec("jax") is not None  # their spaces are Box and Discrete
+    else:
+        builds = _probe_builds(task_id)
+    _BUILDS[task_id] = (spec, builds)
+    return builds
+
+
 def list_all_envs() -> list[str]:
-    """Every task id `make` accepts: the built-in tasks, the Atari games (with ale-py installed),
-    then every registered Gymnasium id."""
+    """Every task id `make` builds here with default kwargs: the built-in tasks, the Atari games
+    (with ale-py installed), then the registered Gymnasium ids that build on this install (ids whose
+    packages are missing, e.g. Box2D or MuJoCo ones, or whose spaces the pool cannot batch are left
+    out; `make` of them raises). The first call builds one env of each non-ALE Gymnasium id."""
     native = sorted(NATIVE_TASKS)
     atari = sorted(ATARI_TASKS) if ale_available() else []
-    return native + atari + [t for t in gymnasium_ids() if t not in NATIVE_TASKS]
+    return native + atari + [t for t in gymnasium_ids() if t not in NATIVE_TASKS and gymnasium_id_builds(t)]
 
 
 def _unknown(task_id: str, hint: str = "") -> ValueError:
     close = difflib.get_close_matches(task_id, list_all_envs(), n=5, cutoff=0.6)
     suggestion = f"; did you mean {close}?" if close else ""
     return ValueError(f"unknown task id {task_id!r}{hint}{suggestion} (see envs.list_all_envs())")
+
+
+def _registered(task_id: str) -> gym.envs.registration.EnvSpec | None:
+    """The Gymnasium spec of task_id, importing ale-py first if needed (it registers ALE's ids)."""
+    if task_id not in gym.registry and not ale_available():
+        return None
+    return gym.registry.get(task_id)
+
+
+def check_runnable_rom(task_id: str) -> None:
+    """Raises a ValueError, before ALE is touched, for an id of a ROM that ALE would exit the process
+    on: `Combat-v5`, Gymnasium's forms (`ALE/Combat-v5`, `CombatNoFrameskip-v4`, ...), or any
+    registered id of ALE's AtariEnv whose `game` is such a ROM."""
+    spec = _registered(task_id)
+    if spec is None:
+        rom = unsupported_rom_of_id(task_id)
+        if rom is not None:
+            raise unsupported_rom_error(rom, task_id)
+    elif is_ale_entry_point(spec.entry_point):
+        check_rom(spec.kwargs.get("game"), task_id)
 
 
 def resolve(task_id: Any, backend: str | None) -> tuple[str, type[NativeTask] | None]:
@@ -48,17 +133,20 @@ def resolve(task_id: Any, backend: str | None) -> tuple[str, type[NativeTask] | 
         if backend not in (None, "atari"):
             raise ValueError(f"{task_id!r} is an Atari task: it runs on backend='atari' (ALE's vector env) only")
         return "atari", None
+    native = NATIVE_TASKS.get(task_id)
+    if native is None:
+        check_runnable_rom(task_id)
     if backend == "atari":
         raise _unknown(task_id, " for backend='atari' (Atari ids look like 'Pong-v5')")
-    native = NATIVE_TASKS.get(task_id)
     if backend == "native":
         if native is None:
             raise _unknown(task_id, f" for backend='native' (built-in tasks: {sorted(NATIVE_TASKS)})")
         return "native", native
     if native is not None and backend is None:
         return "native", native
-    if native is not None and task_id not in gym.registry:
+    registered = _registered(task_id) is not None
+    if native is not None and not registered:
         raise ValueError(f"task {task_id!r} is built in only (it has no Gymnasium id), so backend='process' cannot run it")
-    if task_id in gym.registry:
+    if registered:
         return "process", None
     raise _unknown(task_id)

@@ -8,11 +8,22 @@ dropped still runs); results equal the Python API's for the same seed and action
 check of the Python API applies (a misuse raises inside the program, and the error reaches the
 caller of the jitted function); and on an accelerator, arrays move between device and host
 inside the call. The cost is one host callback per call; BENCHMARKS.md measures it.
+
+A jitted program needs a fixed state structure, while a Gymnasium env's info keys may vary
+from step to step (the process backend passes them on as they come). So the state's info holds
+a fixed set of keys: env_id, elapsed_step, the task's extra info (Atari: lives, raw reward), and
+the env's info keys that hold one number, as a probe env shows them when `xla()` is called (see
+`ProcessBackend.info_dtypes`; CliffWalking: prob, float). Each batch is fitted to that: a fixed
+key some env did not return reads 0 there, masks are not carried, and keys outside the set
+(strings, arrays, nested dicts, keys the probe did not show) are dropped, with one
+RuntimeWarning naming them; a value that cannot be converted to its fixed dtype (a string in a
+float key) or has another shape raises a ValueError naming the key.
 """
 
 from __future__ import annotations
 
 import itertools
+import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +45,9 @@ def _state_template(pool: EnvPool, n: int) -> Any:
 
     space = pool.observation_space
     obs = leaf((n, *space.shape), space.dtype)
-    extra = {k: leaf((n,), dt) for k, dt in pool.extra_info.items()}
+    # The env's own info keys: only the process backend has them (it builds a probe env for this).
+    fixed = {**pool.extra_info, **getattr(pool._backend, "info_dtypes", {})}
+    extra = {k: leaf((n,), dt) for k, dt in fixed.items()}
     if pool.config["env_type"] == "dm":
         from envs.pool import dm_observation_type
 
@@ -42,6 +55,58 @@ def _state_template(pool: EnvPool, n: int) -> Any:
         return dm_env.TimeStep(leaf((n,), np.int32), leaf((n,), np.float32), leaf((n,), np.float32), observation)
     info = {"env_id": leaf((n,), np.int32), "elapsed_step": leaf((n,), np.int32), **extra}
     return (obs, leaf((n,), np.float32), leaf((n,), bool), leaf((n,), bool), info)
+
+
+class _Fitter:
+    """Fits a recv/step output to the fixed structure of the XLA state (see the module docstring)."""
+
+    def __init__(self, template: Any, name: str):
+        self._dm = isinstance(template, dm_env.TimeStep)
+        fields = template.observation._asdict() if self._dm else template[-1]
+        self._type = type(template.observation) if self._dm else dict
+        self._leaves = dict(fields)
+        self._name = name
+        self._warned = False
+
+    def __call__(self, out: Any) -> Any:
+        if self._dm:
+            return out._replace(observation=self._type(**self._fit(out.observation._asdict())))
+        return (*out[:-1], self._fit(out[-1]))
+
+    def _fit(self, got: dict[str, Any]) -> dict[str, Any]:
+        """got's values of the fixed keys (zeros where missing); warns once about the others."""
+        fitted = {
+            k: self._value(k, got[k], leaf) if k in got else np.zeros(leaf.shape, leaf.dtype)
+            for k, leaf in self._leaves.items()
+        }
+        dropped = [k for k in got if k not in self._leaves]
+        if dropped and not self._warned:
+            self._warned = True
+            warnings.warn(
+                f"{self._name}: info keys {dropped} are not in the XLA state (its keys are fixed at xla(): "
+                f"{list(self._leaves)}); they are dropped there (the Python API returns them)",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+        return fitted
+
+    def _value(self, key: str, value: Any, leaf: Any) -> np.ndarray:
+        try:
+            v = np.asarray(value, leaf.dtype)
+        except (TypeError, ValueError) as e:
+            raise ValueError(
+                f"{self._name}: info key {key!r} ({_describe(value)}) does not fit the XLA state's {leaf.dtype} "
+                f"(fixed at xla()): {e}"
+            ) from e
+        if v.shape != leaf.shape:
+            raise ValueError(
+                f"{self._name}: info key {key!r} has shape {v.shape}; the XLA state's is {leaf.shape} (fixed at xla())"
+            )
+        return v
+
+
+def _describe(v: Any) -> str:
+    return f"{v.dtype} array of shape {v.shape}" if isinstance(v, np.ndarray) else type(v).__name__
 
 
 def make_xla(pool: EnvPool) -> tuple[Any, Callable, Callable, Callable]:
@@ -56,13 +121,14 @@ def make_xla(pool: EnvPool) -> tuple[Any, Callable, Callable, Callable]:
     leaves, treedef = jax.tree_util.tree_flatten(template)
     dtypes = [np.dtype(x.dtype) for x in leaves]
     name = pool.config["task_id"]
+    fit = _Fitter(template, name)
 
     def check(handle: np.ndarray) -> None:
         if int(handle) != pool_id:
             raise ValueError(f"this handle does not belong to this {name} pool's xla() functions (handle {int(handle)}, pool {pool_id})")
 
     def as_state(out: Any) -> Any:
-        flat = jax.tree_util.tree_leaves(out)
+        flat = jax.tree_util.tree_leaves(fit(out))
         return jax.tree_util.tree_unflatten(treedef, [np.asarray(x, dt) for x, dt in zip(flat, dtypes)])
 
     def recv_cb(handle: np.ndarray) -> tuple[np.ndarray, Any]:

@@ -327,3 +327,48 @@ def test_r2d2_pong_preset_replay_that_cannot_fit_is_a_clear_error(tmp_path):
     assert out.returncode != 0
     assert re.search(r"needs 53\.\d GiB per learner device", out.stderr), out.stderr[-3000:]
     assert "--replay_capacity" in out.stderr and "--stack_on_device" in out.stderr, out.stderr[-3000:]
+
+
+@pytest.mark.parametrize("make_fn", [envs.make_spec, make])
+def test_seeds_outside_ales_int32_range_are_refused_at_make(make_fn):
+    """ALE's reset takes an int32 seed per env (a larger one is a TypeError from its bindings at
+    reset): env i gets seed + i, so seed + num_envs - 1 must be at most 2**31 - 1."""
+    with pytest.raises(ValueError, match=r"seed=2147483648 is out of range for 'Pong-v5'.*\[0, 2147483647\].*"
+                                         r"num_envs=1 seed must be in \[0, 2147483647\]"):
+        make_fn("Pong-v5", seed=2**31)
+    with pytest.raises(ValueError, match=r"num_envs=3 seed must be in \[0, 2147483645\]"):
+        make_fn("Pong-v5", num_envs=3, seed=2**31 - 2)
+
+
+def test_the_largest_ale_seeds_reach_ale():
+    """seed = 2**31 - 2 with 2 envs: env 1 gets 2**31 - 1, and the frames are ALE's with those seeds."""
+    seeds = np.array([2**31 - 2, 2**31 - 1])
+    actions = np.random.default_rng(5).integers(0, 4, (20, 2))
+    ref = AtariVectorEnv("breakout", 2, reward_clipping=False)
+    ref_obs = [ref.reset(seed=seeds)[0]] + [ref.step(a)[0] for a in actions]
+    ref.close()
+    with make("Breakout-v5", num_envs=2, seed=2**31 - 2) as pool:
+        obs = [pool.reset()[0]] + [pool.step(a)[0] for a in actions]
+    np.testing.assert_array_equal(np.stack(obs), np.stack(ref_obs))
+
+
+@pytest.mark.parametrize("batch_size", [3, 2])
+def test_stepping_a_subset_says_what_to_do_instead(batch_size):
+    """ALE's send takes exactly one action per env of its last batch, no env ids: a sync pool cannot
+    step a subset (EnvPool can); the error points to async mode or separate pools."""
+    with make(num_envs=3, batch_size=batch_size) as pool:
+        ids = pool.reset()[1]["env_id"]
+        subset = np.array([x for x in range(3) if x != ids[0]][:1])
+        with pytest.raises(ValueError, match="last batch received") as e:
+            pool.step(np.zeros(1, int), subset)
+    message = str(e.value)
+    assert "no env ids" in message and "use async mode (batch_size < num_envs)" in message
+    assert "send for each batch recv() returns" in message and "separate pools" in message
+    assert ("a sync pool steps all its envs together" in message) == (batch_size == 3)
+
+
+def test_a_frame_limit_beyond_ales_int32_is_refused_at_make():
+    with pytest.raises(ValueError, match=r"max_episode_steps \* frame_skip = 4398046511104 frames.*at most 536870911"):
+        envs.make_spec("Pong-v5", max_episode_steps=2**40)
+    with make(max_episode_steps=536_870_911) as pool:  # the largest: ALE takes it
+        assert pool.reset()[0].shape == (1, 4, 84, 84)

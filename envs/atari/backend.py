@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from envs.atari.games import check_rom
 from envs.atari.task import AtariTask
 from envs.episodes import EpisodeBook
 from envs.ready import Batch, Chunk
@@ -29,6 +30,7 @@ class AtariBackend:
         from ale_py.vector_env import AtariVectorEnv
 
         config = task.config
+        check_rom(task.rom, config.task_id)  # ALE exits the process on a multi-player ROM
         o = task.option
         self.observation_space = task.observation_space
         self.action_space = task.action_space

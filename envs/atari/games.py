@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
 ROM_IDS = (
     "adventure", "air_raid", "alien", "amidar", "assault", "asterix", "asteroids", "atlantis2", "atlantis",
     "backgammon", "bank_heist", "basic_math", "battle_zone", "beam_rider", "berzerk", "blackjack", "bowling",
@@ -20,10 +23,52 @@ ROM_IDS = (
     "video_pinball", "warlords", "wizard_of_wor", "word_zapper", "yars_revenge", "zaxxon",
 )
 
+MULTI_PLAYER = (
+    "a multi-player ROM that ALE's single-agent interface cannot run: loading it makes ALE print "
+    "'Attempt to wrap ROM ... failed' and exit the process (ale-py 0.12.1 does not register it as "
+    "a Gymnasium id either)"
+)
+# ROMs that end the process (exit code 1, no exception) when ALE loads them: ALEInterface.loadROM,
+# AtariVectorEnv and ale_py.env.AtariEnv alike. Found by loading every ROM of ROM_IDS in a
+# subprocess; tests/test_atari_roms.py repeats that sweep, so this set cannot go stale silently.
+UNSUPPORTED_ROMS: dict[str, str] = {rom: MULTI_PLAYER for rom in ("combat", "joust", "maze_craze", "warlords")}
+
+ALE_ENTRY_POINT = "ale_py.env:AtariEnv"  # the entry point of ALE's Gymnasium ids (ALE/Pong-v5, Pong-v4, ...)
+# Gymnasium's ALE id forms: ALE/Pong-v5, Pong-v0, PongNoFrameskip-v4, (old gym) Pong-ram-v4, PongDeterministic-v4.
+_ALE_ID = re.compile(r"(?:ALE/)?(?P<name>[A-Za-z0-9]+?)(?:-ram)?(?:NoFrameskip|Deterministic)?-v\d+")
+
 
 def task_name(rom_id: str) -> str:
     """ALE's own rule: snake_case ROM id to PascalCase game name."""
     return rom_id.title().replace("_", "")
 
 
-ATARI_TASKS: dict[str, str] = {f"{task_name(rom)}-v5": rom for rom in ROM_IDS}  # task id -> ROM id
+ATARI_TASKS: dict[str, str] = {  # task id -> ROM id, for every ROM ALE can run
+    f"{task_name(rom)}-v5": rom for rom in ROM_IDS if rom not in UNSUPPORTED_ROMS
+}
+_UNSUPPORTED_NAMES = {task_name(rom): rom for rom in UNSUPPORTED_ROMS}
+
+
+def unsupported_rom_error(rom: str, task_id: str) -> ValueError:
+    return ValueError(f"{task_id!r} cannot run: ROM {rom!r} is {UNSUPPORTED_ROMS[rom]}")
+
+
+def check_rom(rom: Any, task_id: str) -> None:
+    """Raises a ValueError for a ROM ALE would exit the process on, before ALE sees it."""
+    if isinstance(rom, str) and rom in UNSUPPORTED_ROMS:
+        raise unsupported_rom_error(rom, task_id)
+
+
+def unsupported_rom_of_id(task_id: str) -> str | None:
+    """The unsupported ROM an id names in our or Gymnasium's ALE form (`Combat-v5`, `ALE/Combat-v5`,
+    `CombatNoFrameskip-v4`, ...), else None. For ids no registry holds: ALE registers none of these."""
+    m = _ALE_ID.fullmatch(task_id)
+    return _UNSUPPORTED_NAMES.get(m.group("name")) if m else None
+
+
+def is_ale_entry_point(entry_point: Any) -> bool:
+    """Whether a Gymnasium entry point is ALE's AtariEnv (as its string or as the class)."""
+    if isinstance(entry_point, str):
+        return entry_point == ALE_ENTRY_POINT
+    module, name = getattr(entry_point, "__module__", None), getattr(entry_point, "__name__", None)
+    return (module, name) == ("ale_py.env", "AtariEnv")

@@ -9,8 +9,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from envs.atari.games import ATARI_TASKS
-from envs.config import PoolConfig
+from envs.atari.games import ATARI_TASKS, check_rom
+from envs.config import INT32_MAX, PoolConfig, check_seed_range
 
 INSTALL_HINT = "Atari tasks need ale-py: pip install -e '.[atari]' (or pip install ale-py==0.12.1)"
 
@@ -29,6 +29,9 @@ ATARI_KWARGS: dict[str, Any] = {
     "full_action_space": False,
 }
 DEFAULT_MAX_EPISODE_STEPS = 27_000  # agent steps: 108,000 frames at frame_skip 4
+# ALE's vector reset takes one C int seed per env (a larger one is a TypeError from its bindings)
+# and reads -1 as "keep the current seed": env seeds are in [0, 2**31 - 1].
+ALE_MAX_SEED = INT32_MAX
 
 
 def require_ale() -> Any:
@@ -66,9 +69,20 @@ def _check_options(task_id: str, o: dict[str, Any]) -> None:
         raise ValueError(f"{task_id}: repeat_action_probability must be in [0, 1], got {p!r}")
 
 
+def _check_frame_limit(config: PoolConfig, frame_skip: int) -> None:
+    """ALE takes its frame limit, max_episode_steps * frame_skip, as a C int."""
+    frames = config.max_episode_steps * frame_skip
+    if frames > INT32_MAX:
+        raise ValueError(
+            f"{config.task_id}: max_episode_steps * frame_skip = {frames} frames exceeds ALE's limit of "
+            f"{INT32_MAX} (an int32); max_episode_steps must be at most {INT32_MAX // frame_skip} here"
+        )
+
+
 @functools.cache
 def num_actions(rom: str, full_action_space: bool) -> int:
     """The game's action count, read from ALE without starting a vector env."""
+    check_rom(rom, rom)  # ALE exits the process on a multi-player ROM
     ale_py = require_ale()
     ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)
     ale = ale_py.ALEInterface()
@@ -79,8 +93,10 @@ def num_actions(rom: str, full_action_space: bool) -> int:
 def configure(task_id: str, env_type: str, kwargs: dict[str, Any]) -> AtariTask:
     require_ale()
     config = PoolConfig.create(task_id, env_type, "atari", DEFAULT_MAX_EPISODE_STEPS, kwargs, ATARI_KWARGS)
+    check_seed_range(config, ALE_MAX_SEED, "ALE's vector env (an int32 per env)")
     o = dict(config.task_kwargs)
     _check_options(task_id, o)
+    _check_frame_limit(config, o["frame_skip"])
     rom = ATARI_TASKS[task_id]
     channels = o["stack_num"] * (1 if o["gray_scale"] else 3)
     obs_space = gym.spaces.Box(0, 255, (channels, o["img_height"], o["img_width"]), np.uint8)

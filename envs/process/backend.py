@@ -4,26 +4,37 @@ results in shared memory, and one small message per worker per send.
 A worker that dies, hangs past step_timeout or whose env raises is respawned (fresh envs,
 reseeded deterministically) up to max_retry consecutive times; its envs' current episodes end
 truncated (see `_recover`). Past max_retry the backend raises WorkerError: a pool's batch cannot
-shrink."""
+shrink.
+
+Info: a worker whose envs returned non-empty info dicts appends them to its answer; the parent
+keeps each env's latest info and batches those of a batch's envs on `gather` (envs.info), so an
+env without info costs nothing beyond an empty-dict check per step."""
 
 from __future__ import annotations
 
 import collections
+import functools
 import time
 import warnings
 from multiprocessing.connection import wait
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
+from envs.info import batch_infos
 from envs.process.errors import WorkerError, WorkerTimeout
 from envs.process.gym_task import GymTask
 from envs.process.shm import Layout, SharedBuffers
 from envs.process.supervisor import CLOSE_TIMEOUT_S, DONE, Worker, mp_context
-from envs.process.worker import CLOSE, RESET, STEP, worker_main
+from envs.process.worker import CLOSE, INFO, RESET, STEP, parse_info_answer, worker_main
 from envs.ready import Batch, Chunk
 
 __all__ = ["CLOSE_TIMEOUT_S", "ProcessBackend", "WorkerError", "mp_context"]
+
+# Info keys the pool sets itself: an env's key of that name reaches the caller as info_<key>.
+POOL_INFO_KEYS = ("env_id", "elapsed_step")
+_NO_INFO: dict[str, Any] = {}
 
 
 def _buffer_specs(obs_space: gym.spaces.Space, act_space: gym.spaces.Space, n: int) -> list:
@@ -64,6 +75,7 @@ class ProcessBackend:
         self._owed = np.zeros(n, bool)
         self._num_owed = 0
         self._local: list[Chunk] = []
+        self._infos: dict[int, dict[str, Any]] = {}  # each env's latest info, if not empty
         mp_context()
         try:
             for w in range(num_workers):
@@ -161,8 +173,7 @@ class ProcessBackend:
             except WorkerError as e:
                 self._recover(w, e)
                 continue
-            if msg[:1] != DONE:
-                raise WorkerError(f"{worker.describe()} sent an unexpected message {msg[:16]!r}")
+            ids = self._answer_ids(worker, msg)
             cmd, _ = queue[w].popleft()
             if cmd == STEP:
                 # The first step after a (re)start resets the fresh envs; the second one is a real
@@ -172,7 +183,7 @@ class ProcessBackend:
                     self._failures[w] = 0
             if queue[w]:
                 self._sent_at[w] = time.monotonic()
-            out.append(Chunk(np.frombuffer(msg, np.int32, offset=1), None))
+            out.append(Chunk(ids, None))
         if step_timeout is not None:  # checked on every call: others' answers must not hide a hang
             now = time.monotonic()
             for w in owner:
@@ -183,6 +194,27 @@ class ProcessBackend:
             out.extend(self._local)
             self._local = []
         return out
+
+    def _answer_ids(self, worker: Worker, msg: bytes) -> np.ndarray:
+        """The env ids of a DONE or INFO answer; records their infos (an empty one for DONE)."""
+        tag = msg[:1]
+        if tag == DONE:
+            ids = np.frombuffer(msg, np.int32, offset=1)
+            if self._infos:
+                self._forget_infos(ids)
+            return ids
+        if tag == INFO:
+            ids, infos = parse_info_answer(msg)
+            if self._infos:
+                self._forget_infos(ids)
+            self._infos.update(infos)
+            return ids
+        raise WorkerError(f"{worker.describe()} sent an unexpected message {msg[:16]!r}")
+
+    def _forget_infos(self, ids: np.ndarray) -> None:
+        pop = self._infos.pop
+        for g in ids.tolist():
+            pop(g, None)
 
     def _recover(self, w: int, err: WorkerError) -> None:
         """Respawn worker w after a fault; its envs' episodes end truncated: the steps it had in
@@ -231,7 +263,10 @@ class ProcessBackend:
             self._post(w, RESET, ids, RESET + ids.tobytes(), now)
 
     def _truncate(self, ids: np.ndarray) -> None:
-        """Answer steps of envs whose worker was respawned: truncated, reward 0, last obs."""
+        """Answer steps of envs whose worker was respawned: truncated, reward 0, last obs, and
+        an empty info (the last one described a step that this answer does not repeat)."""
+        if self._infos:
+            self._forget_infos(ids)
         self._reward[ids] = 0.0
         self._term[ids] = False
         self._trunc[ids] = True
@@ -244,9 +279,40 @@ class ProcessBackend:
         if ids is None:
             return Batch(
                 np.arange(len(self._owner), dtype=np.int32), self._obs.copy(), self._reward.copy(),
-                self._term.copy(), self._trunc.copy(), self._elapsed.copy(),
+                self._term.copy(), self._trunc.copy(), self._elapsed.copy(), self._batch_info(None),
             )
-        return Batch(ids, self._obs[ids], self._reward[ids], self._term[ids], self._trunc[ids], self._elapsed[ids])
+        return Batch(
+            ids, self._obs[ids], self._reward[ids], self._term[ids], self._trunc[ids], self._elapsed[ids],
+            self._batch_info(ids),
+        )
+
+    def _batch_info(self, ids: np.ndarray | None) -> dict[str, Any] | None:
+        """The latest infos of envs ids (None: all), batched; None when all are empty."""
+        if not self._infos:
+            return None
+        get = self._infos.get
+        rows = [get(g, _NO_INFO) for g in (range(len(self._owner)) if ids is None else ids.tolist())]
+        return batch_infos(rows, POOL_INFO_KEYS) or None
+
+    @functools.cached_property
+    def info_dtypes(self) -> dict[str, np.dtype]:
+        """{key: dtype} of the env's info keys that hold one number, as a probe env built here
+        shows them: reset with the pool's seed, then one step with a seeded random action (a key
+        of both gets the promoted dtype: CliffWalking's prob is an int on reset, a float on
+        step). The keys the XLA state carries (envs.xla), fixed once."""
+        env = self._task.factory()
+        try:
+            _, reset_info = env.reset(seed=self._config.seed)
+            env.action_space.seed(self._config.seed)
+            step_info = env.step(env.action_space.sample())[-1]
+        finally:
+            env.close()
+        probe = batch_infos([reset_info, step_info], POOL_INFO_KEYS)
+        masks = {f"_{k}" for k in probe}
+        return {
+            k: v.dtype for k, v in probe.items()
+            if k not in masks and isinstance(v, np.ndarray) and v.ndim == 1 and v.dtype.kind in "biuf"
+        }
 
     def close(self) -> None:
         if self._closed:

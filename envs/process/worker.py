@@ -1,11 +1,14 @@
 """The loop of one env worker process: it owns a contiguous range of envs, steps the ones the
-pool names, writes results into shared memory, and answers with the env ids that finished."""
+pool names, writes results into shared memory, and answers with the env ids that finished
+(and, when some of them returned a non-empty info dict, those infos, pickled)."""
 
 from __future__ import annotations
 
 import os
+import pickle
 from collections.abc import Callable
 from multiprocessing.connection import Connection
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -17,7 +20,39 @@ from envs.process.supervisor import DONE, READY, send_failure
 # One byte of command, then the env ids as int32 bytes.
 STEP, RESET, CLOSE = b"S", b"R", b"C"
 # Answers (envs.process.supervisor): READY once started, DONE + ids after each command,
-# ERROR + pickled (message, traceback), after which the worker exits.
+# ERROR + pickled (message, traceback), after which the worker exits. A command whose envs
+# returned some non-empty info is answered INFO + count (int32) + ids + pickled {env id: info}
+# of those envs instead, so envs without info cost no pickling.
+INFO = b"I"
+_COUNT = np.dtype(np.int32).itemsize
+
+
+def info_answer(ids_bytes: bytes, infos: dict[int, dict[str, Any]]) -> bytes:
+    """The INFO answer; raises TypeError naming the info key whose value cannot be pickled."""
+    try:
+        payload = pickle.dumps(infos, pickle.HIGHEST_PROTOCOL)
+    except Exception as e:  # noqa: BLE001 - pickle raises many kinds; find the culprit
+        raise TypeError(f"{_unpicklable(infos)} cannot be pickled to reach the pool: {e}") from e
+    count = len(ids_bytes) // _COUNT
+    return INFO + count.to_bytes(_COUNT, "little", signed=True) + ids_bytes + payload
+
+
+def _unpicklable(infos: dict[int, dict[str, Any]]) -> str:
+    for g, info in infos.items():
+        for key, value in info.items():
+            try:
+                pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
+            except Exception:  # noqa: BLE001
+                return f"info key {key!r} of env {g} (a {type(value).__name__})"
+    return "an info dict"
+
+
+def parse_info_answer(msg: bytes) -> tuple[np.ndarray, dict[int, dict[str, Any]]]:
+    """(env ids, {env id: info}) of an INFO answer."""
+    count = int.from_bytes(msg[1 : 1 + _COUNT], "little", signed=True)
+    start = 1 + _COUNT
+    ids = np.frombuffer(msg, np.int32, count, offset=start)
+    return ids, pickle.loads(msg[start + count * _COUNT :])
 
 
 def _to_env_action(space: gym.spaces.Space) -> Callable[[np.ndarray], object]:
@@ -62,19 +97,22 @@ def worker_main(
             resets = np.ones(len(ids), bool) if force_reset else book.done[local].copy()
             term = np.zeros(len(ids), bool)
             env_trunc = np.zeros(len(ids), bool)
+            infos: dict[int, dict[str, Any]] = {}
             for k, (g, i) in enumerate(zip(ids.tolist(), local.tolist())):
                 env = envs[i]
                 if resets[k]:
-                    obs, _ = env.reset(seed=None if seeded[i] else seed + g)
+                    obs, info = env.reset(seed=None if seeded[i] else seed + g)
                     seeded[i] = True
                     rew_buf[g] = 0.0
                 else:
-                    obs, r, term[k], env_trunc[k], _ = env.step(to_action(act_buf[g]))
+                    obs, r, term[k], env_trunc[k], info = env.step(to_action(act_buf[g]))
                     rew_buf[g] = r
+                if info:
+                    infos[g] = info
                 obs_buf[g] = np.moveaxis(obs, -1, 0) if transpose_obs else obs
             terminated, truncated, elapsed = book.finish(local, resets, term, env_trunc)
             term_buf[ids], trunc_buf[ids], elapsed_buf[ids] = terminated, truncated, elapsed
-            conn.send_bytes(DONE + msg[1:])
+            conn.send_bytes(info_answer(msg[1:], infos) if infos else DONE + msg[1:])
     except (KeyboardInterrupt, EOFError, BrokenPipeError):
         pass
     except BaseException as e:  # everything else reaches the pool with its traceback

@@ -63,3 +63,50 @@ def register_all():
     for name, cls in (("ToyImage-v0", ImageEnv), ("ToyFailing-v0", FailingEnv), ("ToySuicide-v0", SuicideEnv)):
         if name not in gym.registry:
             gym.register(name, entry_point=cls, max_episode_steps=50)
+
+
+class InfoEnv(gym.Env):
+    """Returns the info its action asks for, to test how the pool batches envs' own info.
+
+    obs = [steps since reset]; the episode terminates after `length` steps. Reset info:
+    {"resets": resets of this env instance, "who": the seed of its first reset}. Step info by
+    action: 0 nothing; 1 {"hit": t}; 2 {"hit": t, "name": "t<t>", "ragged": arange(t), "tag":
+    None, "episode": {"r": 1.5 t, "l": t}}; 3 keys that clash with the pool's or with namedtuple
+    fields: {"env_id": 99, "elapsed_step": -1, "obs": 7, "x-y": 0.5, "class": "c", "_hit": True};
+    4 an unpicklable value {"fn": a lambda}. `always`: every info also holds "who" and "t"."""
+
+    observation_space = gym.spaces.Box(0, np.inf, (1,), np.float32)
+    action_space = gym.spaces.Discrete(5)
+
+    def __init__(self, length=1000, always=False):
+        self.length, self.always, self.resets, self.who = length, always, 0, None
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        if self.who is None:
+            self.who = seed
+        self.t, self.resets = 0, self.resets + 1
+        return self._obs(), self._with_always({"resets": self.resets, "who": self.who})
+
+    def _obs(self):
+        return np.array([self.t], np.float32)
+
+    def _with_always(self, info):
+        return {**info, "who": self.who, "t": self.t} if self.always else info
+
+    def step(self, action):
+        self.t += 1
+        t = self.t
+        info = [
+            {},
+            {"hit": t},
+            {"hit": t, "name": f"t{t}", "ragged": np.arange(t), "tag": None, "episode": {"r": 1.5 * t, "l": t}},
+            {"env_id": 99, "elapsed_step": -1, "obs": 7, "x-y": 0.5, "class": "c", "_hit": True},
+            {"fn": lambda: 0},
+        ][int(action)]
+        return self._obs(), 0.0, t >= self.length, False, self._with_always(info)
+
+
+def register_info_envs():
+    if "ToyInfo-v0" not in gym.registry:
+        gym.register("ToyInfo-v0", entry_point=InfoEnv, max_episode_steps=50)
