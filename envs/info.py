@@ -16,17 +16,20 @@ The rule (Gymnasium's `VectorEnv._add_info`, with three changes):
 - A key named `_k` next to a key `k` is read as k's mask, as in Gymnasium (a clash the env's
   author has to avoid).
 
-Also here: splitting and joining such dicts (`take_info`, `concat_infos`) for batches that are
+Also here: the dm TimeStep's observation type (`DmObservation`, plus one field per extra key),
+splitting and joining such dicts (`take_info`, `concat_infos`) for batches that are
 assembled from several chunks, and `dm_field_names`, the rule that turns info keys into
 field names of a dm TimeStep's observation namedtuple.
 """
 
 from __future__ import annotations
 
+import collections
+import functools
 import keyword
 import re
 from collections.abc import Collection, Hashable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -191,3 +194,22 @@ def _field(s: str) -> str:
     if s.isidentifier() and not keyword.iskeyword(s) and not s.startswith("_"):
         return s
     return RENAMED_PREFIX + re.sub(r"\W", "_", s)
+
+
+class DmObservation(NamedTuple):
+    """The `observation` of a dm_env.TimeStep from this pool."""
+
+    obs: Any
+    env_id: np.ndarray
+    elapsed_step: np.ndarray
+
+
+@functools.cache
+def dm_observation_type(extra: tuple[str, ...]) -> type:
+    """DmObservation, or with extra info (a task's, as Atari's lives and reward, or a Gymnasium
+    env's own keys) the same fields plus one per key, in order, named by `dm_field_names`:
+    a key that is a usable field name keeps it, a mask `_k` becomes `k_mask`, any other key
+    `info_<key>` (non-identifier characters as "_")."""
+    if not extra:
+        return DmObservation
+    return collections.namedtuple("DmObservation", (*DmObservation._fields, *dm_field_names(extra, DmObservation._fields)))

@@ -6,10 +6,8 @@ envs, and the output format (Gymnasium tuple or dm_env.TimeStep). Backends only 
 
 from __future__ import annotations
 
-import collections
-import functools
 import pickle
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Protocol
 
 import dm_env
 import gymnasium as gym
@@ -18,6 +16,7 @@ from dm_env import specs
 
 from envs.closing import ClosedOnExit
 from envs.config import PoolConfig
+from envs.info import DmObservation, dm_observation_type
 from envs.ready import Batch, Chunk, ReadyQueue
 from envs.spec import EnvSpec
 
@@ -36,27 +35,6 @@ class Backend(Protocol):
         """Copies of finished envs' results held in the backend's buffers (None: all envs)."""
 
     def close(self) -> None: ...
-
-
-class DmObservation(NamedTuple):
-    """The `observation` of a dm_env.TimeStep from this pool."""
-
-    obs: Any
-    env_id: np.ndarray
-    elapsed_step: np.ndarray
-
-
-@functools.cache
-def dm_observation_type(extra: tuple[str, ...]) -> type:
-    """DmObservation, or with extra info (a task's, as Atari's lives and reward, or a Gymnasium
-    env's own keys) the same fields plus one per key, in order, named by `envs.info.dm_field_names`:
-    a key that is a usable field name keeps it, a mask `_k` becomes `k_mask`, any other key
-    `info_<key>` (non-identifier characters as "_")."""
-    if not extra:
-        return DmObservation
-    from envs.info import dm_field_names
-
-    return collections.namedtuple("DmObservation", (*DmObservation._fields, *dm_field_names(extra, DmObservation._fields)))
 
 
 class EnvPool(ClosedOnExit):

@@ -11,6 +11,7 @@ import numpy as np
 from dm_env import specs
 
 from envs.config import PoolConfig
+from envs.info import dm_observation_type
 
 
 def space_to_dm_spec(space: gym.spaces.Space, name: str) -> specs.Array:
@@ -64,8 +65,6 @@ class EnvSpec:
 
     def observation_spec(self) -> Any:
         """Specs of one env's TimeStep.observation: `.obs`, `.env_id`, `.elapsed_step`, extras."""
-        from envs.pool import dm_observation_type
-
         n = self._config.num_envs
         fields = {
             "obs": space_to_dm_spec(self.observation_space, "obs"),
@@ -73,7 +72,7 @@ class EnvSpec:
             "elapsed_step": specs.Array((), np.int32, name="elapsed_step"),
         }
         fields.update({k: specs.Array((), np.dtype(d), name=k) for k, d in self.extra_info.items()})
-        return dm_observation_type(tuple(self.extra_info))(**fields)
+        return dm_observation_type(tuple(self.extra_info))(*fields.values())
 
     def action_spec(self) -> specs.Array:
         return space_to_dm_spec(self.action_space, "action")

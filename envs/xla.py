@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING, Any
 import dm_env
 import numpy as np
 
+from envs.info import dm_observation_type
+
 if TYPE_CHECKING:
     from envs.pool import EnvPool
 
@@ -49,8 +51,6 @@ def _state_template(pool: EnvPool, n: int) -> Any:
     fixed = {**pool.extra_info, **getattr(pool._backend, "info_dtypes", {})}
     extra = {k: leaf((n,), dt) for k, dt in fixed.items()}
     if pool.config["env_type"] == "dm":
-        from envs.pool import dm_observation_type
-
         observation = dm_observation_type(tuple(extra))(obs, leaf((n,), np.int32), leaf((n,), np.int32), *extra.values())
         return dm_env.TimeStep(leaf((n,), np.int32), leaf((n,), np.float32), leaf((n,), np.float32), observation)
     info = {"env_id": leaf((n,), np.int32), "elapsed_step": leaf((n,), np.int32), **extra}
