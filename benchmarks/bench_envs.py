@@ -5,6 +5,7 @@ Run from the repository root:
     python benchmarks/bench_envs.py                    # all workloads, 5 repeats, ~1 s each
     python benchmarks/bench_envs.py --repeats 9 --seconds 1.5
     python benchmarks/bench_envs.py --only async --no-write
+    python benchmarks/bench_envs.py --baseline 665670a   # also ours at that commit: before and after, one run
 
 Each workload is measured for ours and its peers in the same run, interleaved: every repeat
 builds each contestant afresh (only one is alive at a time, so idle worker threads or
@@ -32,6 +33,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Callable, Protocol
 
 import gymnasium as gym
@@ -39,6 +41,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, uninstalled
 import envs  # noqa: E402
+from _baseline import import_baseline, short_rev  # noqa: E402  (benchmarks/_baseline.py)
 from _report import BENCH_FILE, verdict, write_section  # noqa: E402  (benchmarks/_report.py)
 
 try:
@@ -200,10 +203,11 @@ def register_info_envs() -> None:
 
 
 # ---------------------------------------------------------------------------- contestants
-def ours_sync(task: str, num_envs: int, backend: str | None = None, **kwargs: Any) -> Driver:
+def ours_sync(task: str, num_envs: int, backend: str | None = None, lib: ModuleType = envs, **kwargs: Any) -> Driver:
+    """Our pool; `lib`: this tree's `envs`, or an older commit's (--baseline)."""
     if backend is not None:
         kwargs["backend"] = backend
-    pool = envs.make(task, num_envs=num_envs, seed=SEED, **kwargs)
+    pool = lib.make(task, num_envs=num_envs, seed=SEED, **kwargs)
     return SyncDriver(pool, pool.action_space, num_envs, pool.reset)
 
 
@@ -217,8 +221,8 @@ def ours_cliff(keep_info: bool, num_envs: int) -> Driver:
     return ours_sync("BenchCliffWalking-v1", num_envs, keep_info=keep_info)
 
 
-def ours_async(task: str, num_envs: int, batch_size: int, **kwargs: Any) -> Driver:
-    pool = envs.make(task, num_envs=num_envs, batch_size=batch_size, seed=SEED, **kwargs)
+def ours_async(task: str, num_envs: int, batch_size: int, lib: ModuleType = envs, **kwargs: Any) -> Driver:
+    pool = lib.make(task, num_envs=num_envs, batch_size=batch_size, seed=SEED, **kwargs)
     return AsyncDriver(pool, batch_size)
 
 
@@ -274,8 +278,17 @@ def envpool_contestant(build: Callable[[], Driver]) -> Contestant:
     return Contestant("envpool", build, None if envpool is not None else "not installed")
 
 
-def workloads() -> list[Workload]:
+def workloads(baseline: tuple[str, ModuleType] | None = None) -> list[Workload]:
+    """The workloads; with `baseline` (rev, its `envs`), ours at that commit is a peer of ours in
+    every workload it can run, so a change is measured before and after in one run."""
     cp = "CartPole-v1"
+
+    def before(build: Callable[[ModuleType], Driver]) -> list[Peer]:
+        if baseline is None:
+            return []
+        rev, lib = baseline
+        return [Peer(Contestant(f"ours at {rev}", lambda: build(lib)))]
+
     return [
         Workload(
             "sync-256",
@@ -284,19 +297,26 @@ def workloads() -> list[Workload]:
             [
                 Peer(envpool_contestant(lambda: envpool_sync(cp, 256)), target=4.0),
                 Peer(Contestant("gymnasium numpy vector env", lambda: gym_numpy_vector(cp, 256))),
+                *before(lambda lib: ours_sync(cp, 256, lib=lib)),
             ],
         ),
         Workload(
             "async-32x16",
             f"{cp}, 32 envs, async batch 16",
             Contestant("ours", lambda: ours_async(cp, 32, 16)),
-            [Peer(envpool_contestant(lambda: envpool_async(cp, 32, 16)), target=1.5)],
+            [
+                Peer(envpool_contestant(lambda: envpool_async(cp, 32, 16)), target=1.5),
+                *before(lambda lib: ours_async(cp, 32, 16, lib=lib)),
+            ],
         ),
         Workload(
             "process-16",
             f"{cp}, 16 envs, worker processes, sync",
             Contestant("ours (process)", lambda: ours_sync(cp, 16, backend="process")),
-            [Peer(Contestant("gymnasium AsyncVectorEnv", lambda: gym_async_vector(cp, 16)), target=3.0)],
+            [
+                Peer(Contestant("gymnasium AsyncVectorEnv", lambda: gym_async_vector(cp, 16)), target=3.0),
+                *before(lambda lib: ours_sync(cp, 16, backend="process", lib=lib)),
+            ],
         ),
         Workload(
             "atari-pong-16x8",
@@ -305,6 +325,7 @@ def workloads() -> list[Workload]:
             [
                 Peer(envpool_contestant(lambda: envpool_async("Pong-v5", 16, 8, num_threads=2)), target=1.2),
                 Peer(Contestant("ALE AtariVectorEnv (raw)", lambda: ale_async("pong", 16, 8, 2))),
+                *before(lambda lib: ours_async("Pong-v5", 16, 8, num_threads=2, lib=lib)),
             ],
         ),
         Workload(
@@ -326,7 +347,7 @@ def workloads() -> list[Workload]:
             "sync-16",
             f"{cp}, 16 envs, sync",
             Contestant("ours", lambda: ours_sync(cp, 16)),
-            [Peer(envpool_contestant(lambda: envpool_sync(cp, 16)))],
+            [Peer(envpool_contestant(lambda: envpool_sync(cp, 16))), *before(lambda lib: ours_sync(cp, 16, lib=lib))],
         ),
     ]
 
@@ -470,6 +491,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--seconds", type=float, default=1.0, help="target length of one timed repeat")
     ap.add_argument("--only", default="", help="run only workloads whose key or title contains this (case-insensitive); "
                     "the written section then holds only those")
+    ap.add_argument("--baseline", default="", help="an older commit of ours (e.g. 665670a): its `envs` runs beside "
+                    "this tree's in every workload it can, before and after in one run")
     ap.add_argument("--no-write", action="store_true", help=f"print the table only, leave {BENCH_FILE.name} alone")
     args = ap.parse_args(argv)
     if args.repeats < 1 or args.seconds <= 0:
@@ -480,7 +503,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     only = args.only.lower()
-    chosen = [w for w in workloads() if only in w.key.lower() or only in w.title.lower()]
+    baseline = (short_rev(args.baseline), import_baseline(args.baseline)) if args.baseline else None
+    chosen = [w for w in workloads(baseline) if only in w.key.lower() or only in w.title.lower()]
     if not chosen:
         sys.exit(f"--only {args.only!r} matches no workload (keys: {[w.key for w in workloads()]})")
     sections = [(w, measure_workload(w, args.repeats, args.seconds)) for w in chosen]
