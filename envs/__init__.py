@@ -36,13 +36,13 @@ def _build(task_id: str, env_type: str, kwargs: dict[str, Any], start: bool) -> 
         from envs.atari import task as atari_task
 
         task = atari_task.configure(task_id, env_type, kwargs)
+        if task.backend == "single":  # mode, difficulty or render_mode: one ALEInterface per env
+            from envs.atari.single import AtariSingleBackend as backend_cls
+        else:
+            from envs.atari.backend import AtariBackend as backend_cls
         if not start:
-            from envs.atari.backend import AtariBackend
-
-            return task.config, (task.observation_space, task.action_space, AtariBackend.extra_info)
-        from envs.atari.backend import AtariBackend
-
-        return task.config, AtariBackend(task)
+            return task.config, (task.observation_space, task.action_space, backend_cls.extra_info)
+        return task.config, backend_cls(task)
     from envs.process import gym_task
 
     task = gym_task.configure(task_id, env_type, kwargs)

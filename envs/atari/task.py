@@ -27,6 +27,8 @@ ATARI_KWARGS: dict[str, Any] = {
     "repeat_action_probability": 0.0,
     "use_fire_reset": True,
     "full_action_space": False,
+    "mode": None,  # ALE game mode; None: the ROM's default (the first of its available modes)
+    "difficulty": None,  # ALE difficulty switch; None: the ROM's default (0)
 }
 DEFAULT_MAX_EPISODE_STEPS = 27_000  # agent steps: 108,000 frames at frame_skip 4
 # ALE's vector reset takes one C int seed per env (a larger one is a TypeError from its bindings)
@@ -48,6 +50,7 @@ class AtariTask:
     rom: str
     observation_space: gym.spaces.Box
     action_space: gym.spaces.Discrete
+    backend: str = "vector"  # "vector": ALE's vector env; "single": one ALEInterface per env (envs/atari/single.py)
 
     def option(self, name: str) -> Any:
         return self.config.task_kwargs[name]
@@ -80,6 +83,32 @@ def _check_frame_limit(config: PoolConfig, frame_skip: int) -> None:
 
 
 @functools.cache
+def game_variants(rom: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The ROM's available (modes, difficulties), read from ALE once per ROM."""
+    check_rom(rom, rom)
+    ale_py = require_ale()
+    ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)
+    ale = ale_py.ALEInterface()
+    ale.loadROM(ale_py.roms.get_rom_path(rom))
+    return tuple(ale.getAvailableModes()), tuple(ale.getAvailableDifficulties())
+
+
+def _uses_variant(task_id: str, rom: str, o: dict[str, Any]) -> bool:
+    """Validates mode and difficulty; True when either is not the ROM's default, which ALE's
+    vector env cannot play (ALE's default mode is the first available one, difficulty 0)."""
+    if o["mode"] is None and o["difficulty"] is None:
+        return False
+    modes, difficulties = game_variants(rom)
+    for name, plural, available in (("mode", "modes", modes), ("difficulty", "difficulties", difficulties)):
+        v = o[name]
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v not in available):
+            raise ValueError(
+                f"{task_id}: {name} must be None or one of the ROM's available {plural} {list(available)}, got {v!r}"
+            )
+    return o["mode"] not in (None, modes[0]) or o["difficulty"] not in (None, 0)
+
+
+@functools.cache
 def num_actions(rom: str, full_action_space: bool) -> int:
     """The game's action count, read from ALE without starting a vector env."""
     check_rom(rom, rom)  # ALE exits the process on a multi-player ROM
@@ -98,6 +127,12 @@ def configure(task_id: str, env_type: str, kwargs: dict[str, Any]) -> AtariTask:
     _check_options(task_id, o)
     _check_frame_limit(config, o["frame_skip"])
     rom = ATARI_TASKS[task_id]
+    # ALE's vector env has no mode, difficulty or raw screen: those pools run one ALE per env.
+    backend = "single" if _uses_variant(task_id, rom, o) or config.render_mode is not None else "vector"
+    if backend == "single" and (o["img_height"] > 210 or o["img_width"] > 160):
+        raise ValueError(f"{task_id}: with mode, difficulty or render_mode the frames are only downscaled: "
+                         f"img_height must be <= 210 and img_width <= 160, got {o['img_height']} x {o['img_width']}")
     channels = o["stack_num"] * (1 if o["gray_scale"] else 3)
     obs_space = gym.spaces.Box(0, 255, (channels, o["img_height"], o["img_width"]), np.uint8)
-    return AtariTask(config, rom, obs_space, gym.spaces.Discrete(num_actions(rom, bool(o["full_action_space"]))))
+    action_space = gym.spaces.Discrete(num_actions(rom, bool(o["full_action_space"])))
+    return AtariTask(config, rom, obs_space, action_space, backend)
