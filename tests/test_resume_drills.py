@@ -21,7 +21,7 @@ WAIT_S = 300  # generous: only a bound on a hang, never a measurement
 def start(logdir: Path) -> subprocess.Popen:
     env = {**os.environ, "XLA_FLAGS": "", "PYTHONPATH": str(ROOT)}
     return subprocess.Popen([sys.executable, "-m", "experiments.impala", *ARGS, f"--logdir={logdir}"], cwd=ROOT, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def complete_checkpoints(run_dir: Path) -> list[int]:
@@ -80,15 +80,27 @@ def test_kill_9_then_resume_ends_where_an_uninterrupted_run_ends(tmp_path, unint
 
 
 @pytest.mark.timeout(900)
-def test_sigterm_stops_cleanly_with_a_checkpoint_then_resumes(tmp_path, uninterrupted):
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_stops_cleanly_says_how_to_resume_then_resumes(tmp_path, uninterrupted, sig):
+    """SIGTERM or one Ctrl-C: the run saves its state, says it was interrupted, where its last
+    checkpoint is and the command that continues it, and exits 143 / 130 (not finished); that
+    very command then ends where an uninterrupted run ends."""
     proc = start(tmp_path)
     run_dir = wait_for_checkpoint(proc, tmp_path, at_least=20)
-    proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=WAIT_S) == 0, proc.stderr.read()[-3000:]
+    proc.send_signal(sig)
+    stdout, stderr = proc.communicate(timeout=WAIT_S)
+    assert proc.returncode == 128 + sig, (proc.returncode, stdout[-2000:], stderr[-3000:])
     stopped_at = int(final_row(run_dir)["learner_steps"])
     assert complete_checkpoints(run_dir)[-1] == stopped_at  # the final state was saved on the way out
-    out = run_experiment("experiments.impala", f"--resume={run_dir}", "--noprogress")
+    assert f"interrupted by {sig.name} at " in stdout and "done:" not in stdout, stdout
+    assert f"last checkpoint: {run_dir / 'checkpoints' / str(stopped_at)} " in stdout, stdout
+    command = next(line for line in stdout.splitlines() if line.startswith("continue it with: "))
+    argv = command.removeprefix("continue it with: ").split()
+    assert argv == [sys.executable, "-m", "experiments.impala", "--resume", str(run_dir)], argv
+    env = {**os.environ, "XLA_FLAGS": "", "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([*argv, "--noprogress"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=WAIT_S)
     assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.startswith("done: "), out.stdout[-2000:]
     final = final_row(run_dir)
     for key in ("env_steps", "learner_steps", "episodes", "episode_return_mean"):
         assert final[key] == uninterrupted[key], (key, final[key], uninterrupted[key])

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -135,6 +136,29 @@ def train(name: str, exp: Experiment, make_agent: Callable[[envs.EnvSpec, Any], 
     result = run(name, agent, exp.loop, exp.total_env_steps, FLAGS.logdir, FLAGS.flag_values_dict(), FLAGS.progress,
                  checkpoints, FLAGS.resume, profile)
     f = result.final
-    print(f"done: {f['env_steps']:,} env steps, episode_return_mean {f['episode_return_mean']:.1f} "
-          f"(last 20 episodes); run directory {result.run_dir.path}")
-    return result
+    summary = f"{f['env_steps']:,} env steps, episode_return_mean {f['episode_return_mean']:.1f} (last 20 episodes)"
+    if result.interrupted_by is None:
+        print(f"done: {summary}; run directory {result.run_dir.path}")
+        return result
+    print(interrupted_message(result, summary, exp.total_env_steps))
+    raise SystemExit(result.exit_status)
+
+
+def interrupted_message(result: RunResult, summary: str, total_env_steps: int) -> str:
+    """What a run stopped by a signal prints: that it is unfinished, its last checkpoint, and the
+    command that continues it."""
+    lines = [f"interrupted by {result.interrupted_by.name} at {summary}, before its budget of "
+             f"{total_env_steps:,}; run directory {result.run_dir.path}"]
+    if result.checkpoint_step is None:
+        lines.append("no checkpoint was written (checkpoint_every=0), so this run cannot be resumed")
+    else:
+        lines.append(f"last checkpoint: {result.run_dir.checkpoint_dir / str(result.checkpoint_step)} "
+                     f"(learner step {result.checkpoint_step:,})")
+        lines.append(f"continue it with: {sys.executable} -m {entry_module()} --resume {result.run_dir.path}")
+    return "\n".join(lines)
+
+
+def entry_module() -> str:
+    """The module this process runs as (`experiments.impala` under `python -m`)."""
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    return spec.name if spec is not None else "experiments.<name>"

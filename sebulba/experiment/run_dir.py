@@ -1,5 +1,5 @@
 """RunDir: one experiment run's directory, `<logdir>/<experiment>-<env>-<YYYYmmdd-HHMMSS>-s<seed>`,
-created with the run's flags in `flags.json`."""
+created with the run's flags in `flags.json`; the runner adds `config.json` (what ran)."""
 
 from __future__ import annotations
 
@@ -34,6 +34,11 @@ def jsonable(value: Any) -> Any:
     return str(value)
 
 
+def _write_json(path: Path, value: Any, sort_keys: bool = True) -> None:
+    data = jsonable(value)
+    path.write_text(json.dumps(data, indent=2, sort_keys=sort_keys and isinstance(data, dict)) + "\n")
+
+
 def _safe(part: str) -> str:
     """A name part usable in a path: path separators and spaces become '_' ("ALE/Pong-v5")."""
     return re.sub(r"[^\w.+=-]", "_", str(part)) or "_"
@@ -46,6 +51,7 @@ class RunDir:
     path: Path
 
     FLAGS = "flags.json"
+    CONFIG = "config.json"
     METRICS_CSV = "metrics.csv"
     LEARNING_CURVE = "learning_curve.png"
 
@@ -77,9 +83,12 @@ class RunDir:
         else:
             raise FileExistsError(f"no free run directory name for {logdir / base}")
         run = cls(path)
-        data = jsonable(flags if flags is not None else {})
-        run.flags_path.write_text(json.dumps(data, indent=2, sort_keys=isinstance(data, dict)) + "\n")
+        _write_json(run.flags_path, flags if flags is not None else {})
         return run
+
+    def write_config(self, record: Mapping[str, Any]) -> None:
+        """config.json: what ran (`sebulba.experiment.record.run_record`)."""
+        _write_json(self.config_path, record, sort_keys=False)
 
     @classmethod
     def open(cls, path: str | os.PathLike) -> RunDir:
@@ -100,6 +109,10 @@ class RunDir:
     @property
     def flags_path(self) -> Path:
         return self.path / self.FLAGS
+
+    @property
+    def config_path(self) -> Path:
+        return self.path / self.CONFIG
 
     @property
     def metrics_csv(self) -> Path:

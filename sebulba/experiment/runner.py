@@ -15,6 +15,7 @@ import jax
 from sebulba.agent import Agent
 from sebulba.experiment.outputs import Outputs
 from sebulba.experiment.profiling import ProfileWindow, profiled
+from sebulba.experiment.record import run_record
 from sebulba.experiment.run_dir import RunDir
 from sebulba.loop.checkpoint import CheckpointConfig, Checkpointer
 from sebulba.loop.config import LoopConfig
@@ -48,6 +49,14 @@ def parse_devices(text: str | None) -> tuple[int, ...] | None:
 class RunResult:
     final: dict[str, Any]  # the last metrics report
     run_dir: RunDir
+    interrupted_by: signal.Signals | None = None  # the signal that stopped the run before its budget
+    checkpoint_step: int | None = None  # the latest complete checkpoint (learner steps), if any
+
+    @property
+    def exit_status(self) -> int:
+        """0 for a run that finished; the signal's conventional status (128 + signal number: 130
+        for SIGINT, 143 for SIGTERM) for one that was stopped, so a scheduler sees it unfinished."""
+        return 0 if self.interrupted_by is None else 128 + int(self.interrupted_by)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,20 +69,25 @@ class CheckpointFlags:
 @contextlib.contextmanager
 def graceful_stop(loop: GymnasiumLoop):
     """SIGTERM or a first Ctrl-C asks the loop to stop after the current learner iteration (it
-    then saves its final checkpoint); a second Ctrl-C interrupts at once."""
+    then saves its final checkpoint); a second Ctrl-C interrupts at once. Yields a list that
+    holds the first signal received, if any."""
+    received: list[signal.Signals] = []
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield received
         return
 
     def handler(signum, frame):
         if loop.stop_requested and signum == signal.SIGINT:
             raise KeyboardInterrupt
-        log.warning(f"{signal.Signals(signum).name}: stopping after this learner iteration (Ctrl-C again to abort)")
+        sig = signal.Signals(signum)
+        if not received:
+            received.append(sig)
+        log.warning(f"{sig.name}: stopping after this learner iteration (Ctrl-C again to abort)")
         loop.request_stop()
 
     previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        yield
+        yield received
     finally:
         for sig, h in previous.items():
             signal.signal(sig, h)
@@ -111,6 +125,8 @@ def run(
         run_dir = RunDir.open(resume)
     else:
         run_dir = RunDir.create(logdir, experiment, loop_config.env_id, loop_config.seed, flags)
+    if resume is None or not run_dir.config_path.exists():
+        run_dir.write_config(run_record(experiment, agent, loop_config, total_env_steps))
     log.info(f"run directory: {run_dir.path}")
     checkpointer = None
     if checkpoints.every_learner_steps > 0:
@@ -126,7 +142,8 @@ def run(
         resume_steps = meta["env_steps"]
     with GymnasiumLoop(agent, loop_config) as loop, \
             Outputs(run_dir, total_env_steps, progress=progress, resume_env_steps=resume_steps) as outputs, \
-            graceful_stop(loop), profiled(profile, run_dir.path / "profile"):
+            graceful_stop(loop) as received, profiled(profile, run_dir.path / "profile"):
         loop.run(max_env_steps=total_env_steps, report=outputs, checkpointer=checkpointer, resume=resume is not None)
         final = loop.reports[-1]
-    return RunResult(final, run_dir)
+    interrupted = received[0] if received and final["env_steps"] < total_env_steps else None
+    return RunResult(final, run_dir, interrupted, None if checkpointer is None else checkpointer.latest_step())
