@@ -297,6 +297,7 @@ def test_impala_cli_on_pong_runs_and_its_updates_move_the_policy(tmp_path):
     run_dir, last = last_metrics(tmp_path)
     assert run_dir.name.startswith("impala-Pong-v5-") and int(last["learner_steps"]) == 6
     assert json.loads((run_dir / "flags.json").read_text())["env_threads"] == 2
+    assert out.stderr.count("on CPU devices only: expect about 115 env steps/s") == 1, out.stderr[-3000:]
     entropies = [float(row["entropy"]) for row in csv.DictReader((run_dir / "metrics.csv").open())]
     assert min(entropies) < 1.7, entropies
 

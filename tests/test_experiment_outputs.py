@@ -14,7 +14,7 @@ import pytest
 from tensorboardX.crc32c import crc32c
 from tensorboardX.proto import event_pb2
 
-from sebulba.experiment import MetricsWriter, Outputs, ProgressBar, RunDir, plot_curves, plot_learning_curve
+from sebulba.experiment import MetricsWriter, Outputs, ProgressBar, RunDir, plot_curves, plot_learning_curve, progress
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -222,6 +222,19 @@ def test_progress_bar_not_a_tty_writes_plain_lines():
     assert len(lines) == 3 and "\r" not in out.getvalue()
     assert "1,000/10,000 (10%)" in lines[0] and "sps 5.00k" in lines[0] and "return 12.3" in lines[0] and "lag 0.50" in lines[0]
     assert "return -" in lines[1] and "sps -" in lines[2]
+
+
+def test_progress_bar_plain_lines_show_the_time_left(monkeypatch):
+    """Once two reports give a rate, the plain line shows elapsed<left as tqdm does: 2,000 steps
+    in 10 s leave 7,000 steps, 35 s. Time is a stub, not the clock."""
+    clock = iter([0.0, 10.0, 20.0])
+    monkeypatch.setattr(progress.time, "monotonic", lambda: next(clock))
+    out = io.StringIO()
+    bar = ProgressBar(10_000, file=out)  # created at t=0
+    bar.update(fake_report(1000))  # t=10: no rate yet
+    bar.update(fake_report(3000))  # t=20
+    first, second = out.getvalue().splitlines()
+    assert first.endswith("[00:10]") and second.endswith("[00:20<00:35]"), out.getvalue()
 
 
 def test_progress_bar_default_stream_under_capture(capsys):

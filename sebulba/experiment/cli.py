@@ -126,10 +126,42 @@ def adopt_resumed_flags() -> None:
             FLAGS[name].value = value
 
 
+class QuietTerminal(logging.Filter):
+    """The terminal shows warnings and errors, and our own INFO lines (run directory, resume);
+    the libraries' INFO lines (orbax writes dozens per checkpoint) go to RUN_DIR/log.txt only."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.WARNING or record.name.startswith("sebulba")
+
+
+def quiet_terminal() -> None:
+    """Filter absl's terminal handler with QuietTerminal, unless --verbosity / -v was given."""
+    if FLAGS["verbosity"].present:
+        return
+    from absl import logging as absl_logging
+
+    handler = absl_logging.get_absl_handler()
+    if not any(isinstance(f, QuietTerminal) for f in handler.filters):
+        handler.addFilter(QuietTerminal())
+
+
+def warn_atari_on_cpu(env_id: str) -> None:
+    """An Atari run with only CPU devices works but crawls: say so once, with what a GPU reaches."""
+    import jax
+
+    if envs.is_atari(env_id) and all(d.platform == "cpu" for d in jax.devices()):
+        logging.getLogger("sebulba").warning(
+            f"{env_id} on CPU devices only: expect about 115 env steps/s on 2 cores (the convolutions dominate); "
+            "one H100 with 16 cores runs the IMPALA preset at about 13.5k env steps/s (54k frames/s, BENCHMARKS.md)"
+        )
+
+
 def train(name: str, exp: Experiment, make_agent: Callable[[envs.EnvSpec, Any], Agent]) -> RunResult:
     """Run the experiment from the flags' logdir/progress/checkpoints, and print where its outputs are.
     Call `adopt_resumed_flags()` before building `exp` from the flags."""
     logging.getLogger("sebulba").setLevel(logging.INFO)
+    quiet_terminal()
+    warn_atari_on_cpu(exp.loop.env_id)
     agent = make_agent(envs.make_spec(exp.loop.env_id, **exp.loop.env_kwargs), exp.agent)
     checkpoints = CheckpointFlags(FLAGS.checkpoint_every, FLAGS.keep_checkpoints, FLAGS.save_replay)
     profile = None if FLAGS.profile_after_s is None else ProfileWindow(FLAGS.profile_after_s, FLAGS.profile_seconds, FLAGS.profile_python)

@@ -44,6 +44,7 @@ class ProgressBar:
         self.interactive = _isatty(self.file) if interactive is None else interactive
         self.env_steps = 0
         self._start = time.monotonic()
+        self._first: tuple[float, int] | None = None  # (time, env steps) of the first report: the ETA's rate
         self._bar: tqdm | None = None
         if self.interactive:
             fmt = "{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}{postfix}]" if total_env_steps else None
@@ -84,12 +85,26 @@ class ProgressBar:
         steps = f"{env_steps:,}"
         if self.total:
             steps += f"/{self.total:,} ({env_steps / self.total:.0%})"
-        elapsed = tqdm.format_interval(time.monotonic() - self._start)
+        now = time.monotonic()
+        if self._first is None:
+            self._first = (now, env_steps)
+        eta = self.eta(now, env_steps)
+        elapsed = tqdm.format_interval(now - self._start) + ("" if eta is None else f"<{tqdm.format_interval(eta)}")
         prefix = f"{self.desc}: " if self.desc else ""
         try:
             print(f"{prefix}env steps {steps}, {summary} [{elapsed}]", file=self.file, flush=True)
         except ValueError:  # the stream was closed under us: progress is not worth a crash
             pass
+
+    def eta(self, now: float, env_steps: int) -> float | None:
+        """Seconds left at the rate since the first report (None before a rate is known, or
+        without a total)."""
+        if not self.total or self._first is None:
+            return None
+        t0, n0 = self._first
+        if now <= t0 or env_steps <= n0:
+            return None
+        return max(0.0, (self.total - env_steps) * (now - t0) / (env_steps - n0))
 
     def close(self) -> None:
         """End the progress line. Idempotent."""

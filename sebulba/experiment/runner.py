@@ -66,6 +66,28 @@ class CheckpointFlags:
     save_replay: bool = False
 
 
+LOG_FILE = "log.txt"
+
+
+@contextlib.contextmanager
+def log_file(path):
+    """Every log record at INFO and above (orbax's checkpoint lines, jax's, ours) also goes to
+    path for the run's duration, appended (a resumed run adds to it)."""
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setLevel(logging.INFO)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(filename)s:%(lineno)d] %(message)s"))
+    root = logging.getLogger()
+    previous = root.level
+    root.setLevel(min(previous, logging.INFO) if previous else logging.INFO)
+    root.addHandler(handler)
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(previous)
+        handler.close()
+
+
 @contextlib.contextmanager
 def graceful_stop(loop: GymnasiumLoop):
     """SIGTERM or a first Ctrl-C asks the loop to stop after the current learner iteration (it
@@ -127,23 +149,24 @@ def run(
         run_dir = RunDir.create(logdir, experiment, loop_config.env_id, loop_config.seed, flags)
     if resume is None or not run_dir.config_path.exists():
         run_dir.write_config(run_record(experiment, agent, loop_config, total_env_steps))
-    log.info(f"run directory: {run_dir.path}")
-    checkpointer = None
-    if checkpoints.every_learner_steps > 0:
-        checkpointer = Checkpointer(CheckpointConfig(str(run_dir.checkpoint_dir), checkpoints.every_learner_steps,
-                                                     checkpoints.keep, checkpoints.save_replay))
-    elif resume is not None:
-        raise ValueError("resuming needs checkpoints: checkpoint_every must be > 0")
-    resume_steps = None
-    if resume is not None:
-        meta = checkpointer.latest_meta()
-        if meta is None:
-            raise FileNotFoundError(f"{run_dir.path} has no complete checkpoint to resume from")
-        resume_steps = meta["env_steps"]
-    with GymnasiumLoop(agent, loop_config) as loop, \
-            Outputs(run_dir, total_env_steps, progress=progress, resume_env_steps=resume_steps) as outputs, \
-            graceful_stop(loop) as received, profiled(profile, run_dir.path / "profile"):
-        loop.run(max_env_steps=total_env_steps, report=outputs, checkpointer=checkpointer, resume=resume is not None)
-        final = loop.reports[-1]
+    with log_file(run_dir.path / LOG_FILE):
+        log.info(f"run directory: {run_dir.path}")
+        checkpointer = None
+        if checkpoints.every_learner_steps > 0:
+            checkpointer = Checkpointer(CheckpointConfig(str(run_dir.checkpoint_dir), checkpoints.every_learner_steps,
+                                                         checkpoints.keep, checkpoints.save_replay))
+        elif resume is not None:
+            raise ValueError("resuming needs checkpoints: checkpoint_every must be > 0")
+        resume_steps = None
+        if resume is not None:
+            meta = checkpointer.latest_meta()
+            if meta is None:
+                raise FileNotFoundError(f"{run_dir.path} has no complete checkpoint to resume from")
+            resume_steps = meta["env_steps"]
+        with GymnasiumLoop(agent, loop_config) as loop, \
+                Outputs(run_dir, total_env_steps, progress=progress, resume_env_steps=resume_steps) as outputs, \
+                graceful_stop(loop) as received, profiled(profile, run_dir.path / "profile"):
+            loop.run(max_env_steps=total_env_steps, report=outputs, checkpointer=checkpointer, resume=resume is not None)
+            final = loop.reports[-1]
     interrupted = received[0] if received and final["env_steps"] < total_env_steps else None
     return RunResult(final, run_dir, interrupted, None if checkpointer is None else checkpointer.latest_step())
