@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from absl import app, flags
+from absl import flags
 
 import envs
 from sebulba.agents.impala import Impala, ImpalaConfig
@@ -87,10 +87,12 @@ def make_experiment(env: str, seed: int = 0, **overrides) -> Experiment:
 def main(argv: list[str]) -> None:
     del argv
     cli.start_distributed()
-    cli.adopt_resumed_flags()
-    overrides = overrides_from_flags(AGENT_FLAGS)
-    train("impala", make_experiment(FLAGS.env, FLAGS.seed, steps_per_cycle=FLAGS.steps_per_cycle, **overrides), Impala)
+    with cli.user_input():
+        cli.adopt_resumed_flags()
+        overrides = overrides_from_flags(AGENT_FLAGS)
+        exp = make_experiment(FLAGS.env, FLAGS.seed, steps_per_cycle=FLAGS.steps_per_cycle, **overrides)
+    train("impala", exp, Impala)
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run_main(main)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from absl import app, flags
+from absl import flags
 
 from sebulba.agents.r2d2 import R2D2, R2D2Config
 from sebulba.experiment import cli
@@ -124,9 +124,11 @@ def make_experiment(env: str, seed: int = 0, **overrides) -> Experiment:
 def main(argv: list[str]) -> None:
     del argv
     cli.start_distributed()
-    cli.adopt_resumed_flags()
-    train("r2d2", make_experiment(FLAGS.env, FLAGS.seed, **overrides_from_flags(AGENT_FLAGS)), R2D2)
+    with cli.user_input():
+        cli.adopt_resumed_flags()
+        exp = make_experiment(FLAGS.env, FLAGS.seed, **overrides_from_flags(AGENT_FLAGS))
+    train("r2d2", exp, R2D2)
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run_main(main)

@@ -10,11 +10,12 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from absl import flags
+from absl import app, flags
 
 import envs
 from sebulba.agent import Agent
 from sebulba.experiment import distributed
+from sebulba.experiment.errors import UserError, user_input
 from sebulba.experiment.profiling import ProfileWindow
 from sebulba.experiment.run_dir import RunDir
 from sebulba.experiment.runner import CheckpointFlags, RunResult, default_devices, parse_devices, run
@@ -31,11 +32,12 @@ LOOP_FLAGS = ("num_envs", "total_env_steps", "inferencers_per_device", "env_lane
 def define_loop_flags(default_env: str) -> None:
     """The flags every experiment has (defaults None mean: the env's preset)."""
     flags.DEFINE_string("env", default_env, "Task id of the env pool (envs.list_all_envs()).")
-    flags.DEFINE_integer("num_envs", None, "Envs per inferencer (default: the env's preset).")
-    flags.DEFINE_integer("total_env_steps", None, "Stop after this many env steps (default: the preset's budget).")
+    flags.DEFINE_integer("num_envs", None, "Envs per inferencer (default: the env's preset).", lower_bound=1)
+    flags.DEFINE_integer("total_env_steps", None, "Stop after this many env steps (default: the preset's budget).",
+                         lower_bound=1)
     flags.DEFINE_string("actor_devices", None, "Comma-separated jax device indices that act (default: 0).")
     flags.DEFINE_string("learner_devices", None, "Comma-separated device indices that learn (default: the others, or 0).")
-    flags.DEFINE_integer("inferencers_per_device", None, "Inferencer threads per actor device.")
+    flags.DEFINE_integer("inferencers_per_device", None, "Inferencer threads per actor device.", lower_bound=1)
     flags.DEFINE_integer("env_lanes", None, "Split each inferencer's envs into this many sync pools stepped in turn, "
                          "so one lane's envs step while another's actions are inferred (default 1).")
     flags.DEFINE_integer("env_threads", None, "Threads (worker processes for the process backend) of each env pool, "
@@ -63,6 +65,8 @@ def define_loop_flags(default_env: str) -> None:
                        "profile/) starting this many seconds after the loop starts; python -m sebulba.experiment.trace_summary "
                        "RUN_DIR/profile summarizes it.")
     flags.DEFINE_float("profile_seconds", 3.0, "Length of the profiler trace, in seconds.")
+    flags.DEFINE_bool("debug", False, "Show the whole traceback of a mistake in the run's input (an error message "
+                      "is one line without it).")
     flags.DEFINE_bool("profile_python", False, "Also trace every Python call in the profile (names the Python code, "
                       "but slows it).")
 
@@ -102,8 +106,15 @@ def overrides_from_flags(agent_flags: dict[str, str]) -> dict[str, Any]:
     out["learner_devices"] = parse_devices(FLAGS.learner_devices)
     for flag, field in agent_flags.items():
         value = FLAGS[flag].value
-        out[field] = tuple(int(h) for h in value) if isinstance(value, list) else value
+        out[field] = _ints(flag, value) if isinstance(value, list) else value
     return out
+
+
+def _ints(flag: str, values: list[str]) -> tuple[int, ...]:
+    try:
+        return tuple(int(v) for v in values)
+    except ValueError:
+        raise ValueError(f"--{flag} takes comma-separated integers, e.g. 64,64; got {','.join(values)!r}") from None
 
 
 # flags a resumed run takes from its own command line
@@ -156,13 +167,30 @@ def warn_atari_on_cpu(env_id: str) -> None:
         )
 
 
+def run_main(main: Callable[[list[str]], None]) -> None:
+    """`app.run(main)` for an entry point: a mistake in the run's input (a UserError) prints one
+    line, `error: ...`, and exits 2; `--debug` shows its traceback instead."""
+
+    def guarded(argv: list[str]) -> None:
+        try:
+            main(argv)
+        except UserError as e:
+            if FLAGS.debug:
+                raise
+            print(f"error: {e} (--debug shows the traceback)", file=sys.stderr)
+            raise SystemExit(2) from None
+
+    app.run(guarded)
+
+
 def train(name: str, exp: Experiment, make_agent: Callable[[envs.EnvSpec, Any], Agent]) -> RunResult:
     """Run the experiment from the flags' logdir/progress/checkpoints, and print where its outputs are.
     Call `adopt_resumed_flags()` before building `exp` from the flags."""
     logging.getLogger("sebulba").setLevel(logging.INFO)
     quiet_terminal()
     warn_atari_on_cpu(exp.loop.env_id)
-    agent = make_agent(envs.make_spec(exp.loop.env_id, **exp.loop.env_kwargs), exp.agent)
+    with user_input():
+        agent = make_agent(envs.make_spec(exp.loop.env_id, **exp.loop.env_kwargs), exp.agent)
     checkpoints = CheckpointFlags(FLAGS.checkpoint_every, FLAGS.keep_checkpoints, FLAGS.save_replay)
     profile = None if FLAGS.profile_after_s is None else ProfileWindow(FLAGS.profile_after_s, FLAGS.profile_seconds, FLAGS.profile_python)
     result = run(name, agent, exp.loop, exp.total_env_steps, FLAGS.logdir, FLAGS.flag_values_dict(), FLAGS.progress,

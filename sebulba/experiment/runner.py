@@ -13,6 +13,7 @@ from typing import Any
 import jax
 
 from sebulba.agent import Agent
+from sebulba.experiment.errors import user_input
 from sebulba.experiment.outputs import Outputs
 from sebulba.experiment.profiling import ProfileWindow, profiled
 from sebulba.experiment.record import run_record
@@ -143,27 +144,28 @@ def run(
         if checkpoints.every_learner_steps > 0:
             log.warning("checkpoints are not written in multi-process runs yet")
             checkpoints = dataclasses.replace(checkpoints, every_learner_steps=0)
-    if resume is not None:
-        run_dir = RunDir.open(resume)
-    else:
-        run_dir = RunDir.create(logdir, experiment, loop_config.env_id, loop_config.seed, flags)
+    with user_input():
+        run_dir = RunDir.open(resume) if resume is not None else \
+            RunDir.create(logdir, experiment, loop_config.env_id, loop_config.seed, flags)
     if resume is None or not run_dir.config_path.exists():
         run_dir.write_config(run_record(experiment, agent, loop_config, total_env_steps))
     with log_file(run_dir.path / LOG_FILE):
         log.info(f"run directory: {run_dir.path}")
-        checkpointer = None
-        if checkpoints.every_learner_steps > 0:
-            checkpointer = Checkpointer(CheckpointConfig(str(run_dir.checkpoint_dir), checkpoints.every_learner_steps,
-                                                         checkpoints.keep, checkpoints.save_replay))
-        elif resume is not None:
-            raise ValueError("resuming needs checkpoints: checkpoint_every must be > 0")
-        resume_steps = None
-        if resume is not None:
-            meta = checkpointer.latest_meta()
-            if meta is None:
-                raise FileNotFoundError(f"{run_dir.path} has no complete checkpoint to resume from")
-            resume_steps = meta["env_steps"]
-        with GymnasiumLoop(agent, loop_config) as loop, \
+        with user_input():  # the run's input: a mistake here is the user's, told in one line
+            checkpointer = None
+            if checkpoints.every_learner_steps > 0:
+                checkpointer = Checkpointer(CheckpointConfig(str(run_dir.checkpoint_dir), checkpoints.every_learner_steps,
+                                                             checkpoints.keep, checkpoints.save_replay))
+            elif resume is not None:
+                raise ValueError("resuming needs checkpoints: checkpoint_every must be > 0")
+            resume_steps = None
+            if resume is not None:
+                meta = checkpointer.latest_meta()
+                if meta is None:
+                    raise FileNotFoundError(f"{run_dir.path} has no complete checkpoint to resume from")
+                resume_steps = meta["env_steps"]
+            loop_in_setup = GymnasiumLoop(agent, loop_config)
+        with loop_in_setup as loop, \
                 Outputs(run_dir, total_env_steps, progress=progress, resume_env_steps=resume_steps) as outputs, \
                 graceful_stop(loop) as received, profiled(profile, run_dir.path / "profile"):
             loop.run(max_env_steps=total_env_steps, report=outputs, checkpointer=checkpointer, resume=resume is not None)

@@ -1,0 +1,67 @@
+"""A user's ordinary mistakes on the CLI print one clear line naming the flag or the package,
+with no traceback (`--debug` shows it); a failure that is not the user's keeps its traceback."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from tests.support.cli import ROOT, run_experiment
+
+CASES = [
+    # (entry point, args, exit status, what the one line must name)
+    ("experiments.impala", ["--hidden_sizes=64,abc"], 2, "--hidden_sizes takes comma-separated integers"),
+    ("experiments.r2d2", ["--learning_rate=-1"], 2, "learning_rate must be > 0, got -1.0"),
+    ("experiments.impala", ["--total_env_steps=0"], 1, "flag --total_env_steps=0: 0 is not a positive integer"),
+    ("experiments.r2d2", ["--num_envs=-3"], 1, "flag --num_envs=-3"),
+    ("experiments.impala", ["--torso=bogus"], 1, "flag --torso=bogus"),
+    ("experiments.impala", ["--env=LunarLander-v3"], 2, "gymnasium[box2d]"),
+    ("experiments.r2d2", ["--env=Nope-v0"], 2, "unknown task id 'Nope-v0'"),
+    ("experiments.impala", ["--env=Pendulum-v1"], 2, "IMPALA needs a Discrete action space"),
+    ("experiments.impala", ["--resume=/nonexistent/run"], 2, "/nonexistent/run is not a run directory"),
+]
+
+
+@pytest.mark.parametrize("module, args, status, names", CASES, ids=[f"{m.split('.')[1]}{a[0]}" for m, a, _, _ in CASES])
+def test_a_users_mistake_is_one_line(tmp_path, module, args, status, names):
+    out = run_experiment(module, *args, f"--logdir={tmp_path}", "--noprogress", timeout=300)
+    assert out.returncode == status, (out.returncode, out.stderr[-3000:])
+    assert "Traceback" not in out.stderr, out.stderr[-3000:]
+    errors = [line for line in out.stderr.splitlines() if line.startswith(("error: ", "FATAL Flags parsing error"))]
+    assert len(errors) == 1 and names in errors[0], out.stderr[-3000:]
+    assert not any(tmp_path.iterdir()), "a run that cannot start leaves no run directory"
+
+
+def test_debug_shows_the_traceback(tmp_path):
+    out = run_experiment("experiments.impala", "--hidden_sizes=64,abc", "--debug", f"--logdir={tmp_path}", timeout=300)
+    assert out.returncode == 1 and "Traceback" in out.stderr and "UserError" in out.stderr, out.stderr[-3000:]
+
+
+SCRIPT = textwrap.dedent("""
+    import sys
+    from sebulba.experiment import cli
+
+    cli.define_loop_flags("CartPole-v1")
+
+    def main(argv):
+        if sys.argv[-1] == "mistake":
+            with cli.user_input():
+                raise ValueError("learning_rate must be > 0")
+        with cli.user_input():
+            pass
+        raise ValueError("a bug: raised once the run is going, outside user_input")
+
+    cli.run_main(main)
+""")
+
+
+@pytest.mark.parametrize("what", ["mistake", "bug"])
+def test_only_the_run_input_is_told_in_one_line(what):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", SCRIPT, what], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    if what == "mistake":
+        assert out.returncode == 2 and out.stderr.strip() == "error: learning_rate must be > 0 (--debug shows the traceback)"
+    else:
+        assert out.returncode == 1 and "Traceback" in out.stderr and "a bug: raised once the run is going" in out.stderr
