@@ -1,0 +1,34 @@
+"""README's custom-agent example, run as written (in a fresh process, from a scratch directory):
+it trains and leaves the same outputs as an entry point's run."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+from tests.support.cli import ROOT
+
+
+def readme_example() -> str:
+    text = (ROOT / "README.md").read_text()
+    match = re.search(r"<!-- custom-agent-example -->\n```python\n(.*?)```", text, re.S)
+    assert match, "README lost its custom-agent example"
+    return match.group(1)
+
+
+def test_the_readme_custom_agent_example_runs_with_the_entry_points_outputs(tmp_path):
+    env = {**os.environ, "XLA_FLAGS": "", "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", readme_example()], cwd=tmp_path, env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    assert run_dir.name in out.stdout and re.search(r"env steps [\d,]+/20,000", out.stderr)  # its print, the progress line
+    for name in ("flags.json", "config.json", "metrics.csv", "learning_curve.png", "log.txt"):
+        assert (run_dir / name).is_file(), name
+    assert any(p.name.startswith("events.out.tfevents") for p in run_dir.iterdir())
+    assert json.loads((run_dir / "flags.json").read_text()) == {"note": "first try"}
+    assert json.loads((run_dir / "config.json").read_text())["agent"]["class"].endswith("SimplePolicyGradient")
+    assert sorted(int(p.name) for p in (run_dir / "checkpoints").iterdir() if p.name.isdigit())[-1] >= 20
+    rows = (run_dir / "metrics.csv").read_text().splitlines()
+    assert int(rows[-1].split(",")[0]) >= 20_000
