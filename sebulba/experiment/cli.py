@@ -118,7 +118,10 @@ def _ints(flag: str, values: list[str]) -> tuple[int, ...]:
 
 
 # flags a resumed run takes from its own command line
-NOT_RESUMED = ("resume", "progress", "logdir", "profile_after_s", "profile_seconds", "profile_python")
+NOT_RESUMED = ("resume", "progress", "logdir", "profile_after_s", "profile_seconds", "profile_python", "debug")
+# flags that, given with --resume, replace the run's own: they change how long it runs and what it
+# writes, not what it is (its networks, optimizer, envs and layout are in the checkpoint)
+RESUME_OVERRIDES = ("total_env_steps", "log_every_s", "checkpoint_every", "keep_checkpoints", "save_replay")
 
 
 def start_distributed() -> bool:
@@ -128,13 +131,33 @@ def start_distributed() -> bool:
 
 def adopt_resumed_flags() -> None:
     """With --resume RUN_DIR, set every flag to its value in RUN_DIR/flags.json (the run goes on
-    with its own configuration), except --resume, --progress and --logdir."""
+    with its own configuration), except NOT_RESUMED, which come from this command line, and
+    RESUME_OVERRIDES given on it, which replace the run's own (flags.json is updated, so a later
+    resume keeps them). Any other flag given with a value other than the run's is refused by name."""
     if not FLAGS.resume:
         return
-    saved = json.loads(RunDir.open(FLAGS.resume).flags_path.read_text())
+    run_dir = RunDir.open(FLAGS.resume)
+    saved = json.loads(run_dir.flags_path.read_text())
+    overridden = {}
     for name, value in saved.items():
-        if name in FLAGS and name not in NOT_RESUMED and not name.startswith(("help", "only_check_args", "undefok")):
-            FLAGS[name].value = value
+        if name not in FLAGS or name in NOT_RESUMED or FLAGS.find_module_defining_flag(name, "").startswith("absl"):
+            continue  # absl's own flags (logging, help) come from this command line
+        flag = FLAGS[name]
+        if flag.present and flag.value != value:
+            if name not in RESUME_OVERRIDES:
+                was = f"{name}={value!r}" if value is not None else "its preset's value (see its config.json)"
+                raise ValueError(
+                    f"--{name}={flag.value} cannot change when resuming: the run was started with {was}, "
+                    f"and its networks, optimizer state, envs and layout are in its checkpoint; drop the flag, or "
+                    f"start a new run (flags a resume may change: {', '.join('--' + f for f in RESUME_OVERRIDES)})"
+                )
+            overridden[name] = flag.value
+            continue
+        flag.value = value
+    if overridden:
+        run_dir.write_flags({**saved, **overridden})
+        logging.getLogger("sebulba").info(
+            "resuming with " + ", ".join(f"{k}={v!r} (was {saved[k]!r})" for k, v in overridden.items()))
 
 
 class QuietTerminal(logging.Filter):
@@ -197,6 +220,10 @@ def train(name: str, exp: Experiment, make_agent: Callable[[envs.EnvSpec, Any], 
                  checkpoints, FLAGS.resume, profile)
     f = result.final
     summary = f"{f['env_steps']:,} env steps, episode_return_mean {f['episode_return_mean']:.1f} (last 20 episodes)"
+    if result.finished_before:
+        print(f"finished already: {summary}, its whole budget; nothing was trained (pass a larger --total_env_steps "
+              f"with --resume to extend it); run directory {result.run_dir.path}")
+        return result
     if result.interrupted_by is None:
         print(f"done: {summary}; run directory {result.run_dir.path}")
         return result

@@ -86,6 +86,10 @@ class RunDir:
         _write_json(run.flags_path, flags if flags is not None else {})
         return run
 
+    def write_flags(self, flags: Mapping[str, Any]) -> None:
+        """Replace flags.json (a resume that changes the budget or the logging)."""
+        _write_json(self.flags_path, flags)
+
     def write_config(self, record: Mapping[str, Any]) -> None:
         """config.json: what ran (`sebulba.experiment.record.run_record`)."""
         _write_json(self.config_path, record, sort_keys=False)

@@ -4,6 +4,7 @@ outputs, and the loop run itself."""
 from __future__ import annotations
 
 import contextlib
+import csv
 import dataclasses
 import logging
 import signal
@@ -52,6 +53,7 @@ class RunResult:
     run_dir: RunDir
     interrupted_by: signal.Signals | None = None  # the signal that stopped the run before its budget
     checkpoint_step: int | None = None  # the latest complete checkpoint (learner steps), if any
+    finished_before: bool = False  # a resume of a run that had already met its budget: nothing ran
 
     @property
     def exit_status(self) -> int:
@@ -68,6 +70,15 @@ class CheckpointFlags:
 
 
 LOG_FILE = "log.txt"
+
+
+def last_report(run_dir: RunDir) -> dict[str, Any]:
+    """The last metrics row of a run directory, numbers as floats (env_steps as an int)."""
+    with run_dir.metrics_csv.open() as f:
+        rows = list(csv.DictReader(f))
+    row = {k: float(v) if v not in ("", None) else float("nan") for k, v in rows[-1].items()} if rows else {}
+    row["env_steps"] = int(row.get("env_steps", 0))
+    return row
 
 
 @contextlib.contextmanager
@@ -164,6 +175,10 @@ def run(
                 if meta is None:
                     raise FileNotFoundError(f"{run_dir.path} has no complete checkpoint to resume from")
                 resume_steps = meta["env_steps"]
+                if resume_steps >= total_env_steps:  # finished: nothing to train, not one more cycle
+                    log.info(f"{run_dir.path} is finished: {resume_steps:,} env steps of its budget of "
+                             f"{total_env_steps:,}; pass a larger --total_env_steps to extend it")
+                    return RunResult(last_report(run_dir), run_dir, None, checkpointer.latest_step(), finished_before=True)
             loop_in_setup = GymnasiumLoop(agent, loop_config)
         with loop_in_setup as loop, \
                 Outputs(run_dir, total_env_steps, progress=progress, resume_env_steps=resume_steps) as outputs, \
