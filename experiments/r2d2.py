@@ -19,6 +19,7 @@ from absl import flags
 from sebulba.agents.r2d2 import R2D2, R2D2Config
 from sebulba.experiment import cli
 from sebulba.experiment.cli import Experiment, build, define_loop_flags, overrides_from_flags, train
+from sebulba.experiment.env_kind import env_kind, require_discrete_actions
 
 # ---------------------------------------------------------------- presets
 # CartPole-v1: the paper's values scaled down to a 2-core CPU budget:
@@ -81,10 +82,15 @@ ATARI = dict(
 )
 
 
-def preset(env_id: str) -> dict:
-    if env_id.startswith("CartPoleNoVelocity"):
-        return MEMORY
-    return CARTPOLE if env_id.startswith("CartPole") else ATARI
+def preset(env_id: str, env_kwargs: dict | None = None) -> dict:
+    """The preset for the env's kind (sebulba.experiment.env_kind): Atari games get ATARI, the
+    memory task MEMORY, every other env (vector, image or tabular observations) CARTPOLE. R2D2
+    needs Discrete actions: any other env is refused here, in one line, before anything is built."""
+    kind = env_kind(env_id, env_kwargs)
+    require_discrete_actions("R2D2", kind)
+    if kind.observations == "atari":
+        return ATARI
+    return MEMORY if env_id == "CartPoleNoVelocity-v1" else CARTPOLE
 
 
 # ---------------------------------------------------------------- flags
@@ -113,9 +119,9 @@ AGENT_FLAGS = {name: name for name in ("core", "sequence_length", "burn_in", "n_
 def make_experiment(env: str, seed: int = 0, **overrides) -> Experiment:
     """The preset for env with overrides (None values are ignored); what the flags map onto.
     A CartPole run (memory task included) decays its learning rate to 0 over the run's learner steps."""
-    p = preset(env)
+    p = preset(env, overrides.get("env_kwargs"))
     exp = build(env, seed, p, overrides, lambda agent: agent.cycle_length)
-    if p is CARTPOLE or p is MEMORY:
+    if p is not ATARI:
         cycles = -(-exp.total_env_steps // (exp.loop.num_envs * exp.agent.cycle_length))
         exp = dataclasses.replace(exp, agent=dataclasses.replace(exp.agent, lr_decay_steps=cycles * exp.agent.optims_per_cycle))
     return exp

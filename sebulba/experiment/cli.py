@@ -3,6 +3,7 @@ configs, and the run itself. Each entry point adds its agent's hyperparameter fl
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import json
 import logging
@@ -32,6 +33,8 @@ LOOP_FLAGS = ("num_envs", "total_env_steps", "inferencers_per_device", "env_lane
 def define_loop_flags(default_env: str) -> None:
     """The flags every experiment has (defaults None mean: the env's preset)."""
     flags.DEFINE_string("env", default_env, "Task id of the env pool (envs.list_all_envs()).")
+    flags.DEFINE_string("env_kwargs", None, "The task's own kwargs for envs.make, comma-separated key=value with "
+                        "Python literals, e.g. is_slippery=False or map_name='8x8',is_slippery=False.")
     flags.DEFINE_integer("num_envs", None, "Envs per inferencer (default: the env's preset).", lower_bound=1)
     flags.DEFINE_integer("total_env_steps", None, "Stop after this many env steps (default: the preset's budget).",
                          lower_bound=1)
@@ -88,7 +91,7 @@ def build(env: str, seed: int, preset: dict, overrides: dict, steps_per_cycle: C
     agent = dataclasses.replace(preset["agent"], **{k: v for k, v in o.items() if k in fields})
     actors, learners = default_devices(get("num_envs"), getattr(agent, "num_minibatches", 1))
     threads = get("env_threads")
-    env_kwargs = dict(preset.get("env_kwargs", {}), **({} if threads is None else {"num_threads": threads}))
+    env_kwargs = {**preset.get("env_kwargs", {}), **o.get("env_kwargs", {}), **({} if threads is None else {"num_threads": threads})}
     loop = LoopConfig(
         env_id=env, env_kwargs=env_kwargs, num_envs=get("num_envs"), steps_per_cycle=steps_per_cycle(agent), seed=seed,
         actor_devices=o.get("actor_devices") or actors, learner_devices=o.get("learner_devices") or learners,
@@ -102,11 +105,29 @@ def build(env: str, seed: int, preset: dict, overrides: dict, steps_per_cycle: C
 def overrides_from_flags(agent_flags: dict[str, str]) -> dict[str, Any]:
     """Loop flags plus agent flags ({flag name: config field}) as build() overrides."""
     out = {name: FLAGS[name].value for name in LOOP_FLAGS}
+    out["env_kwargs"] = parse_env_kwargs(FLAGS.env_kwargs)
     out["actor_devices"] = parse_devices(FLAGS.actor_devices)
     out["learner_devices"] = parse_devices(FLAGS.learner_devices)
     for flag, field in agent_flags.items():
         value = FLAGS[flag].value
         out[field] = _ints(flag, value) if isinstance(value, list) else value
+    return out
+
+
+def parse_env_kwargs(text: str | None) -> dict[str, Any]:
+    """'is_slippery=False,map_name=8x8' -> {'is_slippery': False, 'map_name': '8x8'}: each value a
+    Python literal, or else the string itself."""
+    out: dict[str, Any] = {}
+    for item in (text or "").split(","):
+        if not item.strip():
+            continue
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip().isidentifier():
+            raise ValueError(f"--env_kwargs takes key=value pairs separated by commas, e.g. is_slippery=False; got {item!r}")
+        try:
+            out[key.strip()] = ast.literal_eval(value.strip())
+        except (ValueError, SyntaxError):
+            out[key.strip()] = value.strip()
     return out
 
 

@@ -1,0 +1,46 @@
+"""What kind of task an env id is, read from its spaces, so an entry point picks the preset
+that suits it (and an agent that cannot take the env's spaces says so before anything is built)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+import gymnasium as gym
+
+import envs
+
+
+@dataclasses.dataclass(frozen=True)
+class EnvKind:
+    """`observations`: "atari" (ALE's stacked frames), "image" (another uint8 image), "tabular"
+    (a Discrete state: toy-text tasks such as FrozenLake, whose rewards are sparse) or "vector"
+    (a Box of numbers, e.g. classic control). `actions`: "discrete" or "continuous"."""
+
+    env_id: str
+    observations: str
+    actions: str
+    action_space: gym.spaces.Space
+
+
+def env_kind(env_id: str, env_kwargs: Mapping[str, Any] | None = None) -> EnvKind:
+    """The kind of env_id, from `envs.make_spec` (builds no pool)."""
+    spec = envs.make_spec(env_id, **dict(env_kwargs or {}))
+    obs, act = spec.observation_space, spec.action_space
+    if envs.is_atari(env_id):
+        observations = "atari"
+    elif isinstance(obs, gym.spaces.Discrete):
+        observations = "tabular"
+    elif isinstance(obs, gym.spaces.Box) and obs.dtype.name == "uint8" and len(obs.shape) == 3:
+        observations = "image"
+    else:
+        observations = "vector"
+    actions = "discrete" if isinstance(act, gym.spaces.Discrete) else "continuous"
+    return EnvKind(env_id, observations, actions, act)
+
+
+def require_discrete_actions(agent: str, kind: EnvKind) -> None:
+    """A ValueError, in one line, for an agent that takes only Discrete actions."""
+    if kind.actions != "discrete":
+        raise ValueError(f"{agent} needs a Discrete action space; {kind.env_id} has {kind.action_space}")
