@@ -84,6 +84,7 @@ AGENT_FLAGS = {"learning_rate": "learning_rate", "entropy_cost": "entropy_cost",
                "discount": "discount", "vtrace_lambda": "lambda_", "max_grad_norm": "max_grad_norm", "torso": "torso",
                "hidden_sizes": "hidden_sizes", "loss_reduction": "loss_reduction", "num_minibatches": "num_minibatches",
                "rmsprop_eps_in_sqrt": "rmsprop_eps_in_sqrt"}
+cli.describe_presets({"vector/image": CARTPOLE, "tabular": TABULAR, "Atari": ATARI}, AGENT_FLAGS)
 
 
 def make_experiment(env: str, seed: int = 0, **overrides) -> Experiment:

@@ -114,6 +114,7 @@ FLAGS = flags.FLAGS
 AGENT_FLAGS = {name: name for name in ("core", "sequence_length", "burn_in", "n_step", "discount", "learning_rate",
                                        "batch_size", "optims_per_cycle", "target_update_period", "replay_capacity",
                                        "min_replay_size", "epsilon_base", "td_reduction")}
+cli.describe_presets({"vector/image/tabular": CARTPOLE, "CartPoleNoVelocity-v1": MEMORY, "Atari": ATARI}, AGENT_FLAGS)
 
 
 def make_experiment(env: str, seed: int = 0, **overrides) -> Experiment:

@@ -65,3 +65,13 @@ def test_only_the_run_input_is_told_in_one_line(what):
         assert out.returncode == 2 and out.stderr.strip() == "error: learning_rate must be > 0 (--debug shows the traceback)"
     else:
         assert out.returncode == 1 and "Traceback" in out.stderr and "a bug: raised once the run is going" in out.stderr
+
+
+@pytest.mark.parametrize("module, flag, presets", [
+    ("experiments.impala", "--help", "[presets: vector/image mean; tabular sum; Atari sum]"),
+    ("experiments.r2d2", "--helpfull", "[presets: vector/image/tabular 20000; CartPoleNoVelocity-v1 2000; Atari 25000]"),
+])
+def test_help_shows_the_presets_values_and_exits_0(module, flag, presets):
+    out = run_experiment(module, flag, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert presets in " ".join((out.stdout + out.stderr).split()), (out.stdout + out.stderr)[-3000:]

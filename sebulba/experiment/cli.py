@@ -211,9 +211,29 @@ def warn_atari_on_cpu(env_id: str) -> None:
         )
 
 
+def describe_presets(presets: dict[str, dict], agent_flags: dict[str, str]) -> None:
+    """Append to each flag's help the value every preset gives it, by env kind (what the flag's
+    default None stands for), e.g. `[presets: vector/image 0.006; Atari 0.0006]`."""
+    for flag in (*LOOP_FLAGS, *agent_flags):
+        field = agent_flags.get(flag, flag)
+        values = []
+        for kind, p in presets.items():
+            if field in p:
+                values.append(f"{kind} {p[field]}")
+            elif hasattr(p["agent"], field):
+                value = getattr(p["agent"], field)
+                values.append(f"{kind} {','.join(map(str, value)) if isinstance(value, tuple) else value}")
+        if values and "[presets: " not in FLAGS[flag].help:
+            FLAGS[flag].help += f" [presets: {'; '.join(values)}]"
+
+
+HELP_FLAGS = ("--help", "-help", "-h", "--helpshort", "--helpfull", "-?", "--helpxml")
+
+
 def run_main(main: Callable[[list[str]], None]) -> None:
     """`app.run(main)` for an entry point: a mistake in the run's input (a UserError) prints one
-    line, `error: ...`, and exits 2; `--debug` shows its traceback instead."""
+    line, `error: ...`, and exits 2; `--debug` shows its traceback instead. Asking for --help is
+    not a failure: it exits 0 (absl's own exit status for it is 1)."""
 
     def guarded(argv: list[str]) -> None:
         try:
@@ -224,7 +244,12 @@ def run_main(main: Callable[[list[str]], None]) -> None:
             print(f"error: {e} (--debug shows the traceback)", file=sys.stderr)
             raise SystemExit(2) from None
 
-    app.run(guarded)
+    try:
+        app.run(guarded)
+    except SystemExit as e:
+        if e.code == 1 and any(arg.split("=")[0] in HELP_FLAGS for arg in sys.argv[1:]):
+            raise SystemExit(0) from None
+        raise
 
 
 def train(name: str, exp: Experiment, make_agent: Callable[[envs.EnvSpec, Any], Agent]) -> RunResult:
