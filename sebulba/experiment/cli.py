@@ -244,8 +244,15 @@ def run_main(main: Callable[[list[str]], None]) -> None:
             print(f"error: {e} (--debug shows the traceback)", file=sys.stderr)
             raise SystemExit(2) from None
 
+    def parse(argv: list[str]) -> list[str]:
+        try:
+            return FLAGS(argv)
+        except flags.Error as e:  # a bad flag or value: one line, as any other mistake in the input
+            print(f"error: {e} (--helpshort lists the flags)", file=sys.stderr)
+            raise SystemExit(2) from None
+
     try:
-        app.run(guarded)
+        app.run(guarded, flags_parser=parse)
     except SystemExit as e:
         if e.code == 1 and any(arg.split("=")[0] in HELP_FLAGS for arg in sys.argv[1:]):
             raise SystemExit(0) from None
