@@ -90,7 +90,7 @@ def log_file(path):
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(filename)s:%(lineno)d] %(message)s"))
     root = logging.getLogger()
     previous = root.level
-    root.setLevel(min(previous, logging.INFO) if previous else logging.INFO)
+    root.setLevel(min(previous, logging.INFO))  # lets INFO through; never hides what was let through
     root.addHandler(handler)
     try:
         yield
