@@ -69,7 +69,8 @@ def test_r2d2_runs_mountain_car_with_its_preset(tmp_path):
 def test_learning_bar_acrobot(module, tmp_path):
     """`python -m experiments.{impala,r2d2} --env Acrobot-v1`, no other flag: mean return >= -100
     over the last 20 episodes within 500k env steps (seed 0; seeds 0 and 1 ended at -81 and -83
-    (IMPALA, 400k steps) and -92 and -94 (R2D2, 500k) on the 2-core CPU machine)."""
+    (IMPALA, 400k steps); R2D2's seeds 0-3 ended at -92, -94, -84, -99 (500k), a thin margin on
+    seed 3 (sync runs are bit-reproducible on one host; another CPU's numerics are another seed)."""
     out = run_experiment(module, "--env=Acrobot-v1", f"--logdir={tmp_path}", "--noprogress")
     assert out.returncode == 0, out.stderr[-3000:]
     _, last = last_metrics(tmp_path)
