@@ -379,15 +379,8 @@ class EnvPool(ClosedOnExit):
         return batch
 
     def _format(self, b: Batch, is_reset: bool) -> Any:
-        if self._cfg.env_type == "dm":
-            step_type = np.where(
-                b.elapsed == 0, dm_env.StepType.FIRST, np.where(b.terminated | b.truncated, dm_env.StepType.LAST, dm_env.StepType.MID)
-            ).astype(np.int32)
-            discount = (~b.terminated).astype(np.float32)
-            if b.extra is None:
-                return dm_env.TimeStep(step_type, b.reward, discount, DmObservation(b.obs, b.env_id, b.elapsed))
-            observation = dm_observation_type(tuple(b.extra))(b.obs, b.env_id, b.elapsed, *b.extra.values())
-            return dm_env.TimeStep(step_type, b.reward, discount, observation)
+        """Gymnasium's outputs: (obs, info) after a reset, else (obs, reward, terminated,
+        truncated, info). DmEnvPool returns TimeSteps instead."""
         info = {"env_id": b.env_id, "elapsed_step": b.elapsed}
         if b.extra is not None:
             info.update(b.extra)
@@ -429,3 +422,15 @@ class DmEnvPool(EnvPool, dm_env.Environment):
 
     def discount_spec(self) -> specs.BoundedArray:
         return self._spec.discount_spec()
+
+    def _format(self, b: Batch, is_reset: bool) -> dm_env.TimeStep:
+        """A TimeStep: FIRST after a reset, LAST when the episode ends, discount 0 only on
+        termination; info fields (Atari's lives, an env's keys) join the observation."""
+        step_type = np.where(
+            b.elapsed == 0, dm_env.StepType.FIRST, np.where(b.terminated | b.truncated, dm_env.StepType.LAST, dm_env.StepType.MID)
+        ).astype(np.int32)
+        discount = (~b.terminated).astype(np.float32)
+        if b.extra is None:
+            return dm_env.TimeStep(step_type, b.reward, discount, DmObservation(b.obs, b.env_id, b.elapsed))
+        observation = dm_observation_type(tuple(b.extra))(b.obs, b.env_id, b.elapsed, *b.extra.values())
+        return dm_env.TimeStep(step_type, b.reward, discount, observation)
