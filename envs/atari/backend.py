@@ -17,14 +17,14 @@ from __future__ import annotations
 import numpy as np
 
 from envs.atari.games import check_rom
-from envs.atari.task import AtariTask
+from envs.atari.task import ATARI_INFO, AtariTask
 from envs.episodes import EpisodeBook
 from envs.ready import Batch, Chunk
 
 
 class AtariBackend:
     lockstep = True  # a send must name exactly the envs of the last batch received
-    extra_info = {"lives": np.dtype(np.int32), "reward": np.dtype(np.float32)}  # info beyond env_id, elapsed_step
+    extra_info = ATARI_INFO  # info beyond env_id, elapsed_step
 
     def __init__(self, task: AtariTask):
         from ale_py.vector_env import AtariVectorEnv

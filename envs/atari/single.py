@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from envs.atari.task import AtariTask, require_ale
+from envs.atari.task import ATARI_INFO, AtariTask, require_ale
 from envs.episodes import EpisodeBook
 from envs.ready import Batch, Chunk
 
@@ -150,7 +150,7 @@ class CppNoopSampler:
 # --------------------------------------------------------------------------- the backend
 class AtariSingleBackend:
     lockstep = False  # any subset of envs can be sent, reset or rendered
-    extra_info = {"lives": np.dtype(np.int32), "reward": np.dtype(np.float32)}  # info beyond env_id, elapsed_step
+    extra_info = ATARI_INFO  # info beyond env_id, elapsed_step
 
     def __init__(self, task: AtariTask):
         ale_py = require_ale()

@@ -31,6 +31,8 @@ ATARI_KWARGS: dict[str, Any] = {
     "difficulty": None,  # ALE difficulty switch; None: the ROM's default (0)
 }
 DEFAULT_MAX_EPISODE_STEPS = 27_000  # agent steps: 108,000 frames at frame_skip 4
+# Info beyond env_id and elapsed_step, from either Atari backend: lives, and the raw (unclipped) reward.
+ATARI_INFO = {"lives": np.dtype(np.int32), "reward": np.dtype(np.float32)}
 # ALE's vector reset takes one C int seed per env (a larger one is a TypeError from its bindings)
 # and reads -1 as "keep the current seed": env seeds are in [0, 2**31 - 1].
 ALE_MAX_SEED = INT32_MAX
