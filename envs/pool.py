@@ -19,6 +19,7 @@ from envs.config import PoolConfig
 from envs.info import DmObservation, dm_observation_type
 from envs.ready import Batch, Chunk, ReadyQueue
 from envs.spec import EnvSpec
+from envs.xla import make_xla
 
 
 class Backend(Protocol):
@@ -225,9 +226,8 @@ class EnvPool(ClosedOnExit):
         """`handle, recv, send, step` for use inside jit (EnvPool's XLA interface, seed 000). JAX
         runs a jitted program asynchronously: await its results before closing the pool."""
         self._check_open("xla")
-        from envs.xla import make_xla
-
-        return make_xla(self)
+        own = getattr(self._backend, "make_xla", None)  # a backend with compiled XLA targets
+        return own(self) if own is not None else make_xla(self)
 
     def close(self) -> None:
         """Stop the backend (workers exit). Idempotent."""

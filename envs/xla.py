@@ -25,20 +25,17 @@ from __future__ import annotations
 import itertools
 import warnings
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import dm_env
 import numpy as np
 
 from envs.info import dm_observation_type
 
-if TYPE_CHECKING:
-    from envs.pool import EnvPool
-
 _POOL_IDS = itertools.count(1)
 
 
-def _state_template(pool: EnvPool, n: int) -> Any:
+def state_template(pool: Any, n: int) -> Any:
     """The structure of recv()/step()'s output for a batch of n envs, as ShapeDtypeStructs."""
     import jax
 
@@ -109,14 +106,14 @@ def _describe(v: Any) -> str:
     return f"{v.dtype} array of shape {v.shape}" if isinstance(v, np.ndarray) else type(v).__name__
 
 
-def make_xla(pool: EnvPool) -> tuple[Any, Callable, Callable, Callable]:
+def make_xla(pool: Any) -> tuple[Any, Callable, Callable, Callable]:
     """(handle, recv, send, step) for pool; see the module docstring."""
     import jax
     import jax.numpy as jnp
     from jax.experimental import io_callback
 
     pool_id = next(_POOL_IDS)
-    template = _state_template(pool, pool.batch_size)
+    template = state_template(pool, pool.batch_size)
     handle_spec = jax.ShapeDtypeStruct((), jnp.int32)
     leaves, treedef = jax.tree_util.tree_flatten(template)
     dtypes = [np.dtype(x.dtype) for x in leaves]
