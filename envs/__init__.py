@@ -29,6 +29,14 @@ def _build(task_id: str, env_type: str, kwargs: dict[str, Any], start: bool) -> 
         config = PoolConfig.create(task_id, env_type, name, native.max_episode_steps, kwargs, {})
         if not start:
             return config, (native.observation_space(), native.action_space(), {})
+        if config.render_mode is None:  # the compiled pool draws nothing: rendering pools stay on numpy
+            from envs.native.kernel.build import library
+
+            lib = library()
+            if lib is not None:
+                from envs.native.kernel_pool import KernelPool
+
+                return config, KernelPool(lib, native, config)
         from envs.native.backend import NativeBackend
 
         return config, NativeBackend(native, config)
@@ -61,6 +69,10 @@ def _build(task_id: str, env_type: str, kwargs: dict[str, Any], start: bool) -> 
 def make(task_id: str, env_type: str = "gymnasium", **kwargs: Any) -> EnvPool:
     """Build a pool of num_envs envs of task_id. kwargs are EnvPool's (seed 001) plus task ones."""
     config, backend = _build(task_id, env_type, dict(kwargs), start=True)
+    if type(backend).__name__ == "KernelPool":
+        from envs.native.kernel_pool import CompiledDmPool, CompiledGymnasiumPool
+
+        return (CompiledDmPool if env_type == "dm" else CompiledGymnasiumPool)(config, backend)
     return (DmEnvPool if env_type == "dm" else GymnasiumEnvPool)(config, backend)
 
 

@@ -143,18 +143,23 @@ class EnvPool(ClosedOnExit):
         if self._closed:
             self._check_open("send")
         if isinstance(action, dict):
-            if env_id is not None:
-                raise ValueError("pass env_id either inside the action dict or as an argument, not both")
-            extra = set(action) - {"action", "env_id"}
-            if "action" not in action or extra:
-                raise ValueError(f"an action dict needs the key 'action' (and optionally 'env_id'), got keys {sorted(action)}")
-            action, env_id = action["action"], action.get("env_id")
+            action, env_id = self._unpack_action(action, env_id)
         ids = self._check_ids(env_id, action)
         if self._lockstep:
             self._check_lockstep(ids)
         action = self._check_action(action, self._num_envs if ids is None else len(ids))
         self._mark_sent(ids)
         self._backend.send(ids, action, reset=False)
+
+    @staticmethod
+    def _unpack_action(action: dict[str, Any], env_id: Any) -> tuple[Any, Any]:
+        """(action, env_id) of EnvPool's action-dict form."""
+        if env_id is not None:
+            raise ValueError("pass env_id either inside the action dict or as an argument, not both")
+        extra = set(action) - {"action", "env_id"}
+        if "action" not in action or extra:
+            raise ValueError(f"an action dict needs the key 'action' (and optionally 'env_id'), got keys {sorted(action)}")
+        return action["action"], action.get("env_id")
 
     def recv(self) -> Any:
         """Results of the first batch_size envs to finish (sync: all envs, in env id order)."""

@@ -1,0 +1,153 @@
+"""Builds the compiled native pool on first use and loads it.
+
+The sources ship with the package; the first pool of a built-in task compiles them with the
+machine's C++ compiler (`$CXX`, else `c++`; a few seconds) against the XLA FFI headers that
+jaxlib ships, into a cache keyed by the sources, jaxlib and Python (`$SEBULBA_CACHE_DIR`, else
+`~/.cache/sebulba`). Later pools, and later processes, load the cached library. The build is
+atomic (compile to a temporary name, then rename), so processes that build at once are safe.
+
+When the library cannot be had (no compiler, a failed build) or its math differs from numpy's
+on this host (the load-time check below), the built-in tasks run on their numpy path instead,
+with one warning that says why. `SEBULBA_NATIVE_KERNEL=0` chooses the numpy path on purpose.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+SOURCES = ("classic_control.h", "pool.cc")
+_HERE = Path(__file__).resolve().parent
+
+
+class KernelUnavailable(RuntimeError):
+    """The compiled pool cannot be used here; the message says why."""
+
+
+def enabled() -> bool:
+    return os.environ.get("SEBULBA_NATIVE_KERNEL", "1") != "0"
+
+
+def _cache_dir() -> Path:
+    root = os.environ.get("SEBULBA_CACHE_DIR") or Path.home() / ".cache" / "sebulba"
+    return Path(root) / "kernels"
+
+
+def _library_path(include: str) -> Path:
+    import jaxlib
+
+    h = hashlib.sha256()
+    for name in SOURCES:
+        h.update((_HERE / name).read_bytes())
+    h.update(f"{jaxlib.__version__} {include} {sys.version} {sys.platform}".encode())
+    return _cache_dir() / f"native_pool_{h.hexdigest()[:16]}.so"
+
+
+def _compile(target: Path, include: str) -> None:
+    cxx = os.environ.get("CXX", "c++")
+    if shutil.which(cxx) is None:
+        raise KernelUnavailable(f"no C++ compiler ({cxx!r} is not on PATH; set $CXX or install g++)")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(suffix=".so", dir=target.parent)
+    os.close(fd)
+    cmd = [
+        cxx, "-O2", "-std=c++17", "-shared", "-fPIC", "-ffp-contract=off", "-fno-fast-math", "-w",  # every product and sum rounds as in numpy
+        "-fno-builtin-pow", "-fno-builtin-powf",  # pow(x, 2) stays libm pow, which differs from x * x in the last bit
+        f"-I{include}", str(_HERE / "pool.cc"), "-o", tmp,
+    ]  # fmt: skip
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        if done.returncode != 0:
+            raise KernelUnavailable(f"the build failed ({' '.join(cmd)}): {done.stderr.strip()[-800:]}")
+        os.replace(tmp, target)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _declare(lib: ctypes.CDLL) -> None:
+    p, i = ctypes.c_void_p, ctypes.c_int
+    sig = {
+        "np_last_error": (ctypes.c_char_p, []),
+        "np_create": (i, [ctypes.c_char_p, i, i, i, i, p]),
+        "np_close": (None, [i]),
+        "np_send": (i, [i, p, p, i]),
+        "np_recv": (i, [i, p, p, p, p, p, p]),
+        "np_step": (i, [i, p, p, i, p, p, p, p, p, p]),
+        "np_reset": (i, [i, p, i, p, p, p, p, p, p]),
+        "np_async_reset": (i, [i]),
+        "np_get_state": (i, [i, p, p, p, p, p, p, p]),
+        "np_set_state": (i, [i, p, p, p, p, p, p, i]),
+        "np_math": (None, [p, i, p]),
+    }
+    for name, (res, args) in sig.items():
+        fn = getattr(lib, name)
+        fn.restype, fn.argtypes = res, args
+
+
+def _check_math(lib: ctypes.CDLL) -> None:
+    """The tasks' cos, sin, pow and powf must equal numpy's here (the numpy path matches Gymnasium
+    through numpy; on some hosts numpy's SIMD loops round differently from libm)."""
+    x = np.random.default_rng(0).uniform(-12.0, 12.0, 4096)
+    x[:3] = (0.0, np.pi, -np.pi)
+    out = np.empty((len(x), 5))
+    lib.np_math(x.ctypes.data, len(x), out.ctypes.data)
+    f = x.astype(np.float32)
+    want = np.stack(
+        [np.cos(x), np.sin(x), np.float_power(x, 2.0), np.array([v**2 for v in f], np.float32).astype(np.float64),
+         np.remainder(x, 2 * np.pi)], axis=1,
+    )  # fmt: skip
+    bad = [name for name, col in zip(("cos", "sin", "pow", "powf", "remainder"), range(5)) if not np.array_equal(out[:, col], want[:, col])]
+    if bad:
+        raise KernelUnavailable(f"its {', '.join(bad)} differ from numpy's on this host, so it would not match Gymnasium")
+
+
+def _load() -> ctypes.CDLL:
+    import jax.ffi
+
+    include = jax.ffi.include_dir()
+    path = _library_path(include)
+    if not path.exists():
+        _compile(path, include)
+    try:
+        lib = ctypes.CDLL(str(path))
+    except OSError as e:
+        raise KernelUnavailable(f"cannot load {path}: {e}") from e
+    _declare(lib)
+    _check_math(lib)
+    for op in ("recv", "send", "step"):
+        jax.ffi.register_ffi_target(f"envs_native_{op}", jax.ffi.pycapsule(getattr(lib, f"np_xla_{op}")), platform="cpu")
+    return lib
+
+
+@functools.cache
+def _warn_once(reason: str) -> None:
+    warnings.warn(f"envs: the compiled native pool is unavailable ({reason}); the built-in tasks run on their numpy path", RuntimeWarning, stacklevel=4)
+
+
+@functools.cache
+def _load_once() -> tuple[ctypes.CDLL | None, str]:
+    try:
+        return _load(), ""
+    except KernelUnavailable as e:
+        return None, str(e)
+
+
+def library() -> ctypes.CDLL | None:
+    """The loaded library, or None (with one warning) when the numpy path must serve."""
+    if not enabled():
+        return None
+    lib, reason = _load_once()
+    if lib is None:
+        _warn_once(reason)
+    return lib
