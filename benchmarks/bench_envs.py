@@ -211,6 +211,19 @@ def ours_sync(task: str, num_envs: int, backend: str | None = None, lib: ModuleT
     return SyncDriver(pool, pool.action_space, num_envs, pool.reset)
 
 
+def ours_numpy_path(build: Callable[[], Driver]) -> Driver:
+    """Ours with the built-in tasks on their numpy path (SEBULBA_NATIVE_KERNEL=0), not compiled."""
+    old = os.environ.get("SEBULBA_NATIVE_KERNEL")
+    os.environ["SEBULBA_NATIVE_KERNEL"] = "0"
+    try:
+        return build()
+    finally:
+        if old is None:
+            del os.environ["SEBULBA_NATIVE_KERNEL"]
+        else:
+            os.environ["SEBULBA_NATIVE_KERNEL"] = old
+
+
 def ours_info_keys(num_keys: int, num_envs: int) -> Driver:
     register_info_envs()
     return ours_sync("BenchInfoKeys-v0", num_envs, num_keys=num_keys)
@@ -295,8 +308,9 @@ def workloads(baseline: tuple[str, ModuleType] | None = None) -> list[Workload]:
             f"{cp}, 256 envs, sync",
             Contestant("ours", lambda: ours_sync(cp, 256)),
             [
-                Peer(envpool_contestant(lambda: envpool_sync(cp, 256)), target=4.0),
+                Peer(envpool_contestant(lambda: envpool_sync(cp, 256)), target=10.0),
                 Peer(Contestant("gymnasium numpy vector env", lambda: gym_numpy_vector(cp, 256))),
+                Peer(Contestant("ours, numpy path", lambda: ours_numpy_path(lambda: ours_sync(cp, 256)))),
                 *before(lambda lib: ours_sync(cp, 256, lib=lib)),
             ],
         ),
@@ -306,6 +320,7 @@ def workloads(baseline: tuple[str, ModuleType] | None = None) -> list[Workload]:
             Contestant("ours", lambda: ours_async(cp, 32, 16)),
             [
                 Peer(envpool_contestant(lambda: envpool_async(cp, 32, 16)), target=1.5),
+                Peer(Contestant("ours, numpy path", lambda: ours_numpy_path(lambda: ours_async(cp, 32, 16)))),
                 *before(lambda lib: ours_async(cp, 32, 16, lib=lib)),
             ],
         ),
@@ -347,7 +362,11 @@ def workloads(baseline: tuple[str, ModuleType] | None = None) -> list[Workload]:
             "sync-16",
             f"{cp}, 16 envs, sync",
             Contestant("ours", lambda: ours_sync(cp, 16)),
-            [Peer(envpool_contestant(lambda: envpool_sync(cp, 16))), *before(lambda lib: ours_sync(cp, 16, lib=lib))],
+            [
+                Peer(envpool_contestant(lambda: envpool_sync(cp, 16))),
+                Peer(Contestant("ours, numpy path", lambda: ours_numpy_path(lambda: ours_sync(cp, 16)))),
+                *before(lambda lib: ours_sync(cp, 16, lib=lib)),
+            ],
         ),
     ]
 

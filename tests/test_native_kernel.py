@@ -130,3 +130,77 @@ def test_fallback_without_a_compiler_warns_once_and_runs_the_numpy_path(tmp_path
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "(2, 4)"
+
+
+def _policy(obs, space):
+    import jax.numpy as jnp
+
+    s = obs.sum(axis=1) * 7.0
+    if hasattr(space, "n"):
+        return (jnp.floor(jnp.abs(s)).astype(jnp.int32)) % space.n
+    return jnp.sin(s)[:, None] * 2.5  # beyond the bounds at times: clipped by the task
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_xla_scan_equals_the_python_api_for_every_task(task):
+    """The compiled targets inside lax.scan (dm TimeSteps) give the Python API's results."""
+    import jax
+    from jax import lax
+
+    kw = dict(num_envs=3, seed=7, max_episode_steps=25, env_type="dm")
+    with envs.make(task, **kw) as pool, envs.make(task, **kw) as ref:
+        assert isinstance(pool, CompiledEnvPool)
+        handle, _, _, step = pool.xla()
+        space = pool.action_space
+
+        def body(carry, _):
+            h, obs = carry
+            h, ts = step(h, _policy(obs, space))
+            return (h, ts.observation.obs), ts
+
+        first = pool.reset()
+        _, got = jax.block_until_ready(jax.jit(lambda h, o: lax.scan(body, (h, o), length=60))(handle, first.observation.obs))
+        obs = ref.reset().observation.obs
+        for t in range(60):
+            want = ref.step(np.asarray(_policy(jax.numpy.asarray(obs), space)))
+            obs = want.observation.obs
+            for g, w in zip(jax.tree.leaves(jax.tree.map(lambda x: x[t], got)), jax.tree.leaves(want)):
+                np.testing.assert_array_equal(np.asarray(g), w, err_msg=f"{task} step {t}")
+
+
+def test_xla_of_a_compiled_pool_has_no_host_callback():
+    import jax
+
+    with envs.make("CartPole-v1", num_envs=2) as pool:
+        handle, recv, send, step = pool.xla()
+        hlo = jax.jit(step).lower(handle, jax.numpy.zeros(2, "int32")).as_text()
+    assert "envs_native_step" in hlo
+    assert "callback" not in hlo.lower(), "the compiled pool's xla() must not call back into Python"
+
+
+def test_compiled_pendulum_keeps_the_float32_pow_of_the_reference():
+    """At rest and upright the cost is 0.001 * u**2 alone; Gymnasium's np.float32 `u**2` is powf,
+    which differs from u * u in the last bit for some u. The compiled pool calls powf (the numpy
+    path can only where NumPy's array power is powf: see tests/test_native_tasks.py)."""
+    import pickle
+
+    import gymnasium as gym
+
+    rng = np.random.default_rng(5)
+    u = rng.uniform(-2, 2, 20000).astype(np.float32)
+    powf = np.array([np.float32(v) ** 2 for v in u], np.float32)
+    u = np.concatenate([u[powf != u * u][:6], u[:2]])
+    assert len(u) == 8
+    with envs.make("Pendulum-v1", num_envs=8, seed=0) as pool:
+        assert isinstance(pool, CompiledEnvPool)
+        pool.reset()
+        pool.step(np.zeros((8, 1), np.float32))
+        (task, book), last = pickle.loads(pool.snapshot())
+        task.state[:] = 0.0  # every env upright, at rest
+        pool.restore(pickle.dumps(((task, book), last)))
+        reward = pool.step(u[:, None])[1]
+    ref = gym.make("Pendulum-v1").unwrapped
+    ref.reset(seed=0)
+    for i in range(8):
+        ref.state = np.zeros(2)
+        assert reward[i] == np.float32(ref.step(u[i : i + 1])[1]), i

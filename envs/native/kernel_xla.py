@@ -20,6 +20,7 @@ import dm_env
 import numpy as np
 
 from envs.info import DmObservation
+from envs.native.kernel.build import library
 from envs.xla import make_xla, state_template
 
 _PRIMITIVE = None
@@ -49,6 +50,9 @@ def _primitive() -> Any:
         ctx.set_tokens_out(mlir.TokenSet({_OrderedIOEffect: op.results[0]}))
         return op.results[1:]
 
+    lib = library()
+    for op in ("recv", "send", "step"):
+        jax.ffi.register_ffi_target(f"envs_native_{op}", jax.ffi.pycapsule(getattr(lib, f"np_xla_{op}")), platform="cpu")
     prim.def_impl(functools.partial(dispatch.apply_primitive, prim))  # called outside jit: jit it
     prim.def_effectful_abstract_eval(abstract_eval)
     mlir.register_lowering(prim, lowering, platform="cpu")

@@ -16,6 +16,8 @@ from __future__ import annotations
 import ctypes
 import functools
 import hashlib
+import importlib.metadata
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -43,13 +45,22 @@ def _cache_dir() -> Path:
     return Path(root) / "kernels"
 
 
-def _library_path(include: str) -> Path:
-    import jaxlib
+def _include_dir() -> str:
+    """jaxlib's headers (jax.ffi.include_dir(), found without importing jax: pools need no JAX)."""
+    spec = importlib.util.find_spec("jaxlib")
+    if spec is None or not spec.submodule_search_locations:
+        raise KernelUnavailable("jaxlib is not installed (its XLA FFI headers are needed)")
+    include = Path(next(iter(spec.submodule_search_locations))) / "include"
+    if not (include / "xla" / "ffi" / "api" / "ffi.h").exists():
+        raise KernelUnavailable(f"jaxlib's XLA FFI headers are missing ({include})")
+    return str(include)
 
+
+def _library_path(include: str) -> Path:
     h = hashlib.sha256()
     for name in SOURCES:
         h.update((_HERE / name).read_bytes())
-    h.update(f"{jaxlib.__version__} {include} {sys.version} {sys.platform}".encode())
+    h.update(f"{importlib.metadata.version('jaxlib')} {include} {sys.version} {sys.platform}".encode())
     return _cache_dir() / f"native_pool_{h.hexdigest()[:16]}.so"
 
 
@@ -113,9 +124,7 @@ def _check_math(lib: ctypes.CDLL) -> None:
 
 
 def _load() -> ctypes.CDLL:
-    import jax.ffi
-
-    include = jax.ffi.include_dir()
+    include = _include_dir()
     path = _library_path(include)
     if not path.exists():
         _compile(path, include)
@@ -125,8 +134,6 @@ def _load() -> ctypes.CDLL:
         raise KernelUnavailable(f"cannot load {path}: {e}") from e
     _declare(lib)
     _check_math(lib)
-    for op in ("recv", "send", "step"):
-        jax.ffi.register_ffi_target(f"envs_native_{op}", jax.ffi.pycapsule(getattr(lib, f"np_xla_{op}")), platform="cpu")
     return lib
 
 
