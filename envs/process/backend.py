@@ -16,7 +16,7 @@ import collections
 import functools
 import time
 import warnings
-from multiprocessing.connection import wait
+import select
 from typing import Any
 
 import gymnasium as gym
@@ -147,10 +147,10 @@ class ProcessBackend:
     def collect(self, block: bool) -> list[Chunk]:
         out, self._local = self._local, []
         queue, workers = self._queue, self._workers
-        watch, owner = [], []
+        watch, owner = [], []  # file descriptors: each busy worker's pipe, then its process sentinel
         for w, q in enumerate(queue):
             if q:
-                watch.append(workers[w].conn)
+                watch.append(workers[w].conn.fileno())
                 watch.append(workers[w].sentinel)
                 owner.append(w)
         if not watch:
@@ -160,16 +160,19 @@ class ProcessBackend:
         if timeout is None and step_timeout is not None:
             first = min(self._sent_at[w] for w, q in enumerate(queue) if q)
             timeout = max(0.0, first + step_timeout - time.monotonic())
-        ready = wait(watch, timeout)
+        # select() on the raw descriptors: one system call (multiprocessing's wait() builds and
+        # tears down a selector each time, ~20 µs of a 16-env step)
+        ready = select.select(watch, [], [], timeout)[0]
         done: set[int] = set()
-        for h in ready:
-            w = owner[watch.index(h) // 2]
+        for fd in ready:
+            pos = watch.index(fd)
+            w = owner[pos // 2]
             if w in done:
                 continue
             done.add(w)
             worker = workers[w]
             try:
-                msg = worker.recv(conn_ready=h is worker.conn)
+                msg = worker.recv(conn_ready=pos % 2 == 0)
             except WorkerError as e:
                 self._recover(w, e)
                 continue
