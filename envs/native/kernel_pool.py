@@ -249,13 +249,16 @@ class CompiledEnvPool(EnvPool):
         self._check_open("async_reset")
         self._backend.async_reset()
 
-    def send(self, action: Any, env_id: np.ndarray | None = None) -> None:
+    def _checked(self, what: str, action: Any, env_id: Any) -> tuple[np.ndarray, np.ndarray | None]:
         if self._closed:
-            self._check_open("send")
+            self._check_open(what)
         if isinstance(action, dict):
             action, env_id = self._unpack_action(action, env_id)
         ids = self._ids(env_id)
-        self._backend.send(self._kernel_action(action, ids), ids)
+        return self._kernel_action(action, ids), ids
+
+    def send(self, action: Any, env_id: np.ndarray | None = None) -> None:
+        self._backend.send(*self._checked("send", action, env_id))
 
     def recv(self) -> Any:
         if self._closed:
@@ -263,12 +266,7 @@ class CompiledEnvPool(EnvPool):
         return self._format(self._backend.recv(self._batch_size), is_reset=False)
 
     def step(self, action: Any, env_id: np.ndarray | None = None) -> Any:
-        if self._closed:
-            self._check_open("step")
-        if isinstance(action, dict):
-            action, env_id = self._unpack_action(action, env_id)
-        ids = self._ids(env_id)
-        return self._format(self._backend.step(self._kernel_action(action, ids), ids, self._batch_size), is_reset=False)
+        return self._format(self._backend.step(*self._checked("step", action, env_id), self._batch_size), is_reset=False)
 
     def snapshot(self) -> bytes:
         self._check_open("snapshot")

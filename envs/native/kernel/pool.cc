@@ -454,42 +454,26 @@ void pass_handle(ffi::RemainingArgs& args, ffi::RemainingRets& rets) {
   *ret<int32_t>(rets, 1) = *static_cast<const int32_t*>((*args.get<ffi::AnyBuffer>(1)).untyped_data());
 }
 
-ffi::Error RecvImpl(ffi::RemainingArgs args, ffi::RemainingRets rets, int32_t pool) {
+// One body for the three calls: recv (kSend false, kRecv true), send, step (both).
+template <bool kSend, bool kRecv>
+ffi::Error Call(ffi::RemainingArgs args, ffi::RemainingRets rets, int32_t pool) {
   ffi::Error err = ffi::Error::Success();
   Pool* p = checked_pool(*args.get<ffi::AnyBuffer>(1), pool, &err);
   if (!p) return err;
   std::lock_guard<std::mutex> lock(p->mu);
   pass_handle(args, rets);
-  if (int c = recv_into(p, rets)) return error_of(c);
-  return ffi::Error::Success();
-}
-
-ffi::Error SendImpl(ffi::RemainingArgs args, ffi::RemainingRets rets, int32_t pool) {
-  ffi::Error err = ffi::Error::Success();
-  Pool* p = checked_pool(*args.get<ffi::AnyBuffer>(1), pool, &err);
-  if (!p) return err;
-  std::lock_guard<std::mutex> lock(p->mu);
-  pass_handle(args, rets);
-  if (int c = send_from(p, args)) return error_of(c);
-  return ffi::Error::Success();
-}
-
-ffi::Error StepImpl(ffi::RemainingArgs args, ffi::RemainingRets rets, int32_t pool) {
-  ffi::Error err = ffi::Error::Success();
-  Pool* p = checked_pool(*args.get<ffi::AnyBuffer>(1), pool, &err);
-  if (!p) return err;
-  std::lock_guard<std::mutex> lock(p->mu);
-  pass_handle(args, rets);
-  if (int c = send_from(p, args)) return error_of(c);
-  if (int c = recv_into(p, rets)) return error_of(c);
+  if (kSend)
+    if (int c = send_from(p, args)) return error_of(c);
+  if (kRecv)
+    if (int c = recv_into(p, rets)) return error_of(c);
   return ffi::Error::Success();
 }
 
 }  // namespace
 
-XLA_FFI_DEFINE_HANDLER_SYMBOL(np_xla_recv, RecvImpl,
+XLA_FFI_DEFINE_HANDLER_SYMBOL(np_xla_recv, (Call<false, true>),
                               ffi::Ffi::Bind().RemainingArgs().RemainingRets().Attr<int32_t>("pool"));
-XLA_FFI_DEFINE_HANDLER_SYMBOL(np_xla_send, SendImpl,
+XLA_FFI_DEFINE_HANDLER_SYMBOL(np_xla_send, (Call<true, false>),
                               ffi::Ffi::Bind().RemainingArgs().RemainingRets().Attr<int32_t>("pool"));
-XLA_FFI_DEFINE_HANDLER_SYMBOL(np_xla_step, StepImpl,
+XLA_FFI_DEFINE_HANDLER_SYMBOL(np_xla_step, (Call<true, true>),
                               ffi::Ffi::Bind().RemainingArgs().RemainingRets().Attr<int32_t>("pool"));
