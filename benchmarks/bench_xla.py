@@ -2,12 +2,16 @@
 loop driven from Python, and against the `envpool` package's own xla() when it is installed.
 
     python benchmarks/bench_xla.py [--repeats 5] [--steps 2000] [--no-write]
+    python benchmarks/bench_xla.py --pong [--repeats 5] [--steps 500] [--no-write]
 
 The actor: an MLP policy (4 -> 64 -> 64 -> 2, fixed random weights, greedy) on CartPole-v1, sync
 pools of 16 and 256 envs. "XLA": `jit(lax.fori_loop(0, steps, policy + step))`, one program.
 "Python": a jitted policy call, then `pool.step(np.asarray(action))`, per step. Each repeat
 builds a fresh pool, warms up (compiles), then times `--steps` steps; medians over interleaved
 repeats; steps/s counts env steps (envs x loop iterations). The section goes into BENCHMARKS.md.
+
+`--pong` runs only the Pong-v5 table instead (section bench_xla_pong): Atari's `step` on ALE's own
+XLA targets against EnvPool's Pong `xla()`; see `pong_main`.
 """
 
 from __future__ import annotations
@@ -93,7 +97,10 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--steps", type=int, default=2000)
     ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--pong", action="store_true", help="run the Pong-v5 table instead (pong_main)")
     args = ap.parse_args()
+    if args.pong:
+        return pong_main(args)
     params = init_params(jax.random.key(0))
     names = [k for k in CONTESTANTS if envpool is not None or not k.startswith("envpool")]
     rows = []
@@ -124,6 +131,126 @@ def main() -> None:
     print(body)
     if not args.no_write:
         write_section(BENCH_FILE, "bench_xla", body)
+
+
+# ------------------------------------------------------------------------- Pong-v5 (--pong)
+PONG, PONG_ENVS = "Pong-v5", 16
+PONG_MODES = {"sync": PONG_ENVS, "async": PONG_ENVS // 2}  # mode -> batch_size
+
+
+def pong_policy(obs: jax.Array) -> jax.Array:
+    """A cheap deterministic policy of the newest frame (Pong's 6 actions)."""
+    return (obs[:, -1, ::8, ::8].astype(jnp.int32).sum(axis=(1, 2)) * 7) % 6
+
+
+def pong_first(pool, batch: int) -> tuple:
+    """(obs, env ids) of the first batch: reset (sync), or async_reset then recv."""
+    if batch == pool.config["num_envs"]:
+        obs, info = pool.reset()
+    else:
+        pool.async_reset()
+        obs, *_, info = pool.recv()
+    return obs, info["env_id"]
+
+
+def pong_xla_step(pool, batch: int, steps: int) -> float:
+    """jit(fori_loop(policy + step)): async, step sends for the last batch and receives the next."""
+    handle, _, _, step = pool.xla()
+
+    def body(i, carry):
+        h, obs, ids = carry
+        h, state = step(h, pong_policy(obs), ids)
+        return h, state[0], state[-1]["env_id"]
+
+    run = jax.jit(lambda n, c: lax.fori_loop(0, n, body, c))
+    carry = jax.block_until_ready(run(10, (handle, *pong_first(pool, batch))))  # compile + warm-up
+    start = time.perf_counter()
+    jax.block_until_ready(run(steps, carry))  # the handle the warm-up returned (ours requires it)
+    return time.perf_counter() - start
+
+
+def pong_xla_recv_send(pool, batch: int, steps: int) -> float:
+    """jit(fori_loop(recv, policy, send)), seed 000's second example (async pools)."""
+    handle, recv, send, _ = pool.xla()
+
+    def body(i, h):
+        h, state = recv(h)
+        return send(h, pong_policy(state[0]), state[-1]["env_id"])
+
+    run = jax.jit(lambda n, h: lax.fori_loop(0, n, body, h))
+    pool.async_reset()
+    handle = jax.block_until_ready(run(10, handle))
+    start = time.perf_counter()
+    jax.block_until_ready(run(steps, handle))
+    return time.perf_counter() - start
+
+
+def pong_python(pool, batch: int, steps: int) -> float:
+    """A jitted policy call, then pool.step (sync) or pool.recv / pool.send (async), per step."""
+    act = jax.jit(pong_policy)
+    obs, ids = pong_first(pool, batch)
+    for i in range(steps + 10):
+        if i == 10:
+            start = time.perf_counter()
+        pool.send(np.asarray(act(obs)), ids)
+        obs, *_, info = pool.recv()
+        ids = info["env_id"]
+    return time.perf_counter() - start
+
+
+def pong_contestants(batch: int) -> dict:
+    threads = min(os.cpu_count() or 1, PONG_ENVS)
+    ours = lambda: envs.make(PONG, num_envs=PONG_ENVS, batch_size=batch, num_threads=threads)  # noqa: E731
+    theirs = lambda: envpool.make_gymnasium(PONG, num_envs=PONG_ENVS, batch_size=batch, num_threads=threads)  # noqa: E731
+    out = {"ours, XLA step (fori_loop)": (ours, pong_xla_step)}
+    if batch < PONG_ENVS:
+        out["ours, XLA recv/send (fori_loop)"] = (ours, pong_xla_recv_send)
+    out["ours, Python loop"] = (ours, pong_python)
+    if envpool is not None:
+        out["envpool, XLA step (fori_loop)"] = (theirs, pong_xla_step)
+        if batch < PONG_ENVS:
+            out["envpool, XLA recv/send (fori_loop)"] = (theirs, pong_xla_recv_send)
+        out["envpool, Python loop"] = (theirs, pong_python)
+    return out
+
+
+def pong_main(args: argparse.Namespace) -> None:
+    """Pong-v5, 16 envs, sync and async (batch 8): our Atari xla() (step on ALE's compiled
+    targets; recv/send through the generic callbacks) against EnvPool's, and both Python loops."""
+    rows = []
+    for mode, batch in PONG_MODES.items():
+        contestants = pong_contestants(batch)
+        names = list(contestants)
+        rates = {k: [] for k in names}
+        for r in range(args.repeats):
+            for name in names[r % len(names):] + names[: r % len(names)]:
+                make, loop = contestants[name]
+                pool = make()
+                try:
+                    rates[name].append(args.steps * batch / loop(pool, batch, args.steps))
+                finally:
+                    pool.close()
+                print(f"{mode}, repeat {r + 1}, {name}: {rates[name][-1]:,.0f} steps/s", flush=True)
+        med = {k: statistics.median(v) for k, v in rates.items()}
+        base = med.get("envpool, XLA recv/send (fori_loop)" if batch < PONG_ENVS else "envpool, XLA step (fori_loop)")
+        for k in names:
+            vs = f"{med[k] / base:.2f}x" if base else "n/a"
+            rows.append(f"| {mode} | {k} | {med[k]:,.0f} | {' / '.join(f'{x:,.0f}' for x in rates[k])} | {vs} |")
+    ep = envpool.__version__ if envpool is not None else "not installed"
+    body = (
+        "## XLA interface on Atari: Pong-v5 (`benchmarks/bench_xla.py --pong`)\n\n"
+        f"Run {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC with "
+        f"`python benchmarks/bench_xla.py {' '.join(sys.argv[1:])}`  \n"
+        f"Machine: {platform.platform()}, {os.cpu_count()} cores, CPU only; jax {jax.__version__}, envpool {ep}. "
+        f"Pong-v5, {PONG_ENVS} envs, {min(os.cpu_count() or 1, PONG_ENVS)} threads, sync and async (batch "
+        f"{PONG_MODES['async']}); policy: a function of the newest frame; {args.steps} loop iterations per repeat, "
+        f"median of {args.repeats} interleaved repeats; env steps/s = batch x iterations. The last column is "
+        "against EnvPool's XLA loop of the same mode (async: its recv/send loop).\n\n"
+        "| mode | loop | env steps/s | repeats | vs EnvPool XLA |\n|---|---|---:|---|---:|\n" + "\n".join(rows) + "\n"
+    )
+    print(body)
+    if not args.no_write:
+        write_section(BENCH_FILE, "bench_xla_pong", body)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,8 @@ reorders the actions to ALE's order.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from envs.atari.games import check_rom
@@ -25,6 +27,7 @@ from envs.ready import Batch, Chunk
 class AtariBackend:
     lockstep = True  # a send must name exactly the envs of the last batch received
     extra_info = ATARI_INFO  # info beyond env_id, elapsed_step
+    xla_owner: str | None = None  # why the Python API is locked: xla()'s step holds the counters (envs/atari/xla.py)
 
     def __init__(self, task: AtariTask):
         from ale_py.vector_env import AtariVectorEnv
@@ -64,7 +67,15 @@ class AtariBackend:
         self._pos = np.empty(config.num_envs, np.int64)
         self._queued: list[Chunk] = []
 
+    def make_xla(self, pool: Any) -> tuple[Any, Any, Any, Any]:
+        """`pool.xla()`: step on ALE's compiled XLA step target (envs/atari/xla.py)."""
+        from envs.atari.xla import make_atari_xla
+
+        return make_atari_xla(pool, self)
+
     def send(self, ids: np.ndarray | None, action: np.ndarray | None, reset: bool) -> None:
+        if self.xla_owner is not None:
+            raise RuntimeError(self.xla_owner)
         if reset or not self._started:  # a fresh env's first step is its reset (EnvPool's rule)
             self._reset(ids if reset else None)
             return
@@ -100,6 +111,8 @@ class AtariBackend:
         return Chunk(env_id, batch, self._in_order(env_id))
 
     def collect(self, block: bool) -> list[Chunk]:
+        if self.xla_owner is not None:
+            raise RuntimeError(self.xla_owner)
         if self._queued:
             out, self._queued = self._queued, []
             return out

@@ -1,0 +1,269 @@
+"""Atari `xla()`: `step` runs ALE's own compiled XLA step target, with our contract in the same program.
+
+ALE ships native XLA FFI targets (`AtariVectorEnv.xla()`): `atari_vector_xla_step` sends one action
+per env of the batch ALE returned last and receives the next batch (there is no separate send or
+receive target). `step` calls it and layers EnvPool's contract on it in jnp, in the same compiled
+program, with no host callback per step: env ids (actions reordered to ALE's batch order, any
+order accepted, as the Python API does), float rewards (sign-clipped with reward_clip; the raw
+reward in info), elapsed steps and the auto-reset step (elapsed 0) after an ended episode (a life
+loss with episodic_life), truncation never set with termination, channel-first RGB stacks, and
+the gym tuple or dm TimeStep with info env_id, elapsed_step, lives, reward. Results equal the
+Python API's for the same seed and actions (tests/test_atari_xla.py).
+
+Where state lives. ALE's envs and its in-flight batch live in ALE, one vectorizer shared with the
+Python API. Our per-env bookkeeping lives in the handle (`AtariHandle`), which each step returns
+updated: elapsed steps, which envs reset on their next step, the batch ALE returned last (its
+send acts on that batch), and ALE's frame counters at each env's last result. A compiled program
+cannot read or write the pool's Python state without a host callback, and one callback per step
+cost 10-15% of Pong's throughput on 2 cores, more than the margin over EnvPool. So:
+- Hand-over. `xla()`'s handle is *fresh*: the first `step` with it takes the pool's counters over
+  (one ordered callback under `lax.cond`, taken once), so `reset()` (async: `async_reset()` and a
+  `recv()`) in Python and then a jitted loop works. From then on the pool belongs to the handles
+  that step returns: the Python API, `recv`/`send` and another fresh handle raise a RuntimeError
+  naming this rule (their counters would be stale). Make a new pool to start over.
+- A handle is a state: pass the one the last step returned. An older one (say, a compiled loop run
+  twice from the same handle) is caught by ALE's frame counters: an env that was not due to reset
+  must have moved exactly frame_skip frames since the handle's last result (fewer only on the step
+  that ends its game). The check cannot see envs that were all due to reset at once.
+- `recv` and `send` are the generic ordered callbacks into the Python API (envs/xla.py), sharing the
+  pool's state as for every backend: seed example 3 drops send's handle and receives with the old
+  one, so its actions must pass through the host, and ALE has no send-only target. They return a
+  fresh handle, so a `step` after them takes the counters over.
+Order: each step passes ALE's handle from the previous step's output to the next ALE call, so the
+calls run in program order; ALE's targets are side-effecting, so none is removed as dead code.
+Misuse inside a program (another pool's handle, an action out of range, env ids that are not the
+last batch, a stale handle) is a `lax.cond` into a callback that raises, taken only then; the
+first three are checked before ALE is called. Closed pools: a new trace or an eager call raises;
+the xla() functions keep ALE alive, so a compiled program run after close() steps a detached ALE
+rather than crashing (await programs before closing, as for every backend).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import dm_env
+import numpy as np
+
+from envs.xla import make_xla as make_generic_xla
+from envs.xla import state_template
+
+
+class AtariHandle(NamedTuple):
+    """The state `step` carries from call to call (module docstring); opaque to users."""
+
+    token: Any  # int32 (): names the pool (the generic recv/send handle)
+    ale: Any  # uint8 (8,): ALE's own handle (its vectorizer's address), threaded through its calls
+    fresh: Any  # bool (): the fields below are still to be taken from the pool
+    elapsed: Any  # int32 (num_envs,)
+    done: Any  # bool (num_envs,): the env's next step is its reset
+    order: Any  # int32 (batch_size,): the batch ALE returned last, in ALE's order
+    frame: Any  # int32 (num_envs,): ALE's frame_number at the env's last result; -1: not seen
+    episode_frame: Any  # int32 (num_envs,): ALE's episode_frame_number there
+
+
+def make_atari_xla(pool: Any, backend: Any) -> tuple[AtariHandle, Callable, Callable, Callable]:
+    """(handle, recv, send, step) for an Atari pool on ALE's vector env; see the module docstring."""
+    x = _AtariXla(pool, backend)
+    return x.handle, x.recv, x.send, x.step
+
+
+class _AtariXla:
+    def __init__(self, pool: Any, backend: Any):
+        import jax.numpy as jnp
+
+        self.pool, self.backend = pool, backend
+        self.vec = backend._vec  # kept alive while these functions are: a compiled step holds its address
+        c = pool.config
+        self.task, self.n, self.b = c["task_id"], pool.num_envs, pool.batch_size
+        self.sync, self.dm = self.n == self.b, c["env_type"] == "dm"
+        self.fs, self.clip, self.rgb = int(c["frame_skip"]), bool(c["reward_clip"]), not c["gray_scale"]
+        self.num_actions = int(pool.action_space.n)
+        ale_handle, _, self.ale_step = self.vec.xla()
+        token, self.generic_recv, self.generic_send, _ = make_generic_xla(pool)
+        self.token, self.ptr = int(token), np.asarray(ale_handle)
+        self.template = state_template(pool, self.b)
+        n = self.n
+        self.handle = AtariHandle(
+            token, ale_handle, jnp.asarray(True), jnp.zeros(n, jnp.int32), jnp.ones(n, bool),
+            jnp.arange(self.b, dtype=jnp.int32), jnp.full(n, -1, jnp.int32), jnp.full(n, -1, jnp.int32),
+        )
+
+    # ------------------------------------------------------------------ recv / send: the generic path
+    def recv(self, h: AtariHandle) -> tuple[AtariHandle, Any]:
+        import jax.numpy as jnp
+
+        token, state = self.generic_recv(h.token)
+        return h._replace(token=token, fresh=jnp.asarray(True)), state
+
+    def send(self, h: AtariHandle, action: Any, env_id: Any = None) -> AtariHandle:
+        import jax.numpy as jnp
+
+        return h._replace(token=self.generic_send(h.token, action, env_id), fresh=jnp.asarray(True))
+
+    # ------------------------------------------------------------------ step: ALE's target + the contract
+    def step(self, h: AtariHandle, action: Any, env_id: Any = None) -> tuple[AtariHandle, Any]:
+        import jax.numpy as jnp
+        from jax import lax
+
+        if self.pool.closed:  # a new trace or an eager call; see the module docstring for compiled ones
+            raise RuntimeError(f"step() called on a closed EnvPool ({self.task})")
+        if not isinstance(h, AtariHandle):
+            raise ValueError(f"this handle does not belong to this {self.task} pool's xla() functions (got {type(h).__name__})")
+        action, env_id = self._static_checks(action, env_id)
+        h = lax.cond(h.fresh, self._take_over, lambda h: h, h)
+        ale_action = self._checked_ale_order(h, action, env_id)
+        ale, (obs, raw, term, trunc, info) = self.ale_step(h.ale, ale_action)
+        ids, fn, efn = info["env_id"], info["frame_number"], info["episode_frame_number"]
+        due = h.done[ids]  # these envs' results are their reset (EnvPool's auto-reset)
+        stale = self._stale(h, ids, due, fn, efn, term | trunc)
+        lax.cond(stale.any(), self._raise_stale, lambda *a: None, ids, stale)
+        elapsed = jnp.where(due, 0, h.elapsed[ids] + 1)
+        truncated = trunc & ~term
+        h = h._replace(
+            ale=ale, elapsed=h.elapsed.at[ids].set(elapsed), done=h.done.at[ids].set(term | truncated), order=ids,
+            frame=h.frame.at[ids].set(fn), episode_frame=h.episode_frame.at[ids].set(efn),
+        )
+        return h, self._format(self._obs(obs), raw.astype(jnp.float32), term, truncated, ids, elapsed, info["lives"])
+
+    def _static_checks(self, action: Any, env_id: Any) -> tuple[Any, Any]:
+        """Shapes and dtypes, at trace time: the Python API's checks that need no values."""
+        import jax.numpy as jnp
+
+        action = jnp.asarray(action)
+        if action.dtype == bool:
+            action = action.astype(jnp.int32)
+        if action.shape != (self.b,):
+            raise ValueError(f"action must have shape {(self.b,)} (one per env), got {action.shape}")
+        if action.dtype.kind not in "iu":
+            raise ValueError(f"{self.pool.action_space} expects integer actions, got dtype {action.dtype}")
+        if env_id is not None:
+            env_id = jnp.asarray(env_id)
+            if env_id.ndim != 1 or env_id.dtype.kind not in "iu":
+                raise ValueError(
+                    f"env_id must be a 1-D array of integer env ids, got {env_id.dtype} array of shape {env_id.shape}"
+                )
+            if env_id.shape != (self.b,):
+                raise ValueError(f"env_id must name the {self.b} envs of the last batch, got {env_id.shape[0]} ids")
+        return action, env_id  # in their own dtypes, so the checks see values a cast to int32 would wrap
+
+    def _take_over(self, h: AtariHandle) -> AtariHandle:
+        """A fresh handle: the pool's counters, read once (ordered callback)."""
+        import jax
+        import jax.numpy as jnp
+        from jax.experimental import io_callback
+
+        n = self.n
+        specs = (
+            jax.ShapeDtypeStruct((n,), jnp.int32), jax.ShapeDtypeStruct((n,), bool), jax.ShapeDtypeStruct((self.b,), jnp.int32)
+        )
+        elapsed, done, order = io_callback(self._adopt, specs, h.token, ordered=True)
+        unseen = jnp.full(n, -1, jnp.int32)
+        return h._replace(fresh=jnp.asarray(False), elapsed=elapsed, done=done, order=order, frame=unseen, episode_frame=unseen)
+
+    def _adopt(self, token: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Host side of the hand-over: checks the pool can be continued, then locks its Python API."""
+        pool, backend = self.pool, self.backend
+        if int(token) != self.token:
+            raise ValueError(f"this handle does not belong to this {self.task} pool's xla() functions")
+        if pool.closed:
+            raise RuntimeError(f"step() called on a closed EnvPool ({self.task})")
+        if backend.xla_owner is not None:
+            raise RuntimeError(backend.xla_owner)
+        last = backend._ale_ids
+        if not backend._started or backend._queued or pool._ready.count or last is None:
+            first = "reset()" if self.sync else "async_reset() and recv()"
+            raise RuntimeError(f"{self.task}: step() through xla() continues from the last batch received: call {first} first")
+        if (pool._num_pending if self.sync else pool._pending[last].any()):
+            raise RuntimeError(f"{self.task}: envs are still in flight: recv() their results before step() through xla()")
+        backend.xla_owner = (
+            f"{self.task}: this pool is stepped through the handles its xla() step returns, which hold its episode "
+            "counters: from then on only those handles step it (pass the one the last step returned), not the Python "
+            "API, recv/send or a fresh handle. Make a new pool to start over"
+        )
+        book = backend._book
+        # ALE returns a sync batch in env id order (checked on every step); `last` may name fewer
+        # envs then: after reset(env_id) the pool's last batch is the envs reset.
+        order = np.arange(self.n, dtype=np.int32) if self.sync else np.asarray(last, np.int32)
+        return book.elapsed.copy(), book.done.copy(), order
+
+    def _checked_ale_order(self, h: AtariHandle, action: Any, env_id: Any) -> Any:
+        """The actions in ALE's batch order, after the checks on values (a raising callback on misuse)."""
+        import jax.numpy as jnp
+        from jax import lax
+
+        foreign = (h.token != self.token) | (h.ale != self.ptr).any()
+        bad_action = ((action < 0) | (action >= self.num_actions)).any()
+        if env_id is None:
+            ale_action, bad_ids, given = (action[h.order] if self.sync else action), jnp.asarray(False), h.order
+        else:
+            match = env_id[None, :] == h.order[:, None]  # [ALE position, given position]
+            bad_ids = ~((match.sum(0) == 1).all() & (match.sum(1) == 1).all())
+            ale_action, given = action[jnp.argmax(match, axis=1)], env_id
+        bad = foreign | bad_action | bad_ids
+        ale_action = ale_action.astype(jnp.int32)
+        return lax.cond(bad, self._raise_misuse, lambda a, *_: a, ale_action, foreign, bad_ids, action, given, h.order)
+
+    def _raise_misuse(self, ale_action: Any, *args: Any) -> Any:
+        import jax
+        from jax.experimental import io_callback
+
+        return io_callback(self._misuse, jax.ShapeDtypeStruct(ale_action.shape, ale_action.dtype), ale_action, *args)
+
+    def _misuse(
+        self, _: np.ndarray, foreign: np.ndarray, bad_ids: np.ndarray, action: np.ndarray, given: np.ndarray, order: np.ndarray
+    ) -> None:
+        if foreign:
+            raise ValueError(f"this handle does not belong to this {self.task} pool's xla() functions")
+        if bad_ids:
+            mode = "only that batch can be sent" if not self.sync else "a sync pool steps all its envs together"
+            raise ValueError(
+                f"{self.task}: this backend steps exactly the envs of the last batch received (ALE's vector env takes "
+                f"one action per env of that batch: {mode}); send actions for env_id {np.sort(order).tolist()} "
+                f"(in any order), got env_id {given.tolist()}"
+            )
+        bad = action[(action < 0) | (action >= self.num_actions)]
+        raise ValueError(f"action out of range for {self.pool.action_space}: {bad[:8].tolist()}")
+
+    def _stale(self, h: AtariHandle, ids: Any, due: Any, fn: Any, efn: Any, ended: Any) -> Any:
+        """Envs whose ALE frame counters did not move as one step from the handle's last result."""
+        moved, in_episode = fn - h.frame[ids], efn - h.episode_frame[ids]
+        # One step: frame_skip frames, or fewer on the step that ends the game (ALE stops there).
+        one_step = (moved == in_episode) & ((moved == self.fs) | (ended & (moved >= 1) & (moved < self.fs)))
+        stale = ~due & (h.frame[ids] >= 0) & ~one_step
+        if self.sync:  # ALE returns a sync batch in the order it was sent: env id order
+            stale = stale | (ids != np.arange(self.n))
+        return stale
+
+    def _raise_stale(self, ids: Any, stale: Any) -> None:
+        from jax.experimental import io_callback
+
+        io_callback(self._stale_error, None, ids, stale)
+
+    def _stale_error(self, ids: np.ndarray, stale: np.ndarray) -> None:
+        if self.pool.closed:
+            raise RuntimeError(f"step() called on a closed EnvPool ({self.task})")
+        raise RuntimeError(
+            f"{self.task}: this handle is older than the pool's state (ALE's frame counters of env_id "
+            f"{ids[stale].tolist()} moved on since it was returned): pass the handle the last step returned"
+        )
+
+    # ------------------------------------------------------------------ outputs
+    def _obs(self, obs: Any) -> Any:
+        if not self.rgb:
+            return obs
+        b, stack, height, width, c = obs.shape  # ALE: (B, stack, H, W, 3); ours: (B, 3 * stack, H, W)
+        return obs.transpose(0, 1, 4, 2, 3).reshape(b, stack * c, height, width)
+
+    def _format(self, obs: Any, raw: Any, terminated: Any, truncated: Any, ids: Any, elapsed: Any, lives: Any) -> Any:
+        """The Python API's output structure (envs.xla.state_template) from the step's arrays."""
+        import jax.numpy as jnp
+
+        reward = jnp.sign(raw) if self.clip else raw
+        if self.dm:
+            last = jnp.where(terminated | truncated, dm_env.StepType.LAST, dm_env.StepType.MID)
+            step_type = jnp.where(elapsed == 0, dm_env.StepType.FIRST, last)
+            observation = type(self.template.observation)(obs, ids, elapsed, lives, raw)
+            return dm_env.TimeStep(step_type.astype(jnp.int32), reward, (~terminated).astype(jnp.float32), observation)
+        return obs, reward, terminated, truncated, {"env_id": ids, "elapsed_step": elapsed, "lives": lives, "reward": raw}
