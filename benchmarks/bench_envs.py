@@ -212,16 +212,9 @@ def ours_sync(task: str, num_envs: int, backend: str | None = None, lib: ModuleT
 
 
 def ours_numpy_path(build: Callable[[], Driver]) -> Driver:
-    """Ours with the built-in tasks on their numpy path (SEBULBA_NATIVE_KERNEL=0), not compiled."""
-    old = os.environ.get("SEBULBA_NATIVE_KERNEL")
-    os.environ["SEBULBA_NATIVE_KERNEL"] = "0"
-    try:
+    """Ours with the built-in tasks on their numpy path, not compiled."""
+    with numpy_path():
         return build()
-    finally:
-        if old is None:
-            del os.environ["SEBULBA_NATIVE_KERNEL"]
-        else:
-            os.environ["SEBULBA_NATIVE_KERNEL"] = old
 
 
 def ours_info_keys(num_keys: int, num_envs: int) -> Driver:
