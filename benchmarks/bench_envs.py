@@ -42,6 +42,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, uninstalled
 import envs  # noqa: E402
 from _baseline import import_baseline, short_rev  # noqa: E402  (benchmarks/_baseline.py)
+from _paths import numpy_path  # noqa: E402  (benchmarks/_paths.py)
 from _report import BENCH_FILE, verdict, write_section  # noqa: E402  (benchmarks/_report.py)
 
 try:
