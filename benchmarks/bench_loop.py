@@ -5,6 +5,7 @@ Run from the repository root:
     python benchmarks/bench_loop.py                     # everything, 3 repeats (a few minutes)
     python benchmarks/bench_loop.py --repeats 5
     python benchmarks/bench_loop.py --only actor --no-write
+    python benchmarks/bench_loop.py --only actor,limit --repeats 5 --no-write
 
 Seed 002's setting throughout: SimplePolicyGradient with 5 hidden layers of 200, CartPole-v1,
 100 env steps per cycle, 20 timed cycles; for 16 and 256 envs per inferencer. Measured:
@@ -267,7 +268,8 @@ def render(chosen: list[Variant], rates: dict[str, list[float]], waits: dict[str
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=3, help="interleaved repeats per variant; the median is reported")
-    ap.add_argument("--only", default="", help="run only variants whose key contains this (e.g. actor, e2e, limit, 16, 256)")
+    ap.add_argument("--only", default="", help="run only variants whose key contains one of these comma-separated "
+                    "strings (e.g. actor, e2e, limit, 16, 256; actor,limit)")
     ap.add_argument("--no-write", action="store_true", help=f"print the table only, leave {BENCH_FILE.name} alone")
     args = ap.parse_args(argv)
     if args.repeats < 1:
@@ -279,7 +281,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     waits: dict[str, list[Wait]] = {}
     every = [v for n in NUM_ENVS for v in variants(n, waits)]
-    chosen = [v for v in every if args.only.lower() in v.key.lower()]
+    wanted = [w.strip().lower() for w in args.only.split(",")]
+    chosen = [v for v in every if any(w in v.key.lower() for w in wanted)]
     if not chosen:
         sys.exit(f"--only {args.only!r} matches no variant (keys: {[v.key for v in every]})")
     rates = measure(chosen, args.repeats)

@@ -16,10 +16,12 @@ import numpy as np
 import envs
 from sebulba.agent import Agent
 from sebulba.loop import framestack
+from sebulba.loop.act_networks import ActNetworks
 from sebulba.loop.cycle import CycleFunctions, host_env_step
+from sebulba.loop.record import HostStep
 from sebulba.loop.staging import Staging
 from sebulba.sharding import LearnerSharding, local_copy
-from sebulba.types import EnvStep, Trajectory
+from sebulba.types import Trajectory
 
 
 class CycleResult(NamedTuple):
@@ -51,14 +53,14 @@ def to_learner(agent: Agent, sharding: LearnerSharding, initial: Any, final: Any
 
 def initial_step_state(agent: Agent, cycle: CycleFunctions, networks: Any, num_envs: int, key: jax.Array,
                        device: jax.Device) -> Any:
-    """The agent's initial step state on `device`, in distinct buffers: a user's step state may
-    hold one array twice (e.g. zeros for both LSTM states), and a buffer can be donated only once
-    per call."""
-    return cycle.copy(jax.device_put(agent.init_step_state(networks, num_envs, key), device))
+    """The agent's initial step state on `device`, carried (`CycleFunctions.carry`: keys as key
+    data, distinct buffers: a user's step state may hold one array twice, e.g. zeros for both
+    LSTM states, and a buffer can be donated only once per call)."""
+    return cycle.carry(jax.device_put(agent.init_step_state(networks, num_envs, key), device))
 
 
 def committed_buffers(cycle: CycleFunctions, device: jax.Device, networks: Any, step_state: Any, stacks: Any,
-                      env_step: EnvStep) -> Any:
+                      env_step: HostStep) -> Any:
     """A cycle's zeroed trajectory buffers, committed to the actor device as the act's outputs
     are, so that every step of the cycle calls one compiled act."""
     return jax.device_put(cycle.new_buffers(networks, step_state, stacks, env_step), device)
@@ -70,8 +72,8 @@ def initial_running(num_envs: int, device: jax.Device) -> tuple[jax.Array, jax.A
     return jax.device_put((np.zeros(num_envs, np.float32), np.zeros(num_envs, np.int32)), device)
 
 
-def first_env_step(obs: Any, info: dict, restarts: framestack.Restarts | None) -> EnvStep:
-    """The EnvStep of a pool's reset, as the first act sees it."""
+def first_env_step(obs: Any, info: dict, restarts: framestack.Restarts | None) -> HostStep:
+    """The env step of a pool's reset, as the first act sees it."""
     n = len(obs)
     if restarts is not None:
         obs = framestack.Frames(obs, restarts.reset(info["lives"]))
@@ -88,9 +90,9 @@ class Lane:
         self.pool = pool
         self.stack_plan = stack_plan
         self.restarts = None if stack_plan is None else framestack.Restarts(stack_plan.episodic_life)
-        self.step_state: Any = None
+        self.step_state: Any = None  # carried (`CycleFunctions.carry`)
         self.stacks: Any = ()  # with stacking on the device: the envs' frame stacks there
-        self.env_step: EnvStep | None = None
+        self.env_step: HostStep | None = None
         self.running: tuple[jax.Array, jax.Array] | None = None
         self.in_flight = False
 
@@ -149,12 +151,14 @@ class Inferencer:
         self.num_envs = self.lane_envs * len(self.lanes)
         self._keys = [key] if len(self.lanes) == 1 else list(jax.random.split(key, len(self.lanes)))
         self._networks: Any = None
+        self._act_networks: ActNetworks | None = None  # the act's form of _networks, made on first use
         self._version = -1
         self._started = False
 
     def _networks_for(self, version: int, networks: Any) -> Any:
         if version != self._version:
             self._networks = local_copy(networks, self.device)
+            self._act_networks = None
             self._version = version
         return self._networks
 
@@ -183,6 +187,9 @@ class Inferencer:
         if not self._started:
             self._start(networks)
         c, lanes = self.cycle, self.lanes
+        if self._act_networks is None:
+            first = lanes[0]
+            self._act_networks = c.act_networks(networks, first.step_state, first.stacks, first.env_step)
         with jax.default_device(self.device):
             # The cycle donates step_state: keep a copy of the start (and the frames before it).
             initial, histories = map(list, zip(*[c.cycle_start(lane.step_state, lane.stacks) for lane in lanes]))
@@ -196,7 +203,7 @@ class Inferencer:
                         if lane.in_flight:
                             lane.recv()
                         action, lane.step_state, lane.stacks, buffers[k] = c.step_and_record(
-                            networks, lane.step_state, lane.stacks, lane.env_step, buffers[k], t)
+                            self._act_networks, lane.step_state, lane.stacks, lane.env_step, buffers[k], t)
                         lane.send(action)
                 for k, lane in enumerate(lanes):
                     lane.recv()
@@ -208,7 +215,8 @@ class Inferencer:
                     for k, lane in enumerate(lanes):
                         if lane.in_flight:
                             lane.recv()
-                        out, lane.step_state, lane.stacks = c.step(networks, lane.step_state, lane.stacks, lane.env_step)
+                        out, lane.step_state, lane.stacks = c.step(self._act_networks, lane.step_state, lane.stacks,
+                                                                   lane.env_step)
                         env_steps[k].append(lane.env_step)
                         outs[k].append(out)
                         lane.send(out.action)
@@ -217,9 +225,9 @@ class Inferencer:
                     traj, *lane.running = c.stack(env_steps[k] + [lane.env_step], outs[k], *lane.running, v, actor,
                                                   histories[k])
                     trajs.append(traj)
-            final = [c.copy(lane.step_state) for lane in lanes]
+            final = [c.from_carry(lane.step_state) for lane in lanes]
             trajs, initial, final = merge_lanes(c, self.lane_envs, trajs, initial, final)
-        ep_ret = np.asarray(trajs.episode_return)
+        ep_ret, ep_len = jax.device_get((trajs.episode_return, trajs.episode_length))
         done = ~np.isnan(ep_ret)
         return CycleResult(
             *to_learner(self.agent, self.sharding, initial, final, trajs),
@@ -227,7 +235,7 @@ class Inferencer:
             version,
             c.steps * self.num_envs,
             ep_ret[done],
-            np.asarray(trajs.episode_length)[done],
+            ep_len[done],
             0.0,
         )
 
