@@ -292,7 +292,7 @@ def act_alone(num_envs: int, threads_n: int, seconds: float) -> tuple[Rate, Rate
     pool.close()
     zeros = np.zeros(num_envs, np.float32)
     env_step = host_env_step(obs, zeros, zeros.astype(bool), zeros.astype(bool), info["elapsed_step"])
-    states = [cycle.copy(agent.init_step_state(networks, num_envs, jax.random.key(i))) for i in range(threads_n)]
+    states = [cycle.carry(agent.init_step_state(networks, num_envs, jax.random.key(i))) for i in range(threads_n)]
     buffers = [cycle.new_buffers(networks, s, (), env_step) for s in states]
     calls = [0] * threads_n
 
