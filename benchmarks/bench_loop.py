@@ -54,7 +54,9 @@ import envs  # noqa: E402
 from _report import BENCH_FILE, verdict, write_section  # noqa: E402  (benchmarks/_report.py)
 from sebulba.agents.simple_pg import MLP, SimplePolicyGradient, SPGConfig  # noqa: E402
 from sebulba.loop.config import LoopConfig  # noqa: E402
+from sebulba.loop.cycle import _trajectory  # noqa: E402
 from sebulba.loop.loop import GymnasiumLoop  # noqa: E402
+from sebulba.types import EnvStep  # noqa: E402
 
 SECTION = "bench_loop"
 TASK = "CartPole-v1"
@@ -149,6 +151,53 @@ def limit(num_envs: int) -> float:
     return TIMED_CYCLES * STEPS_PER_CYCLE * num_envs / elapsed
 
 
+def anakin(num_envs: int) -> float:
+    """Env steps/s of Podracers' Anakin shape: a whole cycle as one jitted `lax.scan` of
+    `Agent.step` and the compiled pool's `xla()` step, recording what the threaded cycle records
+    (env steps, actions, extras, episode statistics), without the copy to learner devices."""
+    agent = make_agent()
+    pool = envs.make(TASK, num_envs=num_envs, seed=SEED)
+    handle, _, _, env_step_fn = pool.xla()
+    networks = agent.init_networks(jax.random.key(SEED))
+
+    def cycle(networks, step_state, env_step, handle, running_return, running_length):
+        def body(carry, _):
+            state, es, h = carry
+            out, state = agent.step(networks, state, es)
+            out = agent.as_actor_output(out)
+            h, (obs, reward, terminated, truncated, info) = env_step_fn(h, out.action)
+            return (state, EnvStep(obs, reward, terminated, truncated, info["elapsed_step"] == 0), h), (es, out.action, out.extras)
+
+        (state, last, h), (es, action, extras) = jax.lax.scan(body, (step_state, env_step, handle), length=STEPS_PER_CYCLE)
+        env_steps = jax.tree.map(lambda xs, x: jnp.concatenate([xs, x[None]]), es, last)
+        traj, running_return, running_length = _trajectory(env_steps, action, extras, running_return, running_length,
+                                                           0, 0, ())
+        return traj, state, last, h, running_return, running_length
+
+    run = jax.jit(cycle, donate_argnums=(1, 4, 5))
+    try:
+        obs, _ = pool.reset()
+        zeros = np.zeros(num_envs, np.float32)
+        carry = (agent.init_step_state(networks, num_envs, jax.random.key(SEED + 1)),
+                 EnvStep(obs, zeros, zeros.astype(bool), zeros.astype(bool), np.ones(num_envs, bool)),
+                 handle, jnp.zeros(num_envs, jnp.float32), jnp.zeros(num_envs, jnp.int32))
+
+        def cycles(k: int) -> None:
+            nonlocal carry
+            for _ in range(k):
+                traj, state, last, h, rr, rl = run(networks, *carry)
+                carry = (state, last, h, rr, rl)
+            jax.block_until_ready((traj, carry))
+
+        cycles(WARMUP_CYCLES)
+        start = time.perf_counter()
+        cycles(TIMED_CYCLES)
+        elapsed = time.perf_counter() - start
+    finally:
+        pool.close()
+    return TIMED_CYCLES * STEPS_PER_CYCLE * num_envs / elapsed
+
+
 @dataclass
 class Variant:
     key: str  # what --only matches, and how rows find their figures
@@ -169,6 +218,7 @@ def variants(num_envs: int, waits: dict[str, list[Wait]]) -> list[Variant]:
         Variant(f"e2e-async-{n}", "end-to-end, async (2 inferencers), donation on", n, e2e(f"e2e-async-{n}", True)),
         Variant(f"e2e-sync-{n}", "end-to-end, sync, donation on", n, e2e(f"e2e-sync-{n}", False)),
         Variant(f"limit-{n}", "limit: jitted policy + pool step, no bookkeeping", n, lambda: limit(n)),
+        Variant(f"anakin-{n}", "Anakin: one jitted scan of Agent.step + compiled env step per cycle", n, lambda: anakin(n)),
     ]
 
 
@@ -217,6 +267,9 @@ def table_rows(chosen: list[Variant], med: dict[str, float]) -> list[str]:
             ratio = rate / on if on else None
             rows.append(row(v.title, n, rate, ratio, "/ actor-only (donation on)",
                             f">= {E2E_TARGET:.2f}x", verdict(ratio, E2E_TARGET)))
+        elif v.key.startswith("anakin"):
+            ratio = rate / on if on else None
+            rows.append(row(v.title, n, rate, ratio, "/ actor-only (donation on)", "—", "—"))
         else:  # limit
             ratio = on / rate if on else None
             rows.append(row(v.title, n, rate, ratio, "actor-only (donation on) / limit",
