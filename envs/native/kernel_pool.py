@@ -73,17 +73,22 @@ class KernelPool:
         # truncated (bool); one block, so one copy per batch.
         self.out = np.zeros(n * (self.obs_dim * 4 + 14), np.uint8)
         self._act_ptr, self._ids_ptr = self.actions.ctypes.data, self.ids.ctypes.data
+        self._offset_cache: dict[int, dict[str, int]] = {}
         self._ptrs = self._out_pointers(n)
 
     def _out_pointers(self, k: int) -> tuple[int, ...]:
-        base, d = self.out.ctypes.data, self.obs_dim
-        offsets = self._offsets(k)
+        base, offsets = self.out.ctypes.data, self._offsets(k)
         return tuple(base + offsets[f] for f in ("obs", "reward", "terminated", "truncated", "env_id", "elapsed"))
 
     def _offsets(self, k: int) -> dict[str, int]:
-        d = self.obs_dim
-        return {"obs": 0, "reward": 4 * k * d, "env_id": 4 * k * (d + 1), "elapsed": 4 * k * (d + 2),
-                "terminated": 4 * k * (d + 3), "truncated": 4 * k * (d + 3) + k}  # fmt: skip
+        """Byte offsets of the output arrays for a batch of k (kept per k: a pool sees one or two)."""
+        got = self._offset_cache.get(k)
+        if got is None:
+            d = self.obs_dim
+            got = self._offset_cache[k] = {"obs": 0, "reward": 4 * k * d, "env_id": 4 * k * (d + 1),
+                                           "elapsed": 4 * k * (d + 2), "terminated": 4 * k * (d + 3),
+                                           "truncated": 4 * k * (d + 3) + k}  # fmt: skip
+        return got
 
     def _raise(self, code: int) -> None:
         raise _ERRORS[code](self.lib.np_last_error().decode())
