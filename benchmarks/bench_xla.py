@@ -17,6 +17,7 @@ XLA targets against EnvPool's Pong `xla()`; see `pong_main`.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 import datetime
 import os
 import platform
@@ -101,6 +102,24 @@ CONTESTANTS = {
 }
 
 
+def run_line() -> str:
+    """The report's command and machine, up to the workload's description."""
+    ep = envpool.__version__ if envpool is not None else "not installed"
+    return (f"Run {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC with "
+            f"`python benchmarks/bench_xla.py {' '.join(sys.argv[1:])}`  \n"
+            f"Machine: {platform.platform()}, {os.cpu_count()} cores, CPU only; jax {jax.__version__}, envpool {ep}. ")
+
+
+def interleaved(names: list[str], repeats: int, label: str, one: Callable[[str], float]) -> dict[str, list[float]]:
+    """steps/s of each contestant per repeat, the order rotating from repeat to repeat."""
+    rates: dict[str, list[float]] = {k: [] for k in names}
+    for r in range(repeats):
+        for name in names[r % len(names):] + names[: r % len(names)]:
+            rates[name].append(one(name))
+            print(f"{label}, repeat {r + 1}, {name}: {rates[name][-1]:,.0f} steps/s", flush=True)
+    return rates
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=5)
@@ -114,27 +133,23 @@ def main() -> None:
     names = [k for k in CONTESTANTS if envpool is not None or not k.startswith("envpool")]
     rows = []
     for n in (16, 256):
-        rates = {k: [] for k in names}
-        for r in range(args.repeats):
-            for name in names[r % len(names):] + names[: r % len(names)]:
-                pool, loop = CONTESTANTS[name](n)
-                try:
-                    rates[name].append(args.steps * n / loop(pool, params, args.steps))
-                finally:
-                    pool.close()
-                print(f"{n} envs, repeat {r + 1}, {name}: {rates[name][-1]:,.0f} steps/s", flush=True)
+        def one(name: str, n: int = n) -> float:
+            pool, loop = CONTESTANTS[name](n)
+            try:
+                return args.steps * n / loop(pool, params, args.steps)
+            finally:
+                pool.close()
+
+        rates = interleaved(names, args.repeats, f"{n} envs", one)
         med = {k: statistics.median(v) for k, v in rates.items()}
         base = med["ours (compiled), Python loop"]
         peer = med.get("envpool, XLA (fori_loop)")
         for k in names:
             vs_peer = f"{med[k] / peer:.2f}x" if peer else "—"
             rows.append(f"| {n} | {k} | {med[k]:,.0f} | {med[k] / base:.2f}x | {vs_peer} |")
-    ep = envpool.__version__ if envpool is not None else "not installed"
     body = (
         "## XLA interface: jitted actor loop vs Python loop (`benchmarks/bench_xla.py`)\n\n"
-        f"Run {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC with "
-        f"`python benchmarks/bench_xla.py {' '.join(sys.argv[1:])}`  \n"
-        f"Machine: {platform.platform()}, {os.cpu_count()} cores, CPU only; jax {jax.__version__}, envpool {ep}. "
+        + run_line() +
         f"MLP policy 4-64-64-2 on CartPole-v1, sync pools, {args.steps} loop iterations per repeat, "
         f"median of {args.repeats} interleaved repeats.\n\n"
         "Targets (issue 23): ours (compiled) XLA >= 1.5x EnvPool's XLA and >= 1.2x our Python loop, at 16 and 256 envs.\n\n"
@@ -234,27 +249,23 @@ def pong_main(args: argparse.Namespace) -> None:
     for mode, batch in PONG_MODES.items():
         contestants = pong_contestants(batch)
         names = list(contestants)
-        rates = {k: [] for k in names}
-        for r in range(args.repeats):
-            for name in names[r % len(names):] + names[: r % len(names)]:
-                make, loop = contestants[name]
-                pool = make()
-                try:
-                    rates[name].append(args.steps * batch / loop(pool, batch, args.steps))
-                finally:
-                    pool.close()
-                print(f"{mode}, repeat {r + 1}, {name}: {rates[name][-1]:,.0f} steps/s", flush=True)
+        def one(name: str, batch: int = batch) -> float:
+            make, loop = contestants[name]
+            pool = make()
+            try:
+                return args.steps * batch / loop(pool, batch, args.steps)
+            finally:
+                pool.close()
+
+        rates = interleaved(names, args.repeats, mode, one)
         med = {k: statistics.median(v) for k, v in rates.items()}
         base = med.get("envpool, XLA recv/send (fori_loop)" if batch < PONG_ENVS else "envpool, XLA step (fori_loop)")
         for k in names:
             vs = f"{med[k] / base:.2f}x" if base else "n/a"
             rows.append(f"| {mode} | {k} | {med[k]:,.0f} | {' / '.join(f'{x:,.0f}' for x in rates[k])} | {vs} |")
-    ep = envpool.__version__ if envpool is not None else "not installed"
     body = (
         "## XLA interface on Atari: Pong-v5 (`benchmarks/bench_xla.py --pong`)\n\n"
-        f"Run {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC with "
-        f"`python benchmarks/bench_xla.py {' '.join(sys.argv[1:])}`  \n"
-        f"Machine: {platform.platform()}, {os.cpu_count()} cores, CPU only; jax {jax.__version__}, envpool {ep}. "
+        + run_line() +
         f"Pong-v5, {PONG_ENVS} envs, {min(os.cpu_count() or 1, PONG_ENVS)} threads, sync and async (batch "
         f"{PONG_MODES['async']}); policy: a function of the newest frame; {args.steps} loop iterations per repeat, "
         f"median of {args.repeats} interleaved repeats; env steps/s = batch x iterations. The last column is "
