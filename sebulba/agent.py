@@ -8,11 +8,19 @@ them with buffer donation (`sebulba.loop`), so an agent never calls `jax.jit` it
 Where each hook runs:
 - actor device, once per env step, inside a jitted call: `step`.
 - learner devices, once per cycle, inside one jitted, sharded call (`shard_map` over the learner
-  mesh, the pmap semantics): `update_experience`, then `optimize` (which calls `loss`) once
-  (on-policy, `num_off_policy_optims_per_cycle() == 0`) or that many times. An on-policy agent
-  may split each trajectory into `num_minibatches()` minibatches of its envs: then both hooks run
-  once per minibatch, one jitted call each. Experience state is per learner device: hooks see the
-  local shard, and `lax.pmean(..., LEARNER_AXIS)` averages.
+  mesh, the pmap semantics): `update_experience`, `begin_update`, then `optimize` (which calls
+  `loss`) once (on-policy, `num_off_policy_optims_per_cycle() == 0`) or that many times.
+  Experience state is per learner device: hooks see the local shard, and
+  `lax.pmean(..., LEARNER_AXIS)` averages.
+
+On-policy minibatches, two ways (`minibatch_over`):
+- "envs" (the default): each trajectory is learned as `num_minibatches()` minibatches of its envs
+  (whole sequences, as V-trace and recurrent agents need); the three hooks run once per
+  minibatch, one jitted call each.
+- "steps" (PPO): `update_experience` and `begin_update` run once on the device's whole share;
+  `begin_update` returns independent samples, leaves [T, B, ...]; then `num_epochs()` passes,
+  each splitting every env's T steps, freshly shuffled, into `num_minibatches()` minibatches of
+  T / M steps x B envs, one `optimize` each, all in one jitted call.
 """
 
 from __future__ import annotations
@@ -44,6 +52,8 @@ class Agent(abc.ABC, Generic[N, O, E, S]):
     # stack) and the agent rebuilds the stacks itself (`framestack.restack`), e.g. R2D2's replay
     # keeps single frames: 1/S of the memory.
     accepts_frames: bool = False
+    # On-policy minibatches: of the trajectory's "envs", or of its "steps" (see the module docstring).
+    minibatch_over: str = "envs"
 
     def __init__(self, env_spec: envs.EnvSpec):
         self.env_spec = env_spec
@@ -104,6 +114,19 @@ class Agent(abc.ABC, Generic[N, O, E, S]):
         (the trajectory, and step-state leaves as `shard_step_state` places them), the rest is
         passed whole. Off-policy agents sample their own batches: keep 1."""
         return 1
+
+    def num_epochs(self) -> int:
+        """On-policy agents with minibatch_over = "steps": passes over each cycle's samples, each in
+        freshly shuffled minibatches (PPO's update_epochs)."""
+        return 1
+
+    def begin_update(self, networks: N, experience: E, key: jax.Array) -> tuple[N, E]:
+        """Once per learner call, after `update_experience`, before the optimizer steps, with the
+        networks as they are then. Returns the networks the steps start from (a part that is not
+        learned by gradient may change here, e.g. observation statistics: keep it identical on
+        every learner device, with `lax.psum` over LEARNER_AXIS) and the experience they learn from
+        (e.g. PPO's samples with advantages from the current values). Default: both unchanged."""
+        return networks, experience
 
     def optimize(self, networks: N, opt_state: O, experience: E, key: jax.Array) -> tuple[N, O, E, Metrics]:
         """One optimizer step; gradients are averaged over learner devices. Override to also

@@ -23,6 +23,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from sebulba.distributions import DiagGaussian
+
 Activation = Callable[[jax.Array], jax.Array]
 
 
@@ -37,6 +39,7 @@ class MLPTorso(nn.Module):
     activation: Activation = nn.relu
     num_categories: int | None = None
     category_start: int = 0
+    kernel_init: Callable[..., jax.Array] = nn.initializers.lecun_normal()  # flax's Dense default
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> jax.Array:
@@ -44,8 +47,23 @@ class MLPTorso(nn.Module):
             obs = jax.nn.one_hot(obs - self.category_start, self.num_categories, dtype=jnp.float32)
         x = obs.reshape(obs.shape[0], -1).astype(jnp.float32)
         for i, size in enumerate(self.hidden_sizes):
-            x = self.activation(nn.Dense(size, name=f"dense{i + 1}")(x))
+            x = self.activation(nn.Dense(size, kernel_init=self.kernel_init, name=f"dense{i + 1}")(x))
         return x
+
+
+class GaussianHead(nn.Module):
+    """A diagonal Gaussian policy: the mean from the features, a state-independent log std
+    (a learned vector, CleanRL's PPO choice: DESIGN.md, "Continuous actions")."""
+
+    action_dim: int
+    log_std_init: float = 0.0
+    kernel_init: Callable[..., jax.Array] = nn.initializers.lecun_normal()
+
+    @nn.compact
+    def __call__(self, features: jax.Array) -> DiagGaussian:
+        mean = nn.Dense(self.action_dim, kernel_init=self.kernel_init, name="mean")(features)
+        log_std = self.param("log_std", nn.initializers.constant(self.log_std_init), (self.action_dim,))
+        return DiagGaussian(mean, jnp.broadcast_to(log_std, mean.shape))
 
 
 def check_channel_first(shape: Sequence[int], what: str = "input") -> None:

@@ -81,15 +81,18 @@ class Experiment:
     total_env_steps: int
 
 
-def build(env: str, seed: int, preset: dict, overrides: dict, steps_per_cycle: Callable[[Any], int]) -> Experiment:
+def build(env: str, seed: int, preset: dict, overrides: dict, steps_per_cycle: Callable[[Any], int],
+          minibatches_of_envs: bool = True) -> Experiment:
     """preset (loop values, optional `env_kwargs` for envs.make, and `agent`, a config dataclass)
     updated by the non-None overrides;
-    agent-config fields among the overrides go to the agent config."""
+    agent-config fields among the overrides go to the agent config. `minibatches_of_envs`: the
+    agent's num_minibatches splits the envs (so the default learner devices must leave each a
+    multiple of it), not the steps (PPO)."""
     o = {k: v for k, v in overrides.items() if v is not None}
     get = lambda k: o.get(k, preset.get(k))
     fields = {f.name for f in dataclasses.fields(preset["agent"])}
     agent = dataclasses.replace(preset["agent"], **{k: v for k, v in o.items() if k in fields})
-    actors, learners = default_devices(get("num_envs"), getattr(agent, "num_minibatches", 1))
+    actors, learners = default_devices(get("num_envs"), getattr(agent, "num_minibatches", 1) if minibatches_of_envs else 1)
     threads = get("env_threads")
     env_kwargs = {**preset.get("env_kwargs", {}), **o.get("env_kwargs", {}), **({} if threads is None else {"num_threads": threads})}
     loop = LoopConfig(

@@ -16,12 +16,13 @@ import envs
 class EnvKind:
     """`observations`: "atari" (ALE's stacked frames), "image" (another uint8 image), "tabular"
     (a Discrete state: toy-text tasks such as FrozenLake, whose rewards are sparse) or "vector"
-    (a Box of numbers, e.g. classic control). `actions`: "discrete" or "continuous"."""
+    (a Box of numbers, e.g. classic control). `actions`: "discrete" or "continuous" (a Box)."""
 
     env_id: str
     observations: str
     actions: str
     action_space: gym.spaces.Space
+    native: bool = False  # a built-in task (classic control), not a Gymnasium env in worker processes
 
 
 def env_kind(env_id: str, env_kwargs: Mapping[str, Any] | None = None) -> EnvKind:
@@ -37,7 +38,7 @@ def env_kind(env_id: str, env_kwargs: Mapping[str, Any] | None = None) -> EnvKin
     else:
         observations = "vector"
     actions = "discrete" if isinstance(act, gym.spaces.Discrete) else "continuous"
-    return EnvKind(env_id, observations, actions, act)
+    return EnvKind(env_id, observations, actions, act, envs.resolve(env_id, (env_kwargs or {}).get("backend"))[0] == "native")
 
 
 def require_discrete_actions(agent: str, kind: EnvKind) -> None:

@@ -80,17 +80,49 @@ def _minibatch(tree, env_axes, index: jax.Array, count: int):
     return jax.tree.map(take, tree, env_axes)
 
 
-def _check_minibatches(agent: Agent, envs_per_device: int) -> int:
-    m = agent.num_minibatches()
-    if not isinstance(m, int) or m < 1:
-        raise ValueError(f"{type(agent).__name__}.num_minibatches() must be a positive int, got {m!r}")
-    if m > 1 and agent.num_off_policy_optims_per_cycle() > 0:
-        raise ValueError(f"{type(agent).__name__}: num_minibatches() > 1 is for on-policy agents; an off-policy "
-                         "agent samples its own batches from its experience state")
-    if envs_per_device % m:
-        raise ValueError(f"num_minibatches={m} must divide each learner device's {envs_per_device} envs of a "
+def _check_minibatches(agent: Agent, layout: ExperienceLayout) -> tuple[int, int]:
+    """(minibatches, epochs) of the agent's on-policy learning, validated against the layout."""
+    name = type(agent).__name__
+    m, epochs = agent.num_minibatches(), agent.num_epochs()
+    for hook, value in (("num_minibatches", m), ("num_epochs", epochs)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"{name}.{hook}() must be a positive int, got {value!r}")
+    if agent.minibatch_over not in ("envs", "steps"):
+        raise ValueError(f"{name}.minibatch_over must be 'envs' or 'steps', got {agent.minibatch_over!r}")
+    if (m > 1 or epochs > 1 or agent.minibatch_over == "steps") and agent.num_off_policy_optims_per_cycle() > 0:
+        raise ValueError(f"{name}: num_minibatches() > 1, num_epochs() > 1 and minibatch_over='steps' are for "
+                         "on-policy agents; an off-policy agent samples its own batches from its experience state")
+    if epochs > 1 and agent.minibatch_over != "steps":
+        raise ValueError(f"{name}: num_epochs() > 1 needs minibatch_over='steps' (several passes over minibatches "
+                         "of envs, for sequence agents, are not supported yet)")
+    if agent.minibatch_over == "steps":
+        if layout.steps_per_cycle % m:
+            raise ValueError(f"num_minibatches={m} must divide the {layout.steps_per_cycle} steps of a trajectory "
+                             "(steps_per_cycle): each minibatch takes an equal share of every env's steps")
+    elif layout.num_envs % m:
+        raise ValueError(f"num_minibatches={m} must divide each learner device's {layout.num_envs} envs of a "
                          "trajectory (num_envs / learner devices)")
-    return m
+    return m, epochs
+
+
+def _shuffled_minibatches(samples, key: jax.Array, minibatches: int):
+    """samples (leaves [T, B, ...], this device's envs) as [M, T / M, B, ...]: each env's T steps
+    in a random order drawn from `key` and the env's index over all learner devices, so that any
+    number of learner devices forms the same minibatches."""
+    leaves = jax.tree.leaves(samples)
+    T, B = leaves[0].shape[:2]
+    for x in leaves:
+        if x.shape[:2] != (T, B):
+            raise ValueError(f"with minibatch_over='steps', every leaf of the experience that begin_update returns "
+                             f"must be [T, B, ...] (steps, envs); got leaves of shapes {[x.shape for x in leaves]}")
+    envs = jax.lax.axis_index(LEARNER_AXIS) * B + jnp.arange(B)
+    order = jax.vmap(lambda e: jax.random.permutation(jax.random.fold_in(key, e), T))(envs)  # [B, T]
+    rows = order.T  # [T, B]: the step each position takes, per env
+    def take(x):
+        x = x[rows, jnp.arange(B)[None, :]]
+        return x.reshape(minibatches, T // minibatches, *x.shape[1:])
+
+    return jax.tree.map(take, samples)
 
 
 class Learner:
@@ -109,7 +141,8 @@ class Learner:
         self.experience = self._init_experience(layout, jax.random.split(k_exp, sharding.num_devices))
         self.version = 0  # learner updates so far; the policy version of `networks`
         self.num_optims = max(1, agent.num_off_policy_optims_per_cycle())
-        self.minibatches = _check_minibatches(agent, layout.num_envs)
+        self.minibatches, self.epochs = _check_minibatches(agent, layout)
+        self.over_steps = agent.minibatch_over == "steps"
         self._compiled: dict = {}
         self._mean_metrics = jax.jit(lambda ms: jax.tree.map(lambda *xs: sum(xs) / len(xs), *ms))
 
@@ -151,31 +184,52 @@ class Learner:
         fn = self._compiled.get(layout)
         if fn is not None:
             return fn
-        agent, num_optims, minibatches = self.agent, self.num_optims, self.minibatches
+        agent, num_optims, minibatches, epochs, over_steps = (self.agent, self.num_optims, self.minibatches,
+                                                              self.epochs, self.over_steps)
         env_axes = _env_axes(specs)
+
+        def optim_step(carry, k):
+            networks, opt_state, experience, metrics = agent.optimize(*carry, k)
+            return (networks, opt_state, experience), metrics
 
         def body(networks, opt_state, experience, initial, final, traj, learner_key, minibatch):
             next_key, key = jax.random.split(learner_key)  # in the jitted call: no eager op per update
+            # begin_update's key differs per device; the shuffle's is the same on every device
+            begin_key, shuffle_key = jax.random.split(jax.random.fold_in(key, 1 << 30))
             experience = jax.tree.map(lambda x: x[0], experience)  # drop the device axis
-            if minibatches > 1:
+            if minibatches > 1 and not over_steps:
                 initial, final, traj = _minibatch((initial, final, traj), env_axes, minibatch, minibatches)
             if not agent.accepts_frames:  # stacked on the actor device: the agent sees the stacks
                 traj = framestack.restacked(traj)
             experience = agent.update_experience(experience, initial, final, traj)
             key = jax.random.fold_in(key, jax.lax.axis_index(LEARNER_AXIS))
+            begun, experience = agent.begin_update(networks, experience,
+                                                   jax.random.fold_in(begin_key, jax.lax.axis_index(LEARNER_AXIS)))
 
-            def optim_step(carry, k):
-                networks, opt_state, experience, metrics = agent.optimize(*carry, k)
-                return (networks, opt_state, experience), metrics
+            if over_steps:
+                # Epochs of shuffled minibatches of steps, all in this call; the experience state
+                # kept is what begin_update returned (the optimizer steps see minibatches of it).
+                def epoch(carry, e):
+                    batches = _shuffled_minibatches(experience, jax.random.fold_in(shuffle_key, e), minibatches)
 
-            carry = (networks, opt_state, experience)
-            if num_optims == 1:
+                    def minibatch_step(carry, xs):
+                        batch, k = xs
+                        (networks, opt_state, _), metrics = optim_step((*carry, batch), k)
+                        return (networks, opt_state), metrics
+
+                    return jax.lax.scan(minibatch_step, carry, (batches, jax.random.split(jax.random.fold_in(key, e),
+                                                                                          minibatches)))
+
+                (new_networks, new_opt_state), metrics = jax.lax.scan(epoch, (begun, opt_state), jnp.arange(epochs))
+                metrics = jax.tree.map(lambda m: jnp.mean(m, (0, 1)), metrics)
+            elif num_optims == 1:
                 # No loop around a single step: XLA:CPU runs convolution gradients inside a loop
                 # body 10-15x slower than outside one (jax-ml/jax#12868; benchmarks/bench_learner.py).
-                (new_networks, new_opt_state, experience), metrics = optim_step(carry, jax.random.split(key, 1)[0])
+                (new_networks, new_opt_state, experience), metrics = optim_step(
+                    (begun, opt_state, experience), jax.random.split(key, 1)[0])
             else:
                 (new_networks, new_opt_state, experience), metrics = jax.lax.scan(
-                    optim_step, carry, jax.random.split(key, num_optims))
+                    optim_step, (begun, opt_state, experience), jax.random.split(key, num_optims))
                 metrics = jax.tree.map(lambda m: jnp.mean(m, 0), metrics)
             metrics = jax.tree.map(lambda m: jax.lax.pmean(m, LEARNER_AXIS), metrics)
             # A NaN or Inf in a metric (loss, gradient norm, ...) or in the new networks keeps the
@@ -226,12 +280,14 @@ class Learner:
         return lowered
 
     def update(self, initial, final, traj: Trajectory) -> Metrics:
-        """One cycle's learning: update_experience, then the optimizer step(s); with minibatches,
-        that once per minibatch, each its own call (metrics: their mean)."""
+        """One cycle's learning: update_experience, begin_update, then the optimizer step(s); with
+        minibatches of envs, that once per minibatch, each its own call (metrics: their mean);
+        with minibatches of steps, every epoch's minibatches in one call."""
         metrics = []
         inputs = (initial, final, traj)
         specs = _specs(inputs)
-        for i in range(self.minibatches):
+        calls = 1 if self.over_steps else self.minibatches  # minibatches of steps: all in one call
+        for i in range(calls):
             fn = self._update_fn(self.experience, inputs, specs)
             # Each call is awaited (the finite flag) before the next is dispatched: on an
             # accelerator shared with inferencers, their calls run between the minibatches.
@@ -241,7 +297,7 @@ class Learner:
             if not bool(finite):
                 bad = sorted(k for k, v in m.items() if not np.all(np.isfinite(np.asarray(v))))
                 what = f"metric(s) {bad}" if bad else "the networks (a gradient or update)"
-                where = f" (minibatch {i + 1} of {self.minibatches})" if self.minibatches > 1 else ""
+                where = f" (minibatch {i + 1} of {calls})" if calls > 1 else ""
                 kept = f", plus {i} of its minibatches" if i else ""
                 raise NonFiniteError(
                     f"learner step {self.version + 1}{where}: {what} became NaN or Inf; the networks and optimizer "

@@ -1,0 +1,62 @@
+"""PPO's hyperparameters (Schulman et al. 2017), defaulting to CleanRL's `ppo.py` / Cleanba's
+`cleanba_ppo.py` values; the experiment presets change them per kind of task."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from sebulba.networks import TORSO_KINDS
+
+
+@dataclasses.dataclass(frozen=True)
+class PPOConfig:
+    torso: str = "auto"  # "auto" (MLP for vectors, Nature CNN for images) | "mlp" | "nature_cnn" | "impala_resnet"
+    hidden_sizes: tuple[int, ...] = (64, 64)  # MLP torsos
+    activation: str = "tanh"  # MLP torsos: CleanRL's PPO uses tanh
+    # Separate actor and critic torsos (CleanRL's MLP PPO); False shares one (its Atari PPO, a CNN).
+    separate_critic: bool = True
+    discount: float = 0.99
+    gae_lambda: float = 0.95
+    clip_coef: float = 0.2  # the surrogate's ratio clip epsilon
+    clip_value_loss: bool = True  # clip the value's change to clip_coef around its value before the update
+    value_cost: float = 0.5
+    entropy_cost: float = 0.01
+    normalize_advantages: bool = True  # per minibatch, over every learner device's share of it
+    learning_rate: float = 2.5e-4
+    lr_decay_steps: int | None = None  # linear decay to 0 over this many optimizer steps; None: constant
+    adam_eps: float = 1e-5  # CleanRL's (PyTorch's default 1e-8 is less stable here)
+    max_grad_norm: float = 0.5
+    num_epochs: int = 4  # passes over each rollout (update_epochs)
+    # Minibatches per epoch: each takes steps_per_cycle / num_minibatches of every env's steps.
+    num_minibatches: int = 4
+    # Running mean/variance of observations (vector observations), clipped to +-10 after
+    # normalising, as CleanRL's MuJoCo PPO (gymnasium's NormalizeObservation + clip).
+    normalize_observations: bool = False
+    # Rewards divided by the running std of each env's discounted return, clipped to +-10
+    # (gymnasium's NormalizeReward, CleanRL's MuJoCo PPO).
+    scale_rewards: bool = False
+    log_std_init: float = 0.0  # Gaussian policies: the initial (state-independent) log std
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "hidden_sizes", tuple(self.hidden_sizes))
+        if self.torso not in TORSO_KINDS:
+            raise ValueError(f"torso must be one of {TORSO_KINDS}, got {self.torso!r}")
+        if self.activation not in ("tanh", "relu"):
+            raise ValueError(f"activation must be 'tanh' or 'relu', got {self.activation!r}")
+        if not self.hidden_sizes or any(not isinstance(h, int) or h < 1 for h in self.hidden_sizes):
+            raise ValueError(f"hidden_sizes must be positive ints, got {self.hidden_sizes}")
+        for name in ("num_epochs", "num_minibatches"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+        for name in ("discount", "gae_lambda"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)}")
+        for name in ("clip_coef", "learning_rate", "adam_eps", "max_grad_norm"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+        for name in ("value_cost", "entropy_cost"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if self.lr_decay_steps is not None and self.lr_decay_steps < 1:
+            raise ValueError(f"lr_decay_steps must be >= 1 or None, got {self.lr_decay_steps}")
