@@ -89,9 +89,11 @@ def _check_minibatches(agent: Agent, layout: ExperienceLayout) -> tuple[int, int
             raise ValueError(f"{name}.{hook}() must be a positive int, got {value!r}")
     if agent.minibatch_over not in ("envs", "steps"):
         raise ValueError(f"{name}.minibatch_over must be 'envs' or 'steps', got {agent.minibatch_over!r}")
-    if (m > 1 or epochs > 1 or agent.minibatch_over == "steps") and agent.num_off_policy_optims_per_cycle() > 0:
-        raise ValueError(f"{name}: num_minibatches() > 1, num_epochs() > 1 and minibatch_over='steps' are for "
-                         "on-policy agents; an off-policy agent samples its own batches from its experience state")
+    on_policy_only = [what for what, used in (("num_minibatches() > 1", m > 1), ("num_epochs() > 1", epochs > 1),
+                                              ("minibatch_over='steps'", agent.minibatch_over == "steps")) if used]
+    if on_policy_only and agent.num_off_policy_optims_per_cycle() > 0:
+        raise ValueError(f"{name}: {' and '.join(on_policy_only)} is for on-policy agents; an off-policy agent "
+                         "samples its own batches from its experience state")
     if epochs > 1 and agent.minibatch_over != "steps":
         raise ValueError(f"{name}: num_epochs() > 1 needs minibatch_over='steps' (several passes over minibatches "
                          "of envs, for sequence agents, are not supported yet)")
