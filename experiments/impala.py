@@ -17,7 +17,8 @@ from absl import flags
 from sebulba.agents.impala import Impala, ImpalaConfig
 from sebulba.experiment import cli
 from sebulba.experiment.cli import Experiment, build, define_loop_flags, overrides_from_flags, train
-from sebulba.experiment.env_kind import env_kind, require_discrete_actions
+from sebulba.distributions import check_action_space
+from sebulba.experiment.env_kind import env_kind
 
 # ---------------------------------------------------------------- presets
 # CartPole: the learning bar's configuration (mean return >= 475 over the last 20 episodes).
@@ -37,6 +38,12 @@ CARTPOLE = dict(
 # Summed, FrozenLake-v1 (is_slippery=False) reaches 0.9 by 21k env steps and ends at 1.0 on seeds
 # 0-2 (epsilon after the square root instead: 108-116k). 200k env steps.
 TABULAR = dict(CARTPOLE, total_env_steps=200_000, agent=dataclasses.replace(CARTPOLE["agent"], loss_reduction="sum"))
+# Continuous actions (a Gaussian policy with a state-independent log std; Pendulum-v1): see
+# BENCHMARKS.md for the sweep behind these values.
+CONTROL = dict(
+    total_env_steps=300_000, num_envs=16, steps_per_cycle=20, async_mode=False, inferencers_per_device=1,
+    log_every_s=0.5, agent=ImpalaConfig(learning_rate=1e-3, discount=0.9, entropy_cost=0.0, separate_value_torso=True),
+)
 # Atari: the paper's settings (unroll 20, batch 32, IMPALA ResNet, RMSProp 6e-4 decayed linearly,
 # epsilon 0.01, gradient clip 40, all on losses summed over the batch as in its code), on its
 # preprocessing: 84x84 gray, 4 stacked frames, frame skip 4, up to 30 noops, rewards clipped to
@@ -54,10 +61,13 @@ ATARI = dict(
 
 def preset(env_id: str, env_kwargs: dict | None = None) -> dict:
     """The preset for the env's kind (sebulba.experiment.env_kind): Atari games get ATARI, envs
-    with vector or image observations CARTPOLE, tabular (Discrete-state) ones TABULAR. IMPALA
-    needs Discrete actions: any other env is refused here, in one line, before anything is built."""
+    with continuous actions CONTROL, envs with vector or image observations CARTPOLE, tabular
+    (Discrete-state) ones TABULAR. An action space IMPALA cannot take (neither Discrete nor a
+    bounded rank-1 Box) is refused here, in one line, before anything is built."""
     kind = env_kind(env_id, env_kwargs)
-    require_discrete_actions("IMPALA", kind)
+    check_action_space(kind.action_space, f"IMPALA ({env_id})")
+    if kind.actions == "continuous":
+        return CONTROL
     return {"atari": ATARI, "tabular": TABULAR}.get(kind.observations, CARTPOLE)
 
 
@@ -84,7 +94,7 @@ AGENT_FLAGS = {"learning_rate": "learning_rate", "entropy_cost": "entropy_cost",
                "discount": "discount", "vtrace_lambda": "lambda_", "max_grad_norm": "max_grad_norm", "torso": "torso",
                "hidden_sizes": "hidden_sizes", "loss_reduction": "loss_reduction", "num_minibatches": "num_minibatches",
                "rmsprop_eps_in_sqrt": "rmsprop_eps_in_sqrt"}
-cli.describe_presets({"vector/image": CARTPOLE, "tabular": TABULAR, "Atari": ATARI}, AGENT_FLAGS)
+cli.describe_presets({"vector/image": CARTPOLE, "tabular": TABULAR, "continuous": CONTROL, "Atari": ATARI}, AGENT_FLAGS)
 
 
 def make_experiment(env: str, seed: int = 0, **overrides) -> Experiment:

@@ -20,7 +20,7 @@ CASES = [
     ("experiments.impala", ["--no_such_flag=1"], 2, "Unknown command line flag 'no_such_flag'"),
     ("experiments.impala", ["--env=LunarLander-v3"], 2, "gymnasium[box2d]"),
     ("experiments.r2d2", ["--env=Nope-v0"], 2, "unknown task id 'Nope-v0'"),
-    ("experiments.impala", ["--env=Pendulum-v1"], 2, "IMPALA needs a Discrete action space"),
+    ("experiments.r2d2", ["--env=Pendulum-v1"], 2, "R2D2 needs a Discrete action space"),
     ("experiments.impala", ["--resume=/nonexistent/run"], 2, "/nonexistent/run is not a run directory"),
 ]
 

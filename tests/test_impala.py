@@ -4,12 +4,14 @@ import csv
 import json
 import re
 
+import gymnasium as gym
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import envs
+import sebulba
 from sebulba.agents.impala import Impala, ImpalaConfig
 from sebulba.types import EnvStep, Trajectory
 from tests.support.cli import run_experiment
@@ -107,9 +109,24 @@ def test_config_validation(kwargs, message):
         ImpalaConfig(**kwargs)
 
 
-def test_continuous_actions_are_rejected():
-    with pytest.raises(ValueError, match="Discrete action space"):
-        Impala(envs.make_spec("Pendulum-v1"))
+def test_action_spaces_it_cannot_take_are_rejected():
+    spec = envs.make_spec("CartPole-v1")
+    spec.action_space = gym.spaces.MultiDiscrete([2, 2])
+    with pytest.raises(ValueError, match="IMPALA takes a Discrete or a rank-1 float Box action space, got Multi"):
+        Impala(spec)
+    spec.action_space = gym.spaces.Box(-np.inf, np.inf, (2,), np.float32)
+    with pytest.raises(ValueError, match="IMPALA needs a bounded Box action space"):
+        Impala(spec)
+
+
+def test_gaussian_policy_records_its_distribution_and_unclipped_sample():
+    agent = Impala(envs.make_spec("Pendulum-v1"), ImpalaConfig(log_std_init=2.0))
+    networks = agent.init_networks(jax.random.key(0))
+    es = sebulba.EnvStep(jnp.zeros((32, 3)), jnp.zeros(32), jnp.zeros(32, bool), jnp.zeros(32, bool), jnp.ones(32, bool))
+    out, _ = jax.jit(agent.step)(networks, agent.init_step_state(networks, 32, jax.random.key(1)), es)
+    sample = np.asarray(out.extras["sample"])
+    assert np.abs(sample).max() > 2.0 and out.extras["policy"].mean.shape == (32, 1)
+    np.testing.assert_array_equal(out.action, np.clip(sample, -2.0, 2.0))
 
 
 def run_cli(*args):

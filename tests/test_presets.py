@@ -12,14 +12,17 @@ import pytest
 
 from tests.support.cli import ROOT, last_metrics, run_experiment
 
-KINDS = [  # env, its kwargs, IMPALA's preset, R2D2's preset
-    ("CartPole-v1", None, "CARTPOLE", "CARTPOLE"),
-    ("Acrobot-v1", None, "CARTPOLE", "CARTPOLE"),
-    ("MountainCar-v0", None, "CARTPOLE", "CARTPOLE"),
-    ("FrozenLake-v1", {"is_slippery": False}, "TABULAR", "CARTPOLE"),
-    ("CliffWalking-v1", None, "TABULAR", "CARTPOLE"),
-    ("CartPoleNoVelocity-v1", None, "CARTPOLE", "MEMORY"),
-    ("Pong-v5", None, "ATARI", "ATARI"),
+KINDS = [  # env, its kwargs, IMPALA's preset, R2D2's preset, PPO's preset
+    ("CartPole-v1", None, "CARTPOLE", "CARTPOLE", "CARTPOLE"),
+    ("Acrobot-v1", None, "CARTPOLE", "CARTPOLE", "CARTPOLE"),
+    ("MountainCar-v0", None, "CARTPOLE", "CARTPOLE", "CARTPOLE"),
+    ("FrozenLake-v1", {"is_slippery": False}, "TABULAR", "CARTPOLE", "CARTPOLE"),
+    ("CliffWalking-v1", None, "TABULAR", "CARTPOLE", "CARTPOLE"),
+    ("CartPoleNoVelocity-v1", None, "CARTPOLE", "MEMORY", "CARTPOLE"),
+    ("Pong-v5", None, "ATARI", "ATARI", "ATARI"),
+    ("Pendulum-v1", None, "CONTROL", None, "CONTROL"),
+    ("MountainCarContinuous-v0", None, "CONTROL", None, "CONTROL"),
+    ("Pendulum-v1", {"backend": "process"}, "CONTROL", None, "MUJOCO"),  # a Gymnasium env in worker processes
 ]
 # The entry points define their flags on import, so each is imported in a process of its own.
 SCRIPT = """
@@ -44,16 +47,17 @@ def presets(agent: str, cases: list) -> dict:
     return json.loads(out.stdout)
 
 
-@pytest.mark.parametrize("agent, column", [("impala", 2), ("r2d2", 3)])
+@pytest.mark.parametrize("agent, column", [("impala", 2), ("r2d2", 3), ("ppo", 4)])
 def test_the_preset_follows_the_envs_kind(agent, column):
-    got = presets(agent, [[env, kwargs] for env, kwargs, *_ in KINDS])
-    assert got == {case[0]: case[column] for case in KINDS}
+    cases = [case for case in KINDS if case[column] is not None]
+    for case in cases:  # one process per case: a repeated id with other kwargs
+        got = presets(agent, [[case[0], case[1]]])
+        assert got == {case[0]: case[column]}, case
 
 
-@pytest.mark.parametrize("agent, name", [("impala", "IMPALA"), ("r2d2", "R2D2")])
-def test_continuous_actions_are_refused_by_name(agent, name):
-    got = presets(agent, [["Pendulum-v1", None]])["Pendulum-v1"]
-    assert got.startswith(f"ValueError: {name} needs a Discrete action space; Pendulum-v1 has Box(-2.0, 2.0, (1,)"), got
+def test_continuous_actions_are_refused_by_name_by_a_discrete_only_agent():
+    got = presets("r2d2", [["Pendulum-v1", None]])["Pendulum-v1"]
+    assert got.startswith("ValueError: R2D2 needs a Discrete action space; Pendulum-v1 has Box(-2.0, 2.0, (1,)"), got
 
 
 def test_r2d2_runs_mountain_car_with_its_preset(tmp_path):

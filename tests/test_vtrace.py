@@ -11,6 +11,7 @@ from absl.testing import parameterized
 
 from sebulba.agents.impala import losses
 from sebulba.agents.impala.vtrace import vtrace, vtrace_td_error_and_advantage
+from sebulba.distributions import DiagGaussian
 
 # A T=3 trajectory used by the hand checks: V(x_0..x_3) = 1, 2, 3, 4; rewards 1, 2, 3; gamma 0.5.
 # One-step TD errors r_s + gamma V(x_{s+1}) - V(x_s):
@@ -310,6 +311,43 @@ class LossesTest(chex.TestCase):
             target[:T], behaviour, actions, values, rewards, discounts, mask
         )
         _close(total2, total, atol=1e-6)
+
+    @chex.variants(with_jit=True, without_jit=True)
+    def test_impala_loss_on_gaussian_policies(self):
+        """Continuous IMPALA: rho from Gaussian log-probs of the (unclipped) sampled actions, summed
+        over action dims; the numpy reference writes the densities out."""
+        rng = np.random.default_rng(3)
+        T, D = 6, 2
+        mean_t, mean_b = rng.normal(size=(T + 1, D)).astype(np.float32), rng.normal(size=(T, D)).astype(np.float32)
+        log_std_t = np.full((T + 1, D), -0.3, np.float32)
+        log_std_b = rng.normal(0.0, 0.2, (T, D)).astype(np.float32)
+        actions = rng.normal(size=(T, D)).astype(np.float32) * 2.0
+        values = rng.normal(size=T + 1).astype(np.float32)
+        rewards = rng.normal(size=T).astype(np.float32)
+        discounts = np.full(T, 0.9, np.float32)
+        discounts[3] = 0.0
+        mask = np.ones(T, bool)
+        mask[4] = False
+        target, behaviour = DiagGaussian(mean_t, log_std_t), DiagGaussian(mean_b, log_std_b)
+        kw = dict(lambda_=0.95, baseline_cost=0.5, entropy_cost=0.01)
+        total, metrics, count = self.variant(functools.partial(losses.impala_loss, **kw))(
+            target, behaviour, actions, values, rewards, discounts, mask)
+
+        def logp(mean, log_std, a):
+            return np.sum(-0.5 * ((a - mean) / np.exp(log_std)) ** 2 - log_std - 0.5 * np.log(2 * np.pi), -1)
+
+        logp_t = logp(mean_t[:T].astype(np.float64), log_std_t[:T], actions)
+        rho = np.where(mask, np.exp(logp_t - logp(mean_b.astype(np.float64), log_std_b, actions)), 0.0)
+        targets = ref_vtrace_recursive(values[:-1], values[1:], rewards, discounts, rho, 0.95, 1.0, 1.0)
+        _, adv = ref_pg_advantage(values[:-1], values[1:], rewards, discounts, rho, targets, 1.0)
+        m = mask.astype(np.float64)
+        ent = np.sum(log_std_t[:T] + 0.5 + 0.5 * np.log(2 * np.pi), -1)
+        pg, base = -np.sum(m * logp_t * adv), 0.5 * np.sum(m * (targets - values[:-1]) ** 2)
+        self.assertEqual(float(count), T - 1)
+        _close(metrics["rho"], np.sum(m * rho), atol=1e-4)
+        _close(metrics["pg_loss"], pg, atol=1e-4)
+        _close(metrics["baseline_loss"], base, atol=1e-4)
+        _close(total, pg + 0.5 * base - 0.01 * np.sum(m * ent), atol=1e-4)
 
     def test_impala_loss_gradients_are_finite_and_skip_masked_steps(self):
         rng = np.random.default_rng(1)

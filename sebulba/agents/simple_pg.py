@@ -10,6 +10,7 @@ import dataclasses
 from collections.abc import Sequence
 
 import flax.linen as nn
+import gymnasium as gym
 import jax
 import jax.numpy as jnp
 import optax
@@ -81,6 +82,8 @@ class SimplePolicyGradient(Agent[dict, optax.OptState, Trajectory, jax.Array]):
 
     def __init__(self, env_spec: envs.EnvSpec, config: SPGConfig = SPGConfig()):
         super().__init__(env_spec)
+        if not isinstance(env_spec.action_space, gym.spaces.Discrete):
+            raise ValueError(f"SimplePolicyGradient needs a Discrete action space, got {env_spec.action_space}")
         self.config = config
         self.net = PolicyValueMLP(tuple(config.hidden_sizes), int(env_spec.action_space.n))
 

@@ -15,6 +15,7 @@ from sebulba.agent import Agent
 from sebulba.agents.impala.config import ImpalaConfig
 from sebulba.agents.impala.losses import impala_loss
 from sebulba.agents.impala.networks import make_network
+from sebulba.distributions import check_action_space, clip_to_space
 from sebulba.sharding import LEARNER_AXIS
 from sebulba.types import ActorOutput, EnvStep, Metrics, Trajectory
 
@@ -24,10 +25,10 @@ class Impala(Agent[dict, optax.OptState, Trajectory, jax.Array]):
 
     def __init__(self, env_spec: envs.EnvSpec, config: ImpalaConfig = ImpalaConfig()):
         super().__init__(env_spec)
-        if not isinstance(env_spec.action_space, gym.spaces.Discrete):
-            raise ValueError(f"IMPALA needs a Discrete action space, got {env_spec.action_space}")
+        check_action_space(env_spec.action_space, "IMPALA")
         self.config = config
-        self.net = make_network(env_spec.observation_space, int(env_spec.action_space.n), config)
+        self.continuous = isinstance(env_spec.action_space, gym.spaces.Box)
+        self.net = make_network(env_spec.observation_space, env_spec.action_space, config)
         self._loss_fn = functools.partial(
             impala_loss,
             lambda_=config.lambda_,
@@ -59,8 +60,12 @@ class Impala(Agent[dict, optax.OptState, Trajectory, jax.Array]):
 
     def step(self, networks: dict, step_state: jax.Array, env_step: EnvStep) -> tuple[ActorOutput, jax.Array]:
         key, sample = jax.random.split(step_state)
-        logits, _ = self.net.apply(networks, env_step.obs)
-        return ActorOutput(jax.random.categorical(sample, logits), extras=logits), key
+        policy, _ = self.net.apply(networks, env_step.obs)
+        if self.continuous:  # the env gets the sample clipped to its bounds; the sample is learned
+            action = policy.sample(sample)
+            extras = {"policy": policy, "sample": action}
+            return ActorOutput(clip_to_space(action, self.env_spec.action_space), extras), key
+        return ActorOutput(jax.random.categorical(sample, policy), extras=policy), key
 
     def update_experience(self, experience, initial_step_state, final_step_state, trajectory: Trajectory) -> Trajectory:
         return trajectory  # on-policy: each trajectory is learned from once
@@ -69,12 +74,17 @@ class Impala(Agent[dict, optax.OptState, Trajectory, jax.Array]):
         es = experience.env_step
         T, B = experience.action.shape[:2]
         obs = es.obs.reshape((T + 1) * B, *es.obs.shape[2:])
-        logits, values = self.net.apply(networks, obs)
-        logits, values = logits.reshape(T + 1, B, -1), values.reshape(T + 1, B)
+        policy, values = self.net.apply(networks, obs)
+        policy = jax.tree.map(lambda x: x.reshape(T + 1, B, *x.shape[1:]), policy)
+        values = values.reshape(T + 1, B)
         discounts = self.config.discount * (1.0 - es.terminated[1:].astype(jnp.float32))
         mask = ~(es.terminated[:-1] | es.truncated[:-1])  # the step after a final state resets: not a transition
+        if self.continuous:
+            behaviour, actions = experience.extras["policy"], experience.extras["sample"]
+        else:
+            behaviour, actions = experience.extras, experience.action
         total, sums, count = jax.vmap(self._loss_fn, in_axes=1)(
-            logits, experience.extras, experience.action, values, es.reward[1:], discounts, mask
+            policy, behaviour, actions, values, es.reward[1:], discounts, mask
         )
         n = jnp.maximum(count.sum(), 1.0)
         metrics = {k: v.sum() / n for k, v in sums.items()}

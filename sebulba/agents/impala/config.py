@@ -34,6 +34,7 @@ class ImpalaConfig:
     # Learn each trajectory as this many minibatches of its envs, one optimizer step each (the
     # Cleanba peer's num_minibatches): 64 envs as 2 minibatches keep the paper's batch of 32.
     num_minibatches: int = 1
+    log_std_init: float = 0.0  # Box action spaces: the Gaussian policy's initial (state-independent) log std
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "hidden_sizes", tuple(self.hidden_sizes))

@@ -19,39 +19,43 @@ vmap maps only the arrays):
 
 from __future__ import annotations
 
+from typing import Union
+
 import chex
 import jax
 import jax.numpy as jnp
 
 from sebulba.agents.impala.vtrace import vtrace_td_error_and_advantage
+from sebulba.distributions import Categorical, Distribution, as_distribution
 
 Array = jax.Array
+Policy = Union[Array, Distribution]  # categorical logits, or a distribution (continuous IMPALA)
 Numeric = chex.Numeric
 
 
-def _log_prob(logits: Array, a: Array) -> Array:
-    return jnp.take_along_axis(jax.nn.log_softmax(logits), a[:, None].astype(jnp.int32), axis=-1)[:, 0]
+def _steps(policy: Policy) -> int:
+    """T of a policy over one trajectory: logits [T, A] or a distribution of [T, ...] leaves."""
+    leaves = jax.tree.leaves(policy)
+    chex.assert_rank(leaves, 2)
+    return leaves[0].shape[0]
 
 
-def _entropy(logits: Array) -> Array:
-    logp = jax.nn.log_softmax(logits)
-    return -jnp.sum(jnp.exp(logp) * logp, axis=-1)
-
-
-def policy_gradient_loss(logits_tm1: Array, a_tm1: Array, adv_tm1: Array, mask_tm1: Array) -> Array:
-    """-sum_s mask_s log pi(a_s | x_s) stop_gradient(adv_s). logits [T, A], the rest [T]."""
-    chex.assert_rank([logits_tm1, a_tm1, adv_tm1, mask_tm1], [2, 1, 1, 1])
-    chex.assert_equal_shape([a_tm1, adv_tm1, mask_tm1])
-    chex.assert_equal_shape_prefix([logits_tm1, a_tm1], 1)
-    logp = _log_prob(logits_tm1, a_tm1)
+def policy_gradient_loss(logits_tm1: Policy, a_tm1: Array, adv_tm1: Array, mask_tm1: Array) -> Array:
+    """-sum_s mask_s log pi(a_s | x_s) stop_gradient(adv_s). logits [T, A] (or a distribution,
+    e.g. a Gaussian's mean and log std [T, D] with actions [T, D]), the rest [T]."""
+    chex.assert_rank([adv_tm1, mask_tm1], [1, 1])
+    chex.assert_equal_shape([adv_tm1, mask_tm1])
+    chex.assert_axis_dimension(a_tm1, 0, _steps(logits_tm1))
+    logp = as_distribution(logits_tm1).log_prob(a_tm1)
     return -jnp.sum(mask_tm1 * logp * jax.lax.stop_gradient(adv_tm1))
 
 
-def entropy_loss(logits_tm1: Array, mask_tm1: Array) -> Array:
-    """-sum_s mask_s H(pi(. | x_s)): minimizing it maximizes the entropy. logits [T, A], mask [T]."""
-    chex.assert_rank([logits_tm1, mask_tm1], [2, 1])
-    chex.assert_equal_shape_prefix([logits_tm1, mask_tm1], 1)
-    return -jnp.sum(mask_tm1 * _entropy(logits_tm1))
+def entropy_loss(logits_tm1: Policy, mask_tm1: Array) -> Array:
+    """-sum_s mask_s H(pi(. | x_s)): minimizing it maximizes the entropy. logits [T, A] (or a
+    distribution), mask [T]."""
+    chex.assert_rank(mask_tm1, 1)
+    chex.assert_axis_dimension(mask_tm1, 0, _steps(logits_tm1))
+    return -jnp.sum(mask_tm1 * as_distribution(logits_tm1).entropy())
 
 
 def baseline_loss(errors: Array, mask: Array) -> Array:
@@ -82,9 +86,10 @@ def impala_loss(
 
     Args:
       target_logits: [T + 1, A] or [T, A] the learner's policy logits (a last row, the bootstrap
-        observation's, is ignored).
-      behaviour_logits: [T, A] the acting policy's logits, recorded by the actor.
-      actions: [T] int, the actions taken.
+        observation's, is ignored); or a distribution (`sebulba.distributions`, e.g. a Gaussian's
+        mean and log std [T (+ 1), D]) for continuous actions.
+      behaviour_logits: [T, A] the acting policy's logits (or distribution), recorded by the actor.
+      actions: [T] int, the actions taken; [T, D] for a Gaussian (the unclipped samples).
       values: [T + 1] the learner's values V(x_0..x_T); V(x_T) bootstraps.
       rewards: [T] r_{s+1} (env_step.reward[1:]).
       discounts: [T] gamma * (1 - terminated at x_{s+1}) (the discount is folded in here).
@@ -100,20 +105,22 @@ def impala_loss(
       pg_loss, baseline_loss, entropy_loss, entropy, rho, rho_clipped (steps with
       rho > clip_rho_threshold), advantage, value; count = number of valid steps (float32 scalar).
     """
-    T = actions.shape[0]
-    chex.assert_rank(
-        [target_logits, behaviour_logits, actions, values, rewards, discounts, mask], [2, 2, 1, 1, 1, 1, 1]
-    )
+    T = rewards.shape[0]
+    chex.assert_rank([values, rewards, discounts, mask], 1)
     chex.assert_shape(values, (T + 1,))
-    chex.assert_equal_shape([actions, rewards, discounts, mask])
-    chex.assert_equal_shape_prefix([behaviour_logits, actions], 1)
-    if target_logits.shape[0] == T + 1:
-        target_logits = target_logits[:-1]
-    chex.assert_equal_shape([target_logits, behaviour_logits])
+    chex.assert_equal_shape([rewards, discounts, mask])
+    chex.assert_axis_dimension(actions, 0, T)
+    chex.assert_rank(actions, 1 if isinstance(as_distribution(behaviour_logits), Categorical) else 2)
+    if _steps(behaviour_logits) != T:
+        raise ValueError(f"behaviour policy of {_steps(behaviour_logits)} steps for {T} rewards")
+    if _steps(target_logits) == T + 1:
+        target_logits = jax.tree.map(lambda x: x[:-1], target_logits)
+    chex.assert_trees_all_equal_shapes(target_logits, behaviour_logits)
+    target, behaviour = as_distribution(target_logits), as_distribution(behaviour_logits)
 
     valid = mask.astype(bool)
     maskf = valid.astype(values.dtype)
-    log_rho = jax.lax.stop_gradient(_log_prob(target_logits, actions) - _log_prob(behaviour_logits, actions))
+    log_rho = jax.lax.stop_gradient(target.log_prob(actions) - behaviour.log_prob(actions))
     # where-before-exp: a masked step's logits may be arbitrary; no inf * 0 = NaN there.
     rho = jnp.where(valid, jnp.exp(jnp.where(valid, log_rho, 0.0)), 0.0).astype(values.dtype)
 

@@ -7,28 +7,39 @@ import gymnasium as gym
 import jax
 
 from sebulba.agents.impala.config import ImpalaConfig
-from sebulba.networks import MLPTorso, torso_for
+from sebulba.distributions import DiagGaussian
+from sebulba.networks import GaussianHead, MLPTorso, torso_for
 
 
 class ImpalaNet(nn.Module):
     """A torso with policy and baseline heads; with `value_torso`, the baseline has its own torso
-    (large baseline gradients on unscaled returns then cannot disturb the policy's features)."""
+    (large baseline gradients on unscaled returns then cannot disturb the policy's features).
+    The policy: logits of a Discrete space's actions, or for a Box (`continuous`) a Gaussian over
+    its `num_actions` dims with a state-independent log std."""
 
     torso: nn.Module
     num_actions: int
     value_torso: nn.Module | None = None
+    continuous: bool = False
+    log_std_init: float = 0.0
 
     @nn.compact
-    def __call__(self, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
-        """obs [B, ...] -> (policy logits [B, A], baseline values [B])."""
+    def __call__(self, obs: jax.Array) -> tuple[jax.Array | DiagGaussian, jax.Array]:
+        """obs [B, ...] -> (policy logits [B, A] or a DiagGaussian [B, D], baseline values [B])."""
         h = self.torso(obs)
         hv = h if self.value_torso is None else self.value_torso(obs)
-        return nn.Dense(self.num_actions, name="policy")(h), nn.Dense(1, name="baseline")(hv)[:, 0]
+        if self.continuous:
+            policy = GaussianHead(self.num_actions, self.log_std_init, name="policy")(h)
+        else:
+            policy = nn.Dense(self.num_actions, name="policy")(h)
+        return policy, nn.Dense(1, name="baseline")(hv)[:, 0]
 
 
-def make_network(observation_space: gym.spaces.Space, num_actions: int, config: ImpalaConfig) -> ImpalaNet:
+def make_network(observation_space: gym.spaces.Space, action_space: gym.spaces.Space, config: ImpalaConfig) -> ImpalaNet:
     torso = torso_for(observation_space, config.torso)
     if isinstance(torso, MLPTorso):
         torso = torso.clone(hidden_sizes=config.hidden_sizes)
     value_torso = torso.clone() if config.separate_value_torso else None
-    return ImpalaNet(torso, num_actions, value_torso)
+    continuous = isinstance(action_space, gym.spaces.Box)
+    size = action_space.shape[0] if continuous else int(action_space.n)
+    return ImpalaNet(torso, size, value_torso, continuous, config.log_std_init)
