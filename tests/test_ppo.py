@@ -200,6 +200,34 @@ def test_one_and_two_learner_devices_give_the_same_update(spec, config):
         assert float(metrics["policy_std"]) > 0
 
 
+def test_epochs_are_plain_optimizer_steps_on_the_samples_begin_update_makes():
+    """With one minibatch, the learner's E epochs equal E full-batch optax steps written out."""
+    import optax
+
+    agent = PPO(CARTPOLE, PPOConfig(num_epochs=3, num_minibatches=1, learning_rate=1e-3))
+    initial, final, traj = one_cycle(CARTPOLE, agent)
+    sharding = LearnerSharding.create(jax.devices()[:1], 8)
+    learner = Learner(agent, sharding, ExperienceLayout(1, 8, 16), jax.random.key(0))
+    networks, opt_state = jax.tree.map(np.asarray, (learner.networks, learner.opt_state))
+    learner.update(sharding.per_env(initial), sharding.per_env(final), sharding.per_env(traj, axis=1))
+
+    def reference(networks, opt_state, traj):
+        networks, samples = agent.begin_update(networks, traj, jax.random.key(0))
+        for _ in range(3):
+            grads = jax.grad(lambda n: agent.loss(n, samples, jax.random.key(0))[0])(networks)
+            updates, opt_state = agent.tx.update(grads, opt_state, networks)
+            networks = optax.apply_updates(networks, updates)
+        return networks
+
+    P = jax.sharding.PartitionSpec
+    want = jax.jit(jax.shard_map(reference, mesh=sharding.mesh, in_specs=P(), out_specs=P(), check_vma=False))(
+        networks, opt_state, traj)
+    moved = jax.tree.map(lambda a, b: np.abs(np.asarray(a) - np.asarray(b)).max(), want, networks)
+    assert max(jax.tree.leaves(moved)) > 1e-3  # three real steps ...
+    for a, b in zip(jax.tree.leaves(learner.networks), jax.tree.leaves(want)):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)  # ... and the same ones
+
+
 def test_each_epoch_shuffles_every_envs_steps_afresh():
     T, B, M = 8, 3, 4
     samples = {"t": jnp.broadcast_to(jnp.arange(T)[:, None], (T, B)), "b": jnp.broadcast_to(jnp.arange(B), (T, B))}

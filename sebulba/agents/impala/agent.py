@@ -41,7 +41,7 @@ class Impala(Agent[dict, optax.OptState, Trajectory, jax.Array]):
 
     def init_networks(self, key: jax.Array) -> dict:
         space = self.env_spec.observation_space
-        return self.net.init(key, jnp.zeros((1, *space.shape), space.dtype))
+        return self.net.init(key, jnp.zeros((1, *space.shape), jax.dtypes.canonicalize_dtype(space.dtype)))
 
     def optimizer(self) -> optax.GradientTransformation:
         c = self.config

@@ -70,7 +70,7 @@ class PPO(Agent[dict, optax.OptState, Samples, StepState]):
     def init_networks(self, key: jax.Array) -> dict:
         space = self.env_spec.observation_space
         return {
-            "params": self.net.init(key, jnp.zeros((1, *space.shape), space.dtype)),
+            "params": self.net.init(key, jnp.zeros((1, *space.shape), jax.dtypes.canonicalize_dtype(space.dtype))),
             "obs_stats": normalization.init(space.shape) if self.config.normalize_observations else (),
             "return_stats": normalization.init(()) if self.config.scale_rewards else (),
         }
