@@ -107,12 +107,11 @@ def make_experiment(env: str, seed: int = 0, **overrides) -> Experiment:
     p = preset(env, overrides.get("env_kwargs"))
     T = overrides.get("steps_per_cycle") or p["steps_per_cycle"]
     exp = build(env, seed, p, overrides, lambda agent: T, minibatches_of_envs=False)
-    loop, agent = exp.loop, exp.agent
+    agent = exp.agent
     if T % agent.num_minibatches:
         raise ValueError(f"--num_minibatches={agent.num_minibatches} must divide --steps_per_cycle={T}: each "
                          "minibatch takes an equal share of every env's steps")
-    learner_steps = -(-exp.total_env_steps // (loop.num_envs * T * loop.num_inferencers)) * loop.num_inferencers
-    optimizer_steps = learner_steps * agent.num_epochs * agent.num_minibatches
+    optimizer_steps = cli.learner_updates(exp) * agent.num_epochs * agent.num_minibatches
     return dataclasses.replace(exp, agent=dataclasses.replace(agent, lr_decay_steps=optimizer_steps))
 
 

@@ -53,15 +53,21 @@ class MLPTorso(nn.Module):
 
 class GaussianHead(nn.Module):
     """A diagonal Gaussian policy: the mean from the features, a state-independent log std
-    (a learned vector, CleanRL's PPO choice: DESIGN.md, "Continuous actions")."""
+    (a learned vector, CleanRL's PPO choice: DESIGN.md, "Continuous actions"). With `bounds`
+    ((low, ...), (high, ...)), the mean is kept inside them by a tanh (samples may still fall
+    outside, and are clipped for the env)."""
 
     action_dim: int
     log_std_init: float = 0.0
     kernel_init: Callable[..., jax.Array] = nn.initializers.lecun_normal()
+    bounds: tuple[tuple[float, ...], tuple[float, ...]] | None = None
 
     @nn.compact
     def __call__(self, features: jax.Array) -> DiagGaussian:
         mean = nn.Dense(self.action_dim, kernel_init=self.kernel_init, name="mean")(features)
+        if self.bounds is not None:
+            low, high = (jnp.asarray(b, jnp.float32) for b in self.bounds)
+            mean = (high + low) / 2 + (high - low) / 2 * jnp.tanh(mean)
         log_std = self.param("log_std", nn.initializers.constant(self.log_std_init), (self.action_dim,))
         return DiagGaussian(mean, jnp.broadcast_to(log_std, mean.shape))
 

@@ -14,6 +14,7 @@ LONG_TESTS = {
     "test_r2d2.py::test_learning_bar_cartpole": 170,
     "test_checkpoint.py::test_replay_is_saved": 40,
     "test_impala.py::test_learning_bar_cartpole": 36,
+    "test_impala.py::test_learning_bar_pendulum": 40,
     "test_ppo.py::test_learning_bar_pendulum": 30,
     "test_ppo.py::test_an_interrupted_run": 28,
     "test_ppo.py::test_learning_bar_cartpole": 22,

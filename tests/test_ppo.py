@@ -248,6 +248,21 @@ def test_each_epoch_shuffles_every_envs_steps_afresh():
     assert not (first["t"] == second["t"]).all()
 
 
+def test_the_epochs_api_is_validated():
+    class EpochsOverEnvs(PPO):
+        minibatch_over = "envs"
+
+    class NotSamples(PPO):
+        def begin_update(self, networks, experience, key):
+            return networks, {"steps": experience.action, "total": experience.action.sum()}
+
+    cfg = sebulba.LoopConfig(num_envs=4, steps_per_cycle=8, async_mode=False, log_every_s=1000.0)
+    with pytest.raises(ValueError, match=r"EpochsOverEnvs: num_epochs\(\) > 1 needs minibatch_over='steps'"):
+        sebulba.GymnasiumLoop(EpochsOverEnvs(CARTPOLE, PPOConfig(num_minibatches=1)), cfg)
+    with pytest.raises(ValueError, match=r"every leaf of the experience that begin_update returns must be \[T, B"):
+        sebulba.GymnasiumLoop(NotSamples(CARTPOLE, PPOConfig(num_minibatches=2)), cfg)  # found when compiling ahead
+
+
 def test_gaussian_actions_are_clipped_for_the_env_and_the_sample_is_learned():
     agent = PPO(PENDULUM, PPOConfig(log_std_init=2.0))  # std 7.4 against bounds of +-2
     networks = agent.init_networks(jax.random.key(0))

@@ -105,6 +105,14 @@ def build(env: str, seed: int, preset: dict, overrides: dict, steps_per_cycle: C
     return Experiment(loop, agent, get("total_env_steps"))
 
 
+def learner_updates(exp: Experiment) -> int:
+    """The learner updates (one per cycle of an inferencer) the experiment's budget takes, rounded
+    up to whole rounds of every inferencer: what a learning-rate schedule spans."""
+    loop = exp.loop
+    per_update = loop.num_envs * loop.steps_per_cycle
+    return -(-exp.total_env_steps // (per_update * loop.num_inferencers)) * loop.num_inferencers
+
+
 def overrides_from_flags(agent_flags: dict[str, str]) -> dict[str, Any]:
     """Loop flags plus agent flags ({flag name: config field}) as build() overrides."""
     out = {name: FLAGS[name].value for name in LOOP_FLAGS}

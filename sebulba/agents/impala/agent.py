@@ -84,10 +84,12 @@ class Impala(Agent[dict, optax.OptState, Trajectory, jax.Array]):
         else:
             behaviour, actions = experience.extras, experience.action
         total, sums, count = jax.vmap(self._loss_fn, in_axes=1)(
-            policy, behaviour, actions, values, es.reward[1:], discounts, mask
+            policy, behaviour, actions, values, es.reward[1:] * self.config.reward_scale, discounts, mask
         )
         n = jnp.maximum(count.sum(), 1.0)
         metrics = {k: v.sum() / n for k, v in sums.items()}
+        if self.continuous:
+            metrics["policy_std"] = jnp.mean(jnp.exp(policy.log_std))
         if self.config.loss_reduction == "sum":
             # The sum over the whole batch: optimize() averages the devices' gradients, so each
             # device's sum counts once per learner device (this is why loss needs the learner axis).

@@ -35,6 +35,9 @@ class ImpalaConfig:
     # Cleanba peer's num_minibatches): 64 envs as 2 minibatches keep the paper's batch of 32.
     num_minibatches: int = 1
     log_std_init: float = 0.0  # Box action spaces: the Gaussian policy's initial (state-independent) log std
+    # Rewards are multiplied by this in the loss: keeps returns (and the baseline's targets) near
+    # unit scale on tasks with large dense rewards (Pendulum's are -16..0 per step).
+    reward_scale: float = 1.0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "hidden_sizes", tuple(self.hidden_sizes))
@@ -48,7 +51,8 @@ class ImpalaConfig:
             raise ValueError(f"discount must be in [0, 1], got {self.discount}")
         if not 0.0 <= self.lambda_ <= 1.0:
             raise ValueError(f"lambda_ must be in [0, 1], got {self.lambda_}")
-        for name in ("clip_rho_threshold", "clip_c_threshold", "clip_pg_rho_threshold", "learning_rate", "max_grad_norm", "rmsprop_eps"):
+        for name in ("clip_rho_threshold", "clip_c_threshold", "clip_pg_rho_threshold", "learning_rate", "max_grad_norm",
+                     "rmsprop_eps", "reward_scale"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
         for name in ("baseline_cost", "entropy_cost", "rmsprop_momentum"):

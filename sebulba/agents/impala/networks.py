@@ -15,13 +15,14 @@ class ImpalaNet(nn.Module):
     """A torso with policy and baseline heads; with `value_torso`, the baseline has its own torso
     (large baseline gradients on unscaled returns then cannot disturb the policy's features).
     The policy: logits of a Discrete space's actions, or for a Box (`continuous`) a Gaussian over
-    its `num_actions` dims with a state-independent log std."""
+    its `num_actions` dims with a state-independent log std and its mean kept inside `bounds`."""
 
     torso: nn.Module
     num_actions: int
     value_torso: nn.Module | None = None
     continuous: bool = False
     log_std_init: float = 0.0
+    bounds: tuple[tuple[float, ...], tuple[float, ...]] | None = None  # the Box's, for the Gaussian's mean
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> tuple[jax.Array | DiagGaussian, jax.Array]:
@@ -29,7 +30,7 @@ class ImpalaNet(nn.Module):
         h = self.torso(obs)
         hv = h if self.value_torso is None else self.value_torso(obs)
         if self.continuous:
-            policy = GaussianHead(self.num_actions, self.log_std_init, name="policy")(h)
+            policy = GaussianHead(self.num_actions, self.log_std_init, bounds=self.bounds, name="policy")(h)
         else:
             policy = nn.Dense(self.num_actions, name="policy")(h)
         return policy, nn.Dense(1, name="baseline")(hv)[:, 0]
@@ -42,4 +43,7 @@ def make_network(observation_space: gym.spaces.Space, action_space: gym.spaces.S
     value_torso = torso.clone() if config.separate_value_torso else None
     continuous = isinstance(action_space, gym.spaces.Box)
     size = action_space.shape[0] if continuous else int(action_space.n)
-    return ImpalaNet(torso, size, value_torso, continuous, config.log_std_init)
+    # V-trace's policy gradient on clipped actions drifted the Gaussian's mean far outside the
+    # bounds (Pendulum: |mean| 10-40, every action clipped, learning stalled): IMPALA keeps it in.
+    bounds = (tuple(map(float, action_space.low)), tuple(map(float, action_space.high))) if continuous else None
+    return ImpalaNet(torso, size, value_torso, continuous, config.log_std_init, bounds)
