@@ -54,12 +54,12 @@ def main() -> None:
                 wall, last, run_dir = run_cli(module, [f"--env={env}", f"--seed={seed}"], Path(tmp))
                 ret, steps = float(last["episode_return_mean"]), int(last["env_steps"])
                 finals.append(ret)
-                goal = "—" if goal_s is None else ("yes" if wall <= goal_s else verdict(goal_s / wall, 1.0))
+                goal = "" if goal_s is None else f" {'yes' if wall <= goal_s else verdict(goal_s / wall, 1.0)} |"
                 rows.append(f"| {seed} | {steps:,} | {ret:.1f} | {verdict(ret, bar, '{:.1f}')} | {wall:.1f} | "
-                            f"{steps / wall:,.0f} | {goal} |")
+                            f"{steps / wall:,.0f} |{goal}")
                 print(env, rows[-1], flush=True)
                 curves.append((f"seed {seed}", run_dir / "metrics.csv"))
-            name = f"{args.task}_{env.split('-')[0].lower()}"
+            name = f"{module.split('.')[1]}_{env.split('-')[0].lower()}"  # e.g. ppo_hopper
             if not args.no_write:
                 FIGURES.mkdir(parents=True, exist_ok=True)
                 plot_curves(curves, FIGURES / f"{name}.png", f"{title.split(' on ')[0]}, {env} (no-flag runs)")
@@ -67,9 +67,10 @@ def main() -> None:
             tables.append(
                 f"### {env}\n\nMedian final return over seeds: {median:.1f} against a bar of {bar:g}: "
                 f"{verdict(median, bar, '{:.1f}')}.\n\n"
-                "| seed | env steps | final return (last 20 episodes) | bar met? | wall time (s) | env steps/s (whole run) "
-                f"| under {goal_s or '—'} s? |\n|---|---:|---:|---|---:|---:|---|\n" + "\n".join(rows) + "\n\n"
-                f"![{title}, {env}](benchmarks/figures/{name}.png)\n")
+                "| seed | env steps | final return (last 20 episodes) | bar met? | wall time (s) | env steps/s (whole run) |"
+                + ("" if goal_s is None else f" under {goal_s:g} s? |") + "\n|---|---:|---:|---|---:|---:|"
+                + ("" if goal_s is None else "---|") + "\n" + "\n".join(rows) + "\n\n"
+                f"![{title.split(' on ')[0]}, {env}](benchmarks/figures/{name}.png)\n")
     body = (
         f"## {title} (`benchmarks/bench_ppo.py --task {args.task}`)\n\n"
         f"Run {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC with "
