@@ -7,6 +7,16 @@ from sebulba.loop.loop import GymnasiumLoop, InferencerError
 from sebulba.sharding import LEARNER_AXIS, LearnerSharding
 from sebulba.types import ActorOutput, EnvStep, ExperienceLayout, Trajectory
 
+
+
+def __getattr__(name: str):
+    if name == "load_policy":  # the experiment kit, imported only when asked for
+        from sebulba.experiment.trained import load_policy
+
+        return load_policy
+    raise AttributeError(f"module 'sebulba' has no attribute {name!r}")
+
+
 __all__ = [
     "LEARNER_AXIS",
     "ActorOutput",
@@ -20,4 +30,5 @@ __all__ = [
     "LearnerSharding",
     "LoopConfig",
     "Trajectory",
+    "load_policy",
 ]

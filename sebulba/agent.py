@@ -87,6 +87,13 @@ class Agent(abc.ABC, Generic[N, O, E, S]):
     def step(self, networks: N, step_state: S, env_step: EnvStep) -> tuple[jax.Array | ActorOutput, S]:
         """Choose actions for one env step; return (action or ActorOutput, new step state)."""
 
+    def evaluation_step(self, networks: N, step_state: S, env_step: EnvStep) -> tuple[jax.Array | ActorOutput, S]:
+        """The evaluation policy's actions (evaluation during training, `experiments.evaluate`,
+        `sebulba.load_policy`), from the same step state as `step`. Default: `step` itself.
+        IMPALA, PPO and SimplePolicyGradient act greedily (a Gaussian's mean); R2D2 with the
+        paper's evaluation epsilon."""
+        return self.step(networks, step_state, env_step)
+
     def shard_step_state(self, step_state: S, sharding: LearnerSharding) -> S:
         """Move a step state to the learner devices. Default: leaves with a leading env axis are
         split over the devices like the trajectory; everything else (e.g. one RNG key) is

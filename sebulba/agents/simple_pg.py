@@ -102,6 +102,10 @@ class SimplePolicyGradient(Agent[dict, optax.OptState, Trajectory, jax.Array]):
         logits, _ = self.net.apply(networks, env_step.obs)
         return ActorOutput(jax.random.categorical(sample_key, logits)), key
 
+    def evaluation_step(self, networks: dict, step_state: jax.Array, env_step: EnvStep) -> tuple[jax.Array, jax.Array]:
+        logits, _ = self.net.apply(networks, env_step.obs)
+        return jnp.argmax(logits, -1).astype(jnp.int32), step_state  # greedy
+
     def update_experience(self, experience, initial_step_state, final_step_state, trajectory: Trajectory) -> Trajectory:
         return trajectory  # on-policy: learn from this cycle's trajectory only
 

@@ -67,6 +67,13 @@ class Impala(Agent[dict, optax.OptState, Trajectory, jax.Array]):
             return ActorOutput(clip_to_space(action, self.env_spec.action_space), extras), key
         return ActorOutput(jax.random.categorical(sample, policy), extras=policy), key
 
+    def evaluation_step(self, networks: dict, step_state: jax.Array, env_step: EnvStep) -> tuple[jax.Array, jax.Array]:
+        """Greedy: the most likely action, or the Gaussian's mean (clipped to the bounds)."""
+        policy, _ = self.net.apply(networks, env_step.obs)
+        if self.continuous:
+            return clip_to_space(policy.mode(), self.env_spec.action_space), step_state
+        return jnp.argmax(policy, -1).astype(jnp.int32), step_state
+
     def update_experience(self, experience, initial_step_state, final_step_state, trajectory: Trajectory) -> Trajectory:
         return trajectory  # on-policy: each trajectory is learned from once
 

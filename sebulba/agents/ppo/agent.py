@@ -107,6 +107,11 @@ class PPO(Agent[dict, optax.OptState, Samples, StepState]):
             extras["discounted_return"] = ret
         return ActorOutput(clip_to_space(sample, self.env_spec.action_space), extras), StepState(key, ret)
 
+    def evaluation_step(self, networks: dict, step_state: StepState, env_step: EnvStep) -> tuple[jax.Array, StepState]:
+        """Greedy: the most likely action, or the Gaussian's mean (clipped to the bounds)."""
+        policy, _ = self.net.apply(networks["params"], self._input(networks, env_step.obs))
+        return clip_to_space(policy.mode(), self.env_spec.action_space), step_state
+
     # ---------------------------------------------------------------- learning
     def update_experience(self, experience, initial_step_state, final_step_state, trajectory: Trajectory) -> Trajectory:
         return trajectory  # on-policy; begin_update turns it into samples

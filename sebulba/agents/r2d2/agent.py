@@ -123,6 +123,12 @@ class R2D2(Agent[Networks, optax.OptState, Experience, StepState]):
         action = jnp.where(explore, random, jnp.argmax(q, -1)).astype(jnp.int32)
         return action, StepState(core, action, step_state.epsilon, key)
 
+    def evaluation_step(self, networks: Networks, step_state: StepState, env_step: EnvStep) -> tuple[jax.Array, StepState]:
+        """Epsilon-greedy with the paper's evaluation epsilon (config.eval_epsilon) in every env."""
+        evaluating = step_state._replace(epsilon=jnp.full_like(step_state.epsilon, self.config.eval_epsilon))
+        action, state = self.step(networks, evaluating, env_step)
+        return action, state._replace(epsilon=step_state.epsilon)
+
     # ---------------------------------------------------------------- learning
     def update_experience(self, experience: Experience, initial_step_state: StepState, final_step_state: StepState,
                           trajectory: Trajectory) -> Experience:

@@ -33,6 +33,7 @@ class R2D2Config:
     priority_eta: float = 0.9  # priority = eta * max|td| + (1 - eta) * mean|td| over a sequence
     epsilon_base: float = 0.4  # Ape-X: env i of N acts with epsilon_base ** (1 + epsilon_alpha * i / (N - 1))
     epsilon_alpha: float = 7.0
+    eval_epsilon: float = 0.001  # the evaluation policy's epsilon (the paper's)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "hidden_sizes", tuple(self.hidden_sizes))
@@ -58,6 +59,8 @@ class R2D2Config:
             raise ValueError(f"min_replay_size must be in [1, replay_capacity={self.replay_capacity}], got {self.min_replay_size}")
         if not 0.0 <= self.priority_eta <= 1.0:
             raise ValueError(f"priority_eta must be in [0, 1], got {self.priority_eta}")
+        if not 0.0 <= self.eval_epsilon <= 1.0:
+            raise ValueError(f"eval_epsilon must be in [0, 1], got {self.eval_epsilon}")
         if not 0.0 < self.epsilon_base <= 1.0 or self.epsilon_alpha < 0:
             raise ValueError("epsilon_base must be in (0, 1] and epsilon_alpha >= 0")
 

@@ -1,0 +1,64 @@
+"""Evaluate a trained run: its agent and latest checkpoint, K complete episodes with the agent's
+evaluation policy on envs of its own.
+
+    python -m experiments.evaluate runs/<run dir>                       # 10 episodes, greedy
+    python -m experiments.evaluate runs/<run dir> --episodes 100 --num_envs 16 --checkpoint 196
+    python -m experiments.evaluate runs/<run dir> --nogreedy --env_kwargs repeat_action_probability=0.25
+
+Prints the mean, standard deviation, min and max return and the episode lengths, and writes them
+to RUN_DIR/eval.json.
+"""
+
+from __future__ import annotations
+
+import json
+
+import jax
+import numpy as np
+from absl import flags
+
+from sebulba.experiment import cli
+from sebulba.experiment.errors import user_input
+from sebulba.experiment.trained import build_agent, open_run, restore_networks
+from sebulba.loop.evaluator import Evaluator
+
+flags.DEFINE_integer("checkpoint", None, "Learner step of the checkpoint to evaluate (default: the latest).")
+flags.DEFINE_integer("episodes", 10, "Complete episodes to play.", lower_bound=1)
+flags.DEFINE_integer("num_envs", None, "Envs playing them side by side (default: min(episodes, 8)).", lower_bound=1)
+flags.DEFINE_integer("seed", 0, "Seed of the evaluation envs and the policy's RNG.")
+flags.DEFINE_string("env_kwargs", None, "The task's kwargs over the run's own, comma-separated key=value with Python "
+                    "literals, e.g. repeat_action_probability=0.25.")
+flags.DEFINE_bool("greedy", True, "The agent's evaluation policy (greedy; R2D2: epsilon 0.001); --nogreedy: the "
+                  "behaviour policy it trained with.")
+flags.DEFINE_bool("debug", False, "Show the whole traceback of a mistake in the input.")
+FLAGS = flags.FLAGS
+
+
+def main(argv: list[str]) -> None:
+    cli.quiet_terminal()  # orbax's INFO lines stay off the terminal
+    with user_input():
+        if len(argv) != 2:
+            raise ValueError("give one run directory: python -m experiments.evaluate RUN_DIR [flags]")
+        run, record = open_run(argv[1])
+        agent = build_agent(record, cli.parse_env_kwargs(FLAGS.env_kwargs))
+        step, networks = restore_networks(run, agent, FLAGS.checkpoint)
+        num_envs = FLAGS.num_envs or min(FLAGS.episodes, 8)
+        loop = record["loop"]
+        env_kwargs = {**loop.get("env_kwargs", {}), **cli.parse_env_kwargs(FLAGS.env_kwargs)}
+        evaluator = Evaluator(agent, loop["env_id"], env_kwargs, num_envs, FLAGS.seed, FLAGS.greedy)
+    with evaluator:
+        result = evaluator.run(networks, FLAGS.episodes, jax.random.key(FLAGS.seed))
+    summary = result.summary()
+    out = {"run_dir": str(run.path), "checkpoint": step, "env_id": loop["env_id"], "env_kwargs": env_kwargs,
+           "episodes": FLAGS.episodes, "num_envs": num_envs, "seed": FLAGS.seed, "greedy": FLAGS.greedy,
+           **summary, "returns": result.returns.tolist(), "lengths": result.lengths.tolist()}
+    (run.path / "eval.json").write_text(json.dumps(out, indent=1) + "\n")
+    print(f"{loop['env_id']}, checkpoint {step}, {FLAGS.episodes} episodes ({'greedy' if FLAGS.greedy else 'behaviour'}"
+          f" policy): return {summary['eval_return_mean']:.1f} +- {summary['eval_return_std']:.1f} "
+          f"(min {summary['eval_return_min']:.1f}, max {summary['eval_return_max']:.1f}), length mean "
+          f"{summary['eval_length_mean']:.1f} (min {int(np.min(result.lengths))}, max {int(np.max(result.lengths))}); "
+          f"written to {run.path / 'eval.json'}")
+
+
+if __name__ == "__main__":
+    cli.run_main(main)

@@ -1,0 +1,144 @@
+"""Using what was trained: evaluation episodes, `python -m experiments.evaluate RUN_DIR`, and
+`sebulba.load_policy` for IMPALA, PPO and R2D2, on real runs and real orbax checkpoints."""
+
+import json
+import shutil
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import envs
+import sebulba
+from sebulba.agents.impala import Impala
+from sebulba.agents.ppo import PPO
+from sebulba.agents.r2d2 import R2D2
+from sebulba.experiment.trained import build_agent, open_run, restore_networks
+from sebulba.loop.evaluator import Evaluator
+from tests.support.cli import run_experiment
+
+RUNS = {  # a short real run of each agent, written with its checkpoint
+    "impala": ["--total_env_steps=3000"],
+    "ppo": ["--total_env_steps=2048"],
+    "r2d2": ["--total_env_steps=3000", "--min_replay_size=10"],
+}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    out = {}
+    for agent, args in RUNS.items():
+        logdir = tmp_path_factory.mktemp(agent)
+        done = run_experiment(f"experiments.{agent}", *args, f"--logdir={logdir}", "--noprogress")
+        assert done.returncode == 0, done.stderr[-3000:]
+        (out[agent],) = logdir.iterdir()
+    return out
+
+
+@pytest.mark.parametrize("agent", sorted(RUNS))
+def test_load_policy_acts_as_the_evaluation_policy_in_the_loop(runs, agent):
+    """Same inputs, same actions: the loaded policy against the agent's evaluation_step with the
+    networks of the checkpoint, over a few steps of a real pool (R2D2's recurrent state carried)."""
+    policy = sebulba.load_policy(runs[agent])
+    run, record = open_run(runs[agent])
+    rebuilt = build_agent(record)
+    assert type(rebuilt) is {"impala": Impala, "ppo": PPO, "r2d2": R2D2}[agent]
+    _, networks = restore_networks(run, rebuilt)
+    step = jax.jit(rebuilt.evaluation_step)
+    pool = envs.make("CartPole-v1", num_envs=4, seed=11)
+    obs, _ = pool.reset()
+    state, ref_state = None, rebuilt.init_step_state(networks, 4, jax.random.key(0))
+    for t in range(12):
+        action, state = policy.act(obs, state)
+        es = sebulba.EnvStep(obs, jnp.zeros(4), jnp.zeros(4, bool), jnp.zeros(4, bool), jnp.full(4, t == 0))
+        want, ref_state = step(networks, ref_state, es)
+        if agent == "r2d2":  # epsilon 0.001 draws from each side's own key: compare the greedy part
+            q_actions = np.asarray(want)
+            assert (action == q_actions).mean() > 0.9
+        else:
+            np.testing.assert_array_equal(action, np.asarray(want))
+        obs, *_ = pool.step(action)
+
+
+def test_evaluate_cli_writes_eval_json(runs):
+    out = run_experiment("experiments.evaluate", str(runs["ppo"]), "--episodes=6", "--num_envs=4")
+    assert out.returncode == 0, out.stderr[-3000:]
+    report = json.loads((runs["ppo"] / "eval.json").read_text())
+    assert report["episodes"] == 6 and len(report["returns"]) == 6 and len(report["lengths"]) == 6
+    assert report["eval_return_mean"] == pytest.approx(np.mean(report["returns"]))
+    assert report["returns"] == report["lengths"]  # CartPole: +1 per step
+    assert "return" in out.stdout and "eval.json" in out.stdout
+
+
+def test_evaluation_episodes_end_at_truncation_and_are_shared_by_the_envs(runs):
+    """CartPole cut at 15 steps: every episode counts, truncated, and 7 episodes over 3 envs are
+    2 + 2 + 3 (SB3's split, not the first 7 to finish)."""
+    run, record = open_run(runs["impala"])
+    agent = build_agent(record)
+    _, networks = restore_networks(run, agent)
+    with Evaluator(agent, "CartPole-v1", {"max_episode_steps": 15}, num_envs=3, seed=2) as ev:
+        result = ev.run(networks, 7, jax.random.key(0))
+    assert len(result.returns) == 7 and (result.lengths <= 15).all()
+    s = result.summary()
+    assert s["eval_episodes"] == 7 and s["eval_return_min"] <= s["eval_return_mean"] <= s["eval_return_max"]
+
+
+@pytest.mark.parametrize("case", ["missing", "no-checkpoint", "not-a-run", "mismatch", "bad-step"])
+def test_a_bad_run_directory_is_one_line(runs, tmp_path, case):
+    target = tmp_path / "run"
+    extra = []
+    if case == "missing":
+        names = "does not exist"
+    elif case == "not-a-run":
+        target.mkdir()
+        names = "is not a run directory"
+    else:
+        shutil.copytree(runs["ppo"], target)
+        names = "has no complete checkpoint"
+        if case == "no-checkpoint":
+            shutil.rmtree(target / "checkpoints")
+        elif case == "bad-step":
+            extra, names = ["--checkpoint=5"], "has no checkpoint at learner step 5"
+        else:  # the config says another network than the checkpoint holds
+            record = json.loads((target / "config.json").read_text())
+            record["agent"]["config"]["hidden_sizes"] = [32]
+            (target / "config.json").write_text(json.dumps(record))
+            names = "does not match the run's agent"
+    out = run_experiment("experiments.evaluate", str(target), *extra)
+    lines = [line for line in out.stderr.splitlines() if line.strip()]
+    assert out.returncode == 2 and len(lines) == 1 and names in lines[0] and str(target) in lines[0], out.stderr[-2000:]
+
+
+def test_evaluation_policies_by_hand():
+    """IMPALA and PPO act greedily (the Gaussian's mean, clipped); R2D2 with epsilon 0.001."""
+    from sebulba.agents.impala import ImpalaConfig
+    from sebulba.agents.ppo import PPOConfig
+
+    cart, pend = envs.make_spec("CartPole-v1"), envs.make_spec("Pendulum-v1")
+    obs = jnp.asarray(np.random.default_rng(0).normal(size=(64, 4)), jnp.float32)
+    es = sebulba.EnvStep(obs, jnp.zeros(64), jnp.zeros(64, bool), jnp.zeros(64, bool), jnp.ones(64, bool))
+    agent = Impala(cart)
+    nets = agent.init_networks(jax.random.key(0))
+    logits, _ = agent.net.apply(nets, obs)
+    np.testing.assert_array_equal(agent.evaluation_step(nets, jax.random.key(1), es)[0], jnp.argmax(logits, -1))
+    agent = PPO(pend, PPOConfig(log_std_init=1.0))
+    nets = agent.init_networks(jax.random.key(0))
+    nets["params"] = jax.tree.map(lambda x: x * 50.0, nets["params"])  # means well outside +-2
+    pes = es._replace(obs=obs[:, :3])
+    policy, _ = agent.net.apply(nets["params"], pes.obs)
+    action, _ = agent.evaluation_step(nets, agent.init_step_state(nets, 64, jax.random.key(1)), pes)
+    np.testing.assert_array_equal(action, np.clip(policy.mean, -2.0, 2.0))
+    r2d2 = R2D2(cart)
+    nets = r2d2.init_networks(jax.random.key(0))
+    state = r2d2.init_step_state(nets, 64, jax.random.key(1))
+    assert float(state.epsilon.max()) > 0.3  # Ape-X's behaviour epsilons ...
+    _, after = r2d2.evaluation_step(nets, state, es)
+    np.testing.assert_array_equal(after.epsilon, state.epsilon)  # ... kept for the actors ...
+    from sebulba.agents.r2d2 import R2D2Config
+
+    greedy = R2D2(cart, R2D2Config(eval_epsilon=0.0))
+    same = lambda policy: np.mean([  # noqa: E731
+        np.mean(np.asarray(policy(nets, state._replace(key=jax.random.key(k)), es)[0])
+                == np.asarray(greedy.evaluation_step(nets, state, es)[0])) for k in range(20)])
+    assert same(r2d2.evaluation_step) > 0.995 and same(r2d2.step) < 0.99  # ... and 0.001 used instead
