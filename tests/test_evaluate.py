@@ -142,3 +142,44 @@ def test_evaluation_policies_by_hand():
         np.mean(np.asarray(policy(nets, state._replace(key=jax.random.key(k)), es)[0])
                 == np.asarray(greedy.evaluation_step(nets, state, es)[0])) for k in range(20)])
     assert same(r2d2.evaluation_step) > 0.995 and same(r2d2.step) < 0.99  # ... and 0.001 used instead
+
+
+EVAL_ARGS = ["--total_env_steps=30000", "--eval_every=10000", "--eval_episodes=4", "--noprogress"]
+
+
+@pytest.fixture(scope="module")
+def evaluated_runs(tmp_path_factory):
+    """Two identical sync runs of `python -m experiments.ppo` with evaluation every 10k env steps."""
+    out = []
+    for i in range(2):
+        logdir = tmp_path_factory.mktemp(f"eval{i}")
+        done = run_experiment("experiments.ppo", *EVAL_ARGS, f"--logdir={logdir}")
+        assert done.returncode == 0, done.stderr[-3000:]
+        (run_dir,) = logdir.iterdir()
+        out.append(run_dir)
+    return out
+
+
+def eval_rows(run_dir):
+    import csv
+
+    rows = list(csv.DictReader((run_dir / "metrics.csv").open()))
+    return [{k: r[k] for k in ("env_steps", "eval_env_steps", "eval_return_mean", "eval_return_std",
+                               "eval_length_mean")} for r in rows if r["eval_return_mean"]]
+
+
+def test_evaluation_during_training_is_logged_where_it_belongs_and_reproducible(evaluated_runs):
+    from tests.test_experiment_outputs import scalars
+
+    rows = eval_rows(evaluated_runs[0])
+    steps = [int(r["eval_env_steps"]) for r in rows]
+    # due at 10k, 20k, 30k: each is the first cycle boundary past it (8 envs x 128 steps = 1,024)
+    assert steps == [10240, 20480, 30720], rows
+    assert all(int(r["env_steps"]) >= int(r["eval_env_steps"]) for r in rows)
+    # sync mode: the same evaluations, value for value (the row that reports one comes when its
+    # thread is done: that env step is timing, not a result)
+    values = lambda rows: [{k: v for k, v in r.items() if k != "env_steps"} for r in rows]  # noqa: E731
+    assert values(rows) == values(eval_rows(evaluated_runs[1]))
+    tb = scalars(evaluated_runs[0])
+    assert [s for s, _ in tb["eval_return_mean"]] == steps  # TensorBoard: at the step they belong to
+    assert "eval_s" in tb and (evaluated_runs[0] / "learning_curve.png").stat().st_size > 0

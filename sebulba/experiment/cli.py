@@ -19,7 +19,7 @@ from sebulba.experiment import distributed
 from sebulba.experiment.errors import UserError, user_input
 from sebulba.experiment.profiling import ProfileWindow
 from sebulba.experiment.run_dir import RunDir
-from sebulba.experiment.runner import CheckpointFlags, RunResult, default_devices, parse_devices, run
+from sebulba.experiment.runner import CheckpointFlags, EvalFlags, RunResult, default_devices, parse_devices, run
 from sebulba.loop.config import LoopConfig
 
 FLAGS = flags.FLAGS
@@ -70,6 +70,10 @@ def define_loop_flags(default_env: str) -> None:
     flags.DEFINE_float("profile_seconds", 3.0, "Length of the profiler trace, in seconds.")
     flags.DEFINE_bool("debug", False, "Show the whole traceback of a mistake in the run's input (an error message "
                       "is one line without it).")
+    flags.DEFINE_integer("eval_every", 0, "Evaluate every this many env steps (0: never): --eval_episodes complete "
+                         "episodes with the agent's evaluation policy (greedy; R2D2: epsilon 0.001) on envs of their own, "
+                         "in a thread beside training; logged as eval_return_mean/std, eval_length_mean.", lower_bound=0)
+    flags.DEFINE_integer("eval_episodes", 10, "Episodes per evaluation.", lower_bound=1)
     flags.DEFINE_bool("profile_python", False, "Also trace every Python call in the profile (names the Python code, "
                       "but slows it).")
 
@@ -153,7 +157,8 @@ def _ints(flag: str, values: list[str]) -> tuple[int, ...]:
 NOT_RESUMED = ("resume", "progress", "logdir", "profile_after_s", "profile_seconds", "profile_python", "debug")
 # flags that, given with --resume, replace the run's own: they change how long it runs and what it
 # writes, not what it is (its networks, optimizer, envs and layout are in the checkpoint)
-RESUME_OVERRIDES = ("total_env_steps", "log_every_s", "checkpoint_every", "keep_checkpoints", "save_replay")
+RESUME_OVERRIDES = ("total_env_steps", "log_every_s", "checkpoint_every", "keep_checkpoints", "save_replay",
+                    "eval_every", "eval_episodes")
 
 
 def start_distributed() -> bool:
@@ -280,8 +285,10 @@ def train(name: str, exp: Experiment, make_agent: Callable[[envs.EnvSpec, Any], 
         agent = make_agent(envs.make_spec(exp.loop.env_id, **exp.loop.env_kwargs), exp.agent)
     checkpoints = CheckpointFlags(FLAGS.checkpoint_every, FLAGS.keep_checkpoints, FLAGS.save_replay)
     profile = None if FLAGS.profile_after_s is None else ProfileWindow(FLAGS.profile_after_s, FLAGS.profile_seconds, FLAGS.profile_python)
+    with user_input():
+        evaluation = EvalFlags(FLAGS.eval_every, FLAGS.eval_episodes)
     result = run(name, agent, exp.loop, exp.total_env_steps, FLAGS.logdir, FLAGS.flag_values_dict(), FLAGS.progress,
-                 checkpoints, FLAGS.resume, profile)
+                 checkpoints, FLAGS.resume, profile, evaluation)
     f = result.final
     summary = f"{f['env_steps']:,} env steps, episode_return_mean {f['episode_return_mean']:.1f} (last 20 episodes)"
     if result.finished_before:

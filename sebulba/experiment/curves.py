@@ -45,20 +45,29 @@ def plot_curves(
     FigureCanvasAgg(fig)
     axes = fig.subplots(1, 2, sharey=True)
     plotted = False
+    evaluated = False
     for label, csv_path in runs:
-        cols = read_columns(csv_path, [y, *(x for x, _ in X_AXES)])
+        cols = read_columns(csv_path, [y, *(x for x, _ in X_AXES), "eval_return_mean", "eval_env_steps"])
         for ax, (x, _) in zip(axes, X_AXES):
             ok = np.isfinite(cols[x]) & np.isfinite(cols[y])
             if ok.any():
-                ax.plot(cols[x][ok], cols[y][ok], label=label, linewidth=1.5, marker="." if ok.sum() < 30 else None)
+                lines = ax.plot(cols[x][ok], cols[y][ok], label=label, linewidth=1.5, marker="." if ok.sum() < 30 else None)
                 plotted = True
+            if y == "episode_return_mean":  # evaluation returns, at the env step their networks belong to
+                ev = np.isfinite(cols["eval_return_mean"])
+                xs = cols["eval_env_steps"] if x == "env_steps" else cols[x]
+                if ev.any():
+                    color = lines[0].get_color() if ok.any() else None
+                    ax.plot(xs[ev], cols["eval_return_mean"][ev], linestyle="none", marker="D", markersize=5,
+                            color=color, label=f"{label} (evaluation)")
+                    evaluated = plotted = True
     for ax, (_, xlabel) in zip(axes, X_AXES):
         ax.set_xlabel(xlabel)
         ax.grid(True, alpha=0.3)
     axes[0].set_ylabel(y.replace("_", " "))
     if not plotted:
         axes[0].text(0.5, 0.5, f"no finite {y} yet", ha="center", va="center", transform=axes[0].transAxes)
-    elif len(runs) > 1:
+    elif len(runs) > 1 or evaluated:
         axes[0].legend(loc="best", fontsize="small")
     if title:
         fig.suptitle(title)

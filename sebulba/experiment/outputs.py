@@ -20,6 +20,7 @@ from tensorboardX.proto.summary_pb2 import Summary
 from sebulba.experiment.curves import plot_learning_curve
 from sebulba.experiment.progress import ProgressBar
 from sebulba.experiment.run_dir import RunDir
+from sebulba.loop.evaluator import PeriodicEvaluation
 
 log = logging.getLogger("sebulba")
 
@@ -68,12 +69,14 @@ class MetricsWriter:
     on disk when `write` returns; this can.
     """
 
-    def __init__(self, directory: str | os.PathLike, csv_name: str = RunDir.METRICS_CSV, start_time: float | None = None):
+    def __init__(self, directory: str | os.PathLike, csv_name: str = RunDir.METRICS_CSV, start_time: float | None = None,
+                 columns: tuple[str, ...] = ()):
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.csv_path = self.directory / csv_name
         self.start_time = time.monotonic() if start_time is None else start_time
         self.columns: list[str] | None = None
+        self._required = columns  # columns every row has, even when the first report lacks them
         if self.csv_path.exists() and self.csv_path.stat().st_size > 0:
             with open(self.csv_path, newline="") as f:
                 self.columns = next(csv.reader(f), None)
@@ -94,6 +97,7 @@ class MetricsWriter:
         row = {**report, "wall_time": wall_time}
         if self.columns is None:
             self.columns = list(LEADING_COLUMNS) + [k for k in report if k not in LEADING_COLUMNS]
+            self.columns += [k for k in self._required if k not in self.columns]
             self._writer.writerow(self.columns)
         extra = [k for k in row if k not in self.columns and k not in self._ignored]
         if extra:
@@ -102,8 +106,15 @@ class MetricsWriter:
         self._writer.writerow([_cell(row.get(k)) for k in self.columns])
         self._csv.flush()
 
-        values = [Summary.Value(tag=k, simple_value=f) for k, v in row.items() if k != "env_steps" and (f := _scalar(v)) is not None]
+        # An evaluation's scalars go to TensorBoard at the env step its networks belong to.
+        at_eval = lambda k: k.startswith("eval_") and _scalar(report.get("eval_env_steps")) is not None  # noqa: E731
+        values = [Summary.Value(tag=k, simple_value=f) for k, v in row.items()
+                  if k != "env_steps" and not at_eval(k) and (f := _scalar(v)) is not None]
         self._tb.write_event(Event(wall_time=time.time(), step=int(report["env_steps"]), summary=Summary(value=values)))
+        evals = [Summary.Value(tag=k, simple_value=f) for k, v in row.items()
+                 if at_eval(k) and k != "eval_env_steps" and (f := _scalar(v)) is not None]
+        if evals:
+            self._tb.write_event(Event(wall_time=time.time(), step=int(report["eval_env_steps"]), summary=Summary(value=evals)))
         self._tb.flush()
 
     def resume_at(self, env_steps: int) -> None:
@@ -152,9 +163,9 @@ class Outputs:
     or call `close()` in a `finally`."""
 
     def __init__(self, run_dir: RunDir, total_env_steps: int | None = None, progress: bool = True,
-                 resume_env_steps: int | None = None):
+                 resume_env_steps: int | None = None, evaluation: bool = False):
         self.run_dir = run_dir
-        self.metrics = MetricsWriter(run_dir.path)
+        self.metrics = MetricsWriter(run_dir.path, columns=PeriodicEvaluation.KEYS if evaluation else ())
         if resume_env_steps is not None:
             self.metrics.resume_at(resume_env_steps)
         self.progress = ProgressBar(total_env_steps, desc=run_dir.name) if progress else None

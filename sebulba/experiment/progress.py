@@ -70,9 +70,13 @@ class ProgressBar:
     def update(self, report: Mapping[str, Any]) -> None:
         if self._closed:
             return
+        if _num(report.get("eval_return_mean"), ".1f") != "-":  # the latest evaluation, kept on the line
+            self._eval = f", eval {_num(report['eval_return_mean'], '.1f')} @ {int(report['eval_env_steps']):,}"
+            if "sps" not in report:  # an evaluation's own row: shown with the next report
+                return
         env_steps = int(report.get("env_steps", self.env_steps))
         delta, self.env_steps = env_steps - self.env_steps, env_steps
-        summary = self.summary(report)
+        summary = self.summary(report) + getattr(self, "_eval", "")
         if self._bar is not None:
             if self.total and env_steps > self._bar.total:  # the last cycle overshoots the total
                 self._bar.total = env_steps

@@ -9,6 +9,7 @@ import dataclasses
 import logging
 import signal
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -21,6 +22,7 @@ from sebulba.experiment.record import run_record
 from sebulba.experiment.run_dir import RunDir
 from sebulba.loop.checkpoint import CheckpointConfig, Checkpointer
 from sebulba.loop.config import LoopConfig
+from sebulba.loop.evaluator import Evaluator, PeriodicEvaluation
 from sebulba.loop.loop import GymnasiumLoop
 
 log = logging.getLogger("sebulba")
@@ -67,6 +69,28 @@ class CheckpointFlags:
     every_learner_steps: int = 1000  # 0: no checkpoints
     keep: int = 3
     save_replay: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class EvalFlags:
+    every_env_steps: int = 0  # 0: no evaluation during training
+    episodes: int = 10
+
+    def __post_init__(self) -> None:
+        if self.every_env_steps < 0 or self.episodes < 1:
+            raise ValueError(f"eval_every must be >= 0 and eval_episodes >= 1, got {self.every_env_steps}, "
+                             f"{self.episodes}")
+
+
+def periodic_evaluation(agent: Agent, loop: GymnasiumLoop, flags: EvalFlags, total_env_steps: int,
+                        report: Callable[[dict], None]) -> PeriodicEvaluation:
+    """Evaluation on its own pool of min(episodes, 8) envs (seeded apart from the training envs),
+    on the first actor device."""
+    cfg = loop.config
+    evaluator = Evaluator(agent, cfg.env_id, cfg.env_kwargs, min(flags.episodes, 8), seed=cfg.seed + 1_000_003,
+                          device=loop.inferencers[0].device)
+    return PeriodicEvaluation(loop.staging, evaluator, flags.every_env_steps, flags.episodes, seed=cfg.seed,
+                              block=not cfg.async_mode, report=report, total_env_steps=total_env_steps)
 
 
 LOG_FILE = "log.txt"
@@ -138,6 +162,7 @@ def run(
     checkpoints: CheckpointFlags = CheckpointFlags(),
     resume: str | None = None,
     profile: ProfileWindow | None = None,
+    evaluation: EvalFlags = EvalFlags(),
 ) -> RunResult:
     """Train until total_env_steps, writing metrics, TensorBoard, flags, checkpoints and the
     learning curve into a new run directory under logdir, or, with `resume` (a run directory),
@@ -181,9 +206,17 @@ def run(
                     return RunResult(last_report(run_dir), run_dir, None, checkpointer.latest_step(), finished_before=True)
             loop_in_setup = GymnasiumLoop(agent, loop_config)
         with loop_in_setup as loop, \
-                Outputs(run_dir, total_env_steps, progress=progress, resume_env_steps=resume_steps) as outputs, \
-                graceful_stop(loop) as received, profiled(profile, run_dir.path / "profile"):
-            loop.run(max_env_steps=total_env_steps, report=outputs, checkpointer=checkpointer, resume=resume is not None)
+                Outputs(run_dir, total_env_steps, progress=progress, resume_env_steps=resume_steps,
+                        evaluation=evaluation.every_env_steps > 0) as outputs, \
+                graceful_stop(loop) as received, profiled(profile, run_dir.path / "profile"), \
+                contextlib.ExitStack() as stack:
+            middleware = []
+            if evaluation.every_env_steps > 0:
+                with user_input():
+                    evaluating = periodic_evaluation(agent, loop, evaluation, total_env_steps, outputs)
+                middleware.append(stack.enter_context(contextlib.closing(evaluating)))
+            loop.run(max_env_steps=total_env_steps, middleware=middleware, report=outputs, checkpointer=checkpointer,
+                     resume=resume is not None)
             final = loop.reports[-1]
     interrupted = received[0] if received and final["env_steps"] < total_env_steps else None
     return RunResult(final, run_dir, interrupted, None if checkpointer is None else checkpointer.latest_step())

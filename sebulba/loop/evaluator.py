@@ -9,6 +9,8 @@ the task's `max_episode_steps` counts as finished (truncated): an evaluation alw
 from __future__ import annotations
 
 import dataclasses
+import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -94,3 +96,79 @@ class Evaluator:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+class PeriodicEvaluation:
+    """Evaluation during training, as middleware (seed 003's `interaction_evaluator`): every
+    `every` env steps, `evaluator.run` with the networks the actors would take from the staging
+    area, in a thread of its own on the evaluator's (actor) device, so learning goes on meanwhile.
+    Each result goes to `report` (the run's metrics sink) as a row of its own, from the loop's
+    thread, with the env step its networks belong to (`eval_env_steps`) and its cost in seconds
+    (`eval_s`). In async mode an evaluation
+    that comes due while the last still runs waits for the next iteration (learning never
+    stalls); in sync mode the loop waits for it instead, so every evaluation is of the networks
+    at its due step and a run stays reproducible. With `total_env_steps`, the last evaluation is
+    awaited when the budget is reached, so the final report has it. A failure in the thread is
+    raised in the loop's thread at the next iteration."""
+
+    KEYS = ("eval_return_mean", "eval_return_std", "eval_length_mean", "eval_env_steps", "eval_s")
+
+    def __init__(self, staging: Any, evaluator: Evaluator, every: int, episodes: int, seed: int, block: bool,
+                 report: Callable[[dict], None], total_env_steps: int | None = None):
+        if not isinstance(every, int) or every < 1:
+            raise ValueError(f"eval_every must be a positive number of env steps, got {every!r}")
+        self.staging, self.evaluator, self.every, self.episodes = staging, evaluator, every, episodes
+        self.block, self.total, self.report = block, total_env_steps, report
+        self._key = jax.random.key(seed)
+        self._next: int | None = None
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._results: list[dict[str, float]] = []
+        self._error: BaseException | None = None
+
+    def _evaluate(self, env_steps: int, networks: Any, key: jax.Array) -> None:
+        try:
+            start = time.perf_counter()
+            summary = self.evaluator.run(networks, self.episodes, key).summary()
+            result = {k: summary[k] for k in self.KEYS[:3]}
+            result.update(eval_env_steps=env_steps, eval_s=time.perf_counter() - start)
+            with self._lock:
+                self._results.append(result)
+        except BaseException as e:  # noqa: BLE001 - re-raised in the loop's thread
+            self._error = e
+
+    def _check(self, env_steps: int) -> None:
+        """Raise a failure of the thread; report the results it finished."""
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise RuntimeError(f"evaluation failed: {error!r}") from error
+        with self._lock:
+            results, self._results = self._results, []
+        for result in results:
+            self.report({"env_steps": env_steps, **result})
+
+    def _busy(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def __call__(self, ctx: Any) -> None:
+        self._check(ctx.env_steps)
+        if self._next is None:  # the first due step after where the run starts (or resumes)
+            self._next = (ctx.env_steps // self.every + 1) * self.every if ctx.env_steps else self.every
+        if ctx.env_steps >= self._next and not (self._busy() and not self.block):
+            if self._thread is not None:
+                self._thread.join()
+                self._check(ctx.env_steps)
+            version, networks = self.staging.latest(self.evaluator.device)
+            self._key, key = jax.random.split(self._key)
+            self._thread = threading.Thread(target=self._evaluate, args=(ctx.env_steps, networks, key),
+                                            name="evaluator", daemon=True)
+            self._thread.start()
+            self._next = (ctx.env_steps // self.every + 1) * self.every
+        if self.total is not None and ctx.env_steps >= self.total and self._thread is not None:
+            self._thread.join()
+            self._check(ctx.env_steps)
+
+    def close(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
+        self.evaluator.close()
