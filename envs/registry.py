@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import importlib.util
+import os
+import sys
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 import gymnasium as gym
@@ -57,11 +61,27 @@ def _needs_jax(entry_point: Any) -> bool:
     return isinstance(module, str) and module.startswith(_JAX_ENV_PACKAGES)
 
 
+@contextlib.contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """File descriptor 2 to /dev/null: what an env's C code prints while it is built (MuJoCo 4 warns
+    about Gymnasium's XML files on every build) stays off a probe's caller's terminal."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
 def _probe_builds(task_id: str) -> bool:
     """Whether `make_spec(task_id)` succeeds with default kwargs (it builds one env in this process)."""
     from envs.process import gym_task
 
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), _quiet_stderr():
         warnings.simplefilter("ignore")  # deprecation warnings of old versions, env checker notes
         try:
             gym_task.configure(task_id, "gymnasium", {})

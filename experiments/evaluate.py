@@ -4,6 +4,7 @@ evaluation policy on envs of its own.
     python -m experiments.evaluate runs/<run dir>                       # 10 episodes, greedy
     python -m experiments.evaluate runs/<run dir> --episodes 100 --num_envs 16 --checkpoint 196
     python -m experiments.evaluate runs/<run dir> --nogreedy --env_kwargs repeat_action_probability=0.25
+    python -m experiments.evaluate runs/<run dir> --video cartpole.mp4    # or .gif (pip install -e ".[video]")
 
 Prints the mean, standard deviation, min and max return and the episode lengths, and writes them
 to RUN_DIR/eval.json.
@@ -20,6 +21,8 @@ from absl import flags
 from sebulba.experiment import cli
 from sebulba.experiment.errors import user_input
 from sebulba.experiment.trained import build_agent, open_run, restore_networks
+from sebulba.experiment.video import check_video_path
+from sebulba.experiment.video import record as record_video
 from sebulba.loop.evaluator import Evaluator
 
 flags.DEFINE_integer("checkpoint", None, "Learner step of the checkpoint to evaluate (default: the latest).")
@@ -30,6 +33,9 @@ flags.DEFINE_string("env_kwargs", None, "The task's kwargs over the run's own, c
                     "literals, e.g. repeat_action_probability=0.25.")
 flags.DEFINE_bool("greedy", True, "The agent's evaluation policy (greedy; R2D2: epsilon 0.001); --nogreedy: the "
                   "behaviour policy it trained with.")
+flags.DEFINE_string("video", None, "Also write a video of one episode here (MP4, or GIF when the name ends in .gif), "
+                    "frames annotated with the step and the return so far; needs pip install -e '.[video]'.")
+flags.DEFINE_integer("video_fps", 30, "Frames per second of the video.", lower_bound=1)
 flags.DEFINE_bool("debug", False, "Show the whole traceback of a mistake in the input.")
 FLAGS = flags.FLAGS
 
@@ -39,6 +45,7 @@ def main(argv: list[str]) -> None:
     with user_input():
         if len(argv) != 2:
             raise ValueError("give one run directory: python -m experiments.evaluate RUN_DIR [flags]")
+        video = None if FLAGS.video is None else check_video_path(FLAGS.video)  # before anything runs
         run, record = open_run(argv[1])
         agent = build_agent(record, cli.parse_env_kwargs(FLAGS.env_kwargs))
         step, networks = restore_networks(run, agent, FLAGS.checkpoint)
@@ -49,6 +56,11 @@ def main(argv: list[str]) -> None:
     with evaluator:
         result = evaluator.run(networks, FLAGS.episodes, jax.random.key(FLAGS.seed))
     summary = result.summary()
+    if video is not None:
+        video_return, video_length = record_video(video, agent, networks, loop["env_id"], env_kwargs, FLAGS.seed,
+                                                  FLAGS.greedy, FLAGS.video_fps)
+        summary.update(video=str(video), video_return=video_return, video_length=video_length)
+        print(f"video of one episode (return {video_return:.1f}, {video_length} steps): {video}")
     out = {"run_dir": str(run.path), "checkpoint": step, "env_id": loop["env_id"], "env_kwargs": env_kwargs,
            "episodes": FLAGS.episodes, "num_envs": num_envs, "seed": FLAGS.seed, "greedy": FLAGS.greedy,
            **summary, "returns": result.returns.tolist(), "lengths": result.lengths.tolist()}

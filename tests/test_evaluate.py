@@ -84,7 +84,7 @@ def test_evaluation_episodes_end_at_truncation_and_are_shared_by_the_envs(runs):
     assert s["eval_episodes"] == 7 and s["eval_return_min"] <= s["eval_return_mean"] <= s["eval_return_max"]
 
 
-@pytest.mark.parametrize("case", ["missing", "no-checkpoint", "not-a-run", "mismatch", "bad-step"])
+@pytest.mark.parametrize("case", ["missing", "no-checkpoint", "not-a-run", "mismatch", "bad-step", "video-dir"])
 def test_a_bad_run_directory_is_one_line(runs, tmp_path, case):
     target = tmp_path / "run"
     extra = []
@@ -100,6 +100,8 @@ def test_a_bad_run_directory_is_one_line(runs, tmp_path, case):
             shutil.rmtree(target / "checkpoints")
         elif case == "bad-step":
             extra, names = ["--checkpoint=5"], "has no checkpoint at learner step 5"
+        elif case == "video-dir":
+            extra, names = [f"--video={tmp_path / 'nowhere' / 'a.mp4'}"], "does not exist"
         else:  # the config says another network than the checkpoint holds
             record = json.loads((target / "config.json").read_text())
             record["agent"]["config"]["hidden_sizes"] = [32]
@@ -107,7 +109,8 @@ def test_a_bad_run_directory_is_one_line(runs, tmp_path, case):
             names = "does not match the run's agent"
     out = run_experiment("experiments.evaluate", str(target), *extra)
     lines = [line for line in out.stderr.splitlines() if line.strip()]
-    assert out.returncode == 2 and len(lines) == 1 and names in lines[0] and str(target) in lines[0], out.stderr[-2000:]
+    named = str(tmp_path / "nowhere") if case == "video-dir" else str(target)
+    assert out.returncode == 2 and len(lines) == 1 and names in lines[0] and named in lines[0], out.stderr[-2000:]
 
 
 def test_evaluation_policies_by_hand():
@@ -183,3 +186,48 @@ def test_evaluation_during_training_is_logged_where_it_belongs_and_reproducible(
     tb = scalars(evaluated_runs[0])
     assert [s for s, _ in tb["eval_return_mean"]] == steps  # TensorBoard: at the step they belong to
     assert "eval_s" in tb and (evaluated_runs[0] / "learning_curve.png").stat().st_size > 0
+
+
+# ---------------------------------------------------------------- videos
+def decode(path):
+    import imageio.v3 as iio
+
+    return iio.imread(path)
+
+
+@pytest.mark.parametrize("name", ["episode.mp4", "episode.gif"])
+def test_evaluate_writes_a_video_of_one_episode(runs, tmp_path, name):
+    out = run_experiment("experiments.evaluate", str(runs["ppo"]), "--episodes=2", f"--video={tmp_path / name}")
+    assert out.returncode == 0, out.stderr[-3000:]
+    report = json.loads((runs["ppo"] / "eval.json").read_text())
+    frames = decode(tmp_path / name)
+    assert frames.shape == (report["video_length"] + 1, 400, 600, 3)  # the reset frame, then one per step
+    assert frames[:, 4:12, 4:40].mean() < frames[:, 100:, :].mean()  # the step/return label's dark box
+
+
+def test_video_frames_for_atari_and_worker_process_envs(tmp_path):
+    """Atari: ALE's RGB screens; a Gymnasium env in worker processes: drawn by that env made here."""
+    from sebulba.experiment import video
+
+    for env_id, kwargs, shape in [("Pong-v5", {"max_episode_steps": 12}, (210, 160, 3)),
+                                  ("Pendulum-v1", {"backend": "process", "max_episode_steps": 9}, (500, 500, 3))]:
+        agent = Impala(envs.make_spec(env_id, **kwargs))
+        networks = agent.init_networks(jax.random.key(0))
+        path = tmp_path / f"{env_id}.mp4"
+        ret, length = video.record(path, agent, networks, env_id, kwargs, seed=0)
+        frames = decode(path)
+        assert frames.shape == (length + 1, *shape) and length > 0, (env_id, frames.shape, length)
+
+
+def test_video_input_is_checked_before_anything_runs(tmp_path, monkeypatch):
+    import sys
+
+    from sebulba.experiment.video import check_video_path
+
+    with pytest.raises(ValueError, match="must end in .mp4 or .gif"):
+        check_video_path(tmp_path / "x.avi")
+    with pytest.raises(ValueError, match=f"the directory {tmp_path / 'missing'} does not exist"):
+        check_video_path(tmp_path / "missing" / "x.mp4")
+    monkeypatch.setitem(sys.modules, "imageio_ffmpeg", None)
+    with pytest.raises(ImportError, match=r"imageio_ffmpeg is missing\): pip install -e '.\[video\]'"):
+        check_video_path(tmp_path / "x.mp4")
