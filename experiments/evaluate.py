@@ -47,7 +47,7 @@ def main(argv: list[str]) -> None:
             raise ValueError("give one run directory: python -m experiments.evaluate RUN_DIR [flags]")
         video = None if FLAGS.video is None else check_video_path(FLAGS.video)  # before anything runs
         run, record = open_run(argv[1])
-        agent = build_agent(record, cli.parse_env_kwargs(FLAGS.env_kwargs))
+        agent = build_agent(record, cli.parse_env_kwargs(FLAGS.env_kwargs), run)
         step, networks = restore_networks(run, agent, FLAGS.checkpoint)
         num_envs = FLAGS.num_envs or min(FLAGS.episodes, 8)
         loop = record["loop"]

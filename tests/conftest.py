@@ -15,6 +15,8 @@ LONG_TESTS = {
     "test_checkpoint.py::test_replay_is_saved": 40,
     "test_impala.py::test_learning_bar_cartpole": 36,
     "test_impala.py::test_learning_bar_pendulum": 40,
+    "test_evaluate.py::test_load_policy": 45,
+    "test_evaluate.py::test_evaluation_during_training": 25,
     "test_ppo.py::test_learning_bar_pendulum": 30,
     "test_ppo.py::test_an_interrupted_run": 28,
     "test_ppo.py::test_learning_bar_cartpole": 22,

@@ -41,13 +41,32 @@ def checkpoint_steps(run: RunDir) -> list[int]:
                   if d.name.isdigit() and (d / "_CHECKPOINT_METADATA").exists() and (d / "state").is_dir())
 
 
-def build_agent(record: dict, env_kwargs: dict[str, Any] | None = None) -> Agent:
+def build_agent(record: dict, env_kwargs: dict[str, Any] | None = None, run: RunDir | None = None) -> Agent:
     """The run's agent (its class and config from config.json) for its env (with `env_kwargs`
-    over the run's own)."""
-    spec = record["agent"]
+    over the run's own). With `run`, a ValueError names its directory."""
+    try:
+        return _build_agent(record, env_kwargs)
+    except ValueError as e:
+        if run is None:
+            raise
+        raise ValueError(f"{run.path}: {e}") from None
+
+
+def _build_agent(record: dict, env_kwargs: dict[str, Any] | None) -> Agent:
+    spec = record.get("agent")
+    if not isinstance(spec, dict) or "class" not in spec or "loop" not in record:
+        raise ValueError("the run's config.json names no agent and loop: it was not written by a sebulba entry point")
     module, _, name = spec["class"].rpartition(".")
-    cls = getattr(importlib.import_module(module), name)
-    default = inspect.signature(cls.__init__).parameters["config"].default
+    try:
+        cls = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as e:
+        raise ValueError(f"the run's agent {spec['class']} cannot be imported here ({e}); evaluate it where its "
+                         "module is importable") from None
+    default = inspect.signature(cls.__init__).parameters.get("config")
+    default = None if default is None else default.default
+    if not dataclasses.is_dataclass(default):
+        raise ValueError(f"the run's agent {spec['class']} takes no config dataclass: it cannot be rebuilt from "
+                         "config.json")
     fields = {f.name for f in dataclasses.fields(default)}
     values = {k: tuple(v) if isinstance(v, list) else v for k, v in spec["config"].items() if k in fields}
     loop = record["loop"]
@@ -125,6 +144,6 @@ class Policy:
 def load_policy(run_dir: str | os.PathLike, step: int | None = None, greedy: bool = True, seed: int = 0) -> Policy:
     """The policy of a run directory's latest checkpoint (or learner step `step`)."""
     run, record = open_run(run_dir)
-    agent = build_agent(record)
+    agent = build_agent(record, run=run)
     _, networks = restore_networks(run, agent, step)
     return Policy(agent, networks, greedy, seed)
