@@ -25,6 +25,9 @@ RUNS = {  # a short real run of each agent, written with its checkpoint
 }
 
 
+TRAINED = pytest.mark.xdist_group("trained_runs")  # the tests of the `runs` fixture share a worker: built once
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     out = {}
@@ -36,6 +39,7 @@ def runs(tmp_path_factory):
     return out
 
 
+@TRAINED
 @pytest.mark.parametrize("agent", sorted(RUNS))
 def test_load_policy_acts_as_the_evaluation_policy_in_the_loop(runs, agent):
     """Same inputs, same actions: the loaded policy against the agent's evaluation_step with the
@@ -58,6 +62,7 @@ def test_load_policy_acts_as_the_evaluation_policy_in_the_loop(runs, agent):
         obs, *_ = pool.step(action)
 
 
+@TRAINED
 def test_evaluate_cli_writes_eval_json(runs):
     out = run_experiment("experiments.evaluate", str(runs["ppo"]), "--episodes=6", "--num_envs=4")
     assert out.returncode == 0, out.stderr[-3000:]
@@ -68,6 +73,7 @@ def test_evaluate_cli_writes_eval_json(runs):
     assert "return" in out.stdout and "eval.json" in out.stdout
 
 
+@TRAINED
 def test_evaluation_episodes_end_at_truncation_and_are_shared_by_the_envs(runs):
     """CartPole cut at 15 steps: every episode counts, truncated, and 7 episodes over 3 envs are
     2 + 2 + 3 (SB3's split, not the first 7 to finish)."""
@@ -81,38 +87,46 @@ def test_evaluation_episodes_end_at_truncation_and_are_shared_by_the_envs(runs):
     assert s["eval_episodes"] == 7 and s["eval_return_min"] <= s["eval_return_mean"] <= s["eval_return_max"]
 
 
-@pytest.mark.parametrize("case", ["missing", "no-checkpoint", "not-a-run", "mismatch", "bad-step", "video-dir",
-                                  "other-agent"])
-def test_a_bad_run_directory_is_one_line(runs, tmp_path, case):
+@TRAINED
+def test_a_bad_run_directory_is_named(runs, tmp_path):
+    """Each mistake raises before anything runs, naming the problem and the path."""
+    with pytest.raises(FileNotFoundError, match=f"run directory {tmp_path / 'nope'} does not exist"):
+        open_run(tmp_path / "nope")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match=f"{tmp_path / 'empty'} is not a run directory"):
+        open_run(tmp_path / "empty")
     target = tmp_path / "run"
-    extra = []
-    if case == "missing":
-        names = "does not exist"
-    elif case == "not-a-run":
-        target.mkdir()
-        names = "is not a run directory"
+    shutil.copytree(runs["ppo"], target)
+    run, record = open_run(target)
+    agent = build_agent(record, run=run)
+    with pytest.raises(FileNotFoundError, match=f"{target} has no checkpoint at learner step 5; it has"):
+        restore_networks(run, agent, 5)
+    other = json.loads(json.dumps(record))
+    other["agent"]["class"] = "my_lab.agents.FancyAgent"  # e.g. a user's agent not importable here
+    with pytest.raises(ValueError, match=f"{target}: the run's agent my_lab.agents.FancyAgent cannot be imported here"):
+        build_agent(other, run=run)
+    record["agent"]["config"]["hidden_sizes"] = [32]  # config and checkpoint disagree
+    with pytest.raises(ValueError, match=f"checkpoint .* of {target} does not match the run's agent"):
+        restore_networks(run, build_agent(record, run=run))
+    shutil.rmtree(target / "checkpoints")
+    with pytest.raises(FileNotFoundError, match=f"{target} has no complete checkpoint"):
+        restore_networks(run, agent)
+
+
+@TRAINED
+@pytest.mark.parametrize("case", ["mismatch", "video-dir"])
+def test_a_bad_run_directory_is_one_line_on_the_cli(runs, tmp_path, case):
+    target = tmp_path / "run"
+    shutil.copytree(runs["ppo"], target)
+    if case == "mismatch":
+        record = json.loads((target / "config.json").read_text())
+        record["agent"]["config"]["hidden_sizes"] = [32]
+        (target / "config.json").write_text(json.dumps(record))
+        extra, names, named = [], "does not match the run's agent", str(target)
     else:
-        shutil.copytree(runs["ppo"], target)
-        names = "has no complete checkpoint"
-        if case == "no-checkpoint":
-            shutil.rmtree(target / "checkpoints")
-        elif case == "bad-step":
-            extra, names = ["--checkpoint=5"], "has no checkpoint at learner step 5"
-        elif case == "other-agent":  # e.g. a user's agent whose module is not importable here
-            record = json.loads((target / "config.json").read_text())
-            record["agent"]["class"] = "my_lab.agents.FancyAgent"
-            (target / "config.json").write_text(json.dumps(record))
-            names = "the run's agent my_lab.agents.FancyAgent cannot be imported here"
-        elif case == "video-dir":
-            extra, names = [f"--video={tmp_path / 'nowhere' / 'a.mp4'}"], "does not exist"
-        else:  # the config says another network than the checkpoint holds
-            record = json.loads((target / "config.json").read_text())
-            record["agent"]["config"]["hidden_sizes"] = [32]
-            (target / "config.json").write_text(json.dumps(record))
-            names = "does not match the run's agent"
+        extra, names, named = [f"--video={tmp_path / 'nowhere' / 'a.mp4'}"], "does not exist", str(tmp_path / "nowhere")
     out = run_experiment("experiments.evaluate", str(target), *extra)
     lines = [line for line in out.stderr.splitlines() if line.strip()]
-    named = str(tmp_path / "nowhere") if case == "video-dir" else str(target)
     assert out.returncode == 2 and len(lines) == 1 and names in lines[0] and named in lines[0], out.stderr[-2000:]
 
 
@@ -174,6 +188,7 @@ def eval_rows(run_dir):
                                "eval_length_mean")} for r in rows if r["eval_return_mean"]]
 
 
+@pytest.mark.xdist_group("evaluated_runs")
 def test_evaluation_during_training_is_logged_where_it_belongs_and_reproducible(evaluated_runs):
     from tests.test_experiment_outputs import scalars
 
@@ -198,14 +213,24 @@ def decode(path):
     return iio.imread(path)
 
 
-@pytest.mark.parametrize("name", ["episode.mp4", "episode.gif"])
-def test_evaluate_writes_a_video_of_one_episode(runs, tmp_path, name):
-    out = run_experiment("experiments.evaluate", str(runs["ppo"]), "--episodes=2", f"--video={tmp_path / name}")
+@TRAINED
+def test_evaluate_writes_a_video_of_one_episode(runs, tmp_path):
+    """MP4 through the CLI (episodes cut at 60 steps to keep it short), GIF through `record`."""
+    from sebulba.experiment import video
+
+    path = tmp_path / "episode.mp4"
+    out = run_experiment("experiments.evaluate", str(runs["ppo"]), "--episodes=2", "--env_kwargs=max_episode_steps=60",
+                         f"--video={path}")
     assert out.returncode == 0, out.stderr[-3000:]
     report = json.loads((runs["ppo"] / "eval.json").read_text())
-    frames = decode(tmp_path / name)
+    frames = decode(path)
     assert frames.shape == (report["video_length"] + 1, 400, 600, 3)  # the reset frame, then one per step
     assert frames[:, 4:12, 4:40].mean() < frames[:, 100:, :].mean()  # the step/return label's dark box
+    run, record = open_run(runs["ppo"])
+    agent = build_agent(record)
+    _, networks = restore_networks(run, agent)
+    ret, length = video.record(tmp_path / "episode.gif", agent, networks, "CartPole-v1", {"max_episode_steps": 40}, 0)
+    assert decode(tmp_path / "episode.gif").shape == (length + 1, 400, 600, 3) and ret == length
 
 
 def test_video_frames_for_atari_and_worker_process_envs(tmp_path):
@@ -234,3 +259,16 @@ def test_video_input_is_checked_before_anything_runs(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "imageio_ffmpeg", None)
     with pytest.raises(ImportError, match=r"imageio_ffmpeg is missing\): pip install -e '.\[video\]'"):
         check_video_path(tmp_path / "x.mp4")
+
+
+def test_evaluation_in_async_mode_never_stalls_the_run(tmp_path):
+    """Async mode: evaluations run beside the actor threads; every due evaluation that started is
+    reported, the last one awaited at the end of the budget."""
+    out = run_experiment("experiments.ppo", "--async_mode", "--total_env_steps=30000", "--eval_every=10000",
+                         "--eval_episodes=2", "--noprogress", f"--logdir={tmp_path}")
+    assert out.returncode == 0, out.stderr[-3000:]
+    (run_dir,) = tmp_path.iterdir()
+    rows = eval_rows(run_dir)
+    steps = [int(r["eval_env_steps"]) for r in rows]
+    assert steps and steps == sorted(steps) and steps[-1] >= 30000, rows
+    assert all(float(r["eval_length_mean"]) > 0 for r in rows)

@@ -154,7 +154,8 @@ class PeriodicEvaluation:
         self._check(ctx.env_steps)
         if self._next is None:  # the first due step after where the run starts (or resumes)
             self._next = (ctx.env_steps // self.every + 1) * self.every if ctx.env_steps else self.every
-        if ctx.env_steps >= self._next and not (self._busy() and not self.block):
+        final = self.total is not None and ctx.env_steps >= self.total
+        if ctx.env_steps >= self._next and (self.block or final or not self._busy()):
             if self._thread is not None:
                 self._thread.join()
                 self._check(ctx.env_steps)
@@ -164,7 +165,7 @@ class PeriodicEvaluation:
                                             name="evaluator", daemon=True)
             self._thread.start()
             self._next = (ctx.env_steps // self.every + 1) * self.every
-        if self.total is not None and ctx.env_steps >= self.total and self._thread is not None:
+        if final and self._thread is not None:
             self._thread.join()
             self._check(ctx.env_steps)
 
