@@ -272,3 +272,18 @@ def test_evaluation_in_async_mode_never_stalls_the_run(tmp_path):
     steps = [int(r["eval_env_steps"]) for r in rows]
     assert steps and steps == sorted(steps) and steps[-1] >= 30000, rows
     assert all(float(r["eval_length_mean"]) > 0 for r in rows)
+
+
+def test_nogreedy_plays_the_behaviour_policy():
+    """--nogreedy (Evaluator and Policy with greedy=False) samples as the actors do: IMPALA's
+    untrained policy then varies its action for one observation, the greedy one never does."""
+    from sebulba.experiment.trained import Policy
+
+    agent = Impala(envs.make_spec("CartPole-v1"))
+    networks = agent.init_networks(jax.random.key(0))
+    obs = np.zeros((64, 4), np.float32)
+    sampled = Policy(agent, networks, greedy=False).act(obs)[0]
+    greedy = Policy(agent, networks, greedy=True).act(obs)[0]
+    assert len(set(sampled.tolist())) == 2 and len(set(greedy.tolist())) == 1
+    with Evaluator(agent, "CartPole-v1", num_envs=2, seed=0, greedy=False) as ev:
+        assert len(ev.run(networks, 2, jax.random.key(0)).returns) == 2
