@@ -18,6 +18,7 @@ import numpy as np
 import envs
 from sebulba.agent import Agent
 from sebulba.experiment.run_dir import RunDir
+from sebulba.loop.evaluator import acting
 from sebulba.types import EnvStep
 
 
@@ -114,13 +115,7 @@ class Policy:
     def __init__(self, agent: Agent, networks: Any, greedy: bool = True, seed: int = 0):
         self.agent, self.networks, self.greedy = agent, networks, greedy
         self._key = jax.random.key(seed)
-        policy = agent.evaluation_step if greedy else agent.step
-
-        def act(networks, step_state, env_step):
-            out, step_state = policy(networks, step_state, env_step)
-            return agent.as_actor_output(out).action, step_state
-
-        self._act = jax.jit(act)
+        self._act = acting(agent, greedy)
 
     def act(self, obs: Any, state: Any = None, reward: np.ndarray | None = None) -> tuple[np.ndarray, Any]:
         """Actions for a batch of observations. `reward`: the rewards that came with them (R2D2's

@@ -19,6 +19,7 @@ import numpy as np
 
 import envs
 from sebulba.agent import Agent
+from sebulba.loop.evaluator import acting
 from sebulba.types import EnvStep
 
 INSTALL = "pip install -e '.[video]'"
@@ -72,7 +73,7 @@ def play(agent: Agent, networks: Any, env_id: str, env_kwargs: dict[str, Any], s
     """One episode with the agent's evaluation policy (or behaviour policy): yields (frame, step,
     return so far, done) from the reset frame to the last."""
     source, kind = _frames_of(env_id, dict(env_kwargs), seed)
-    policy = jax.jit(agent.evaluation_step if greedy else agent.step)
+    policy = acting(agent, greedy)
     try:
         if kind == "pool":
             obs, _ = source.reset()
@@ -86,8 +87,8 @@ def play(agent: Agent, networks: Any, env_id: str, env_kwargs: dict[str, Any], s
         yield frame(), t, total, False
         while True:
             env_step = EnvStep(obs, reward, np.zeros(1, bool), np.zeros(1, bool), first)
-            out, state = policy(networks, state, env_step)
-            action = np.asarray(agent.as_actor_output(out).action)
+            action, state = policy(networks, state, env_step)
+            action = np.asarray(action)
             if kind == "pool":
                 obs, reward, terminated, truncated, _ = source.step(action)
             else:

@@ -34,6 +34,18 @@ class EvalResult:
                 "eval_length_mean": float(n.mean()), "eval_episodes": float(len(r))}
 
 
+def acting(agent: Agent, greedy: bool = True) -> Callable[[Any, Any, EnvStep], tuple[jax.Array, Any]]:
+    """The jitted `(networks, step_state, env_step) -> (action, step_state)` of the agent's
+    evaluation policy (greedy) or its behaviour policy (`step`)."""
+    policy = agent.evaluation_step if greedy else agent.step
+
+    def act(networks, step_state, env_step):
+        out, step_state = policy(networks, step_state, env_step)
+        return agent.as_actor_output(out).action, step_state
+
+    return jax.jit(act)
+
+
 # on_step(obs, reward, terminated, truncated, episode_returns_so_far): after every pool step
 StepCallback = Callable[[Any, np.ndarray, np.ndarray, np.ndarray, np.ndarray], None]
 
@@ -50,13 +62,7 @@ class Evaluator:
         self.device = device or jax.local_devices()[0]
         kwargs = {k: v for k, v in dict(env_kwargs or {}).items() if k not in ("num_envs", "batch_size", "seed")}
         self.pool = envs.make(env_id, num_envs=num_envs, seed=seed, **kwargs)
-        policy = agent.evaluation_step if greedy else agent.step
-
-        def act(networks, step_state, env_step):
-            out, step_state = policy(networks, step_state, env_step)
-            return agent.as_actor_output(out).action, step_state
-
-        self._act = jax.jit(act)
+        self._act = acting(agent, greedy)
 
     def run(self, networks: Any, episodes: int, key: jax.Array, on_step: StepCallback | None = None) -> EvalResult:
         """`episodes` complete episodes (a fresh reset of every env first) with these networks."""
