@@ -7,6 +7,9 @@
 Built-in classic-control tasks run as vectorized numpy in-process; Atari games (`Pong-v5`, ...)
 run in ALE's C++ threaded vector env (the `atari` extra); any other Gymnasium id runs in worker
 processes. `backend="process"` forces Gymnasium's own implementation of a built-in id.
+
+`envs.make_vector_env(task_id, num_envs)` gives a sync pool as a `gymnasium.vector.VectorEnv` (batched
+spaces, seeded reset, masked info), and `gymnasium.make_vec` of a built-in task's id returns it.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from envs.pool import DmEnvPool, DmObservation, EnvPool, GymnasiumEnvPool
 from envs.process.errors import WorkerError
 from envs.registry import list_all_envs, resolve
 from envs.spec import EnvSpec
+from envs.vector import make_vector_env
 
 
 def _build(task_id: str, env_type: str, kwargs: dict[str, Any], start: bool) -> tuple[PoolConfig, Any]:
@@ -31,11 +35,10 @@ def _build(task_id: str, env_type: str, kwargs: dict[str, Any], start: bool) -> 
             return config, (native.observation_space(), native.action_space(), {})
         if config.render_mode is None:  # the compiled pool draws nothing: rendering pools stay on numpy
             from envs.native.kernel.build import library
+            from envs.native.kernel_pool import TASK_CODES, KernelPool
 
-            lib = library()
+            lib = library() if native.task_id in TASK_CODES else None  # Dict tasks: numpy only
             if lib is not None:
-                from envs.native.kernel_pool import KernelPool
-
                 return config, KernelPool(lib, native, config)
         from envs.native.backend import NativeBackend
 
@@ -119,4 +122,5 @@ __all__ = [
     "make_gym",
     "make_gymnasium",
     "make_spec",
+    "make_vector_env",
 ]

@@ -9,13 +9,14 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from envs.info import concat_infos, take_info
+from envs.tree import map_obs
 
 
 class Batch(NamedTuple):
     """Results for a set of envs; every field has first dimension len(env_id)."""
 
     env_id: np.ndarray  # int32
-    obs: np.ndarray
+    obs: Any  # an array, or a dict/tuple tree of arrays for Dict/Tuple observation spaces (envs.tree)
     reward: np.ndarray  # float32
     terminated: np.ndarray  # bool
     truncated: np.ndarray  # bool
@@ -26,7 +27,8 @@ class Batch(NamedTuple):
 
     def take(self, sel: slice | np.ndarray) -> Batch:
         extra = None if self.extra is None else take_info(self.extra, sel) or None
-        return Batch(*(a[sel] for a in self[:6]), extra)
+        obs = self.obs[sel] if type(self.obs) is np.ndarray else map_obs(lambda a: a[sel], self.obs)
+        return Batch(self.env_id[sel], obs, *(a[sel] for a in self[2:6]), extra)
 
     @staticmethod
     def concat(parts: list[Batch]) -> Batch:
@@ -35,7 +37,9 @@ class Batch(NamedTuple):
         if len(parts) == 1:
             return parts[0]
         extra = concat_infos([p.extra for p in parts], [len(p.env_id) for p in parts])
-        return Batch(*(np.concatenate(col) for col in zip(*(p[:6] for p in parts))), extra)
+        columns = [np.concatenate(col) for col in zip(*(p[2:6] for p in parts))]
+        obs = map_obs(lambda *leaves: np.concatenate(leaves), *(p.obs for p in parts))
+        return Batch(np.concatenate([p.env_id for p in parts]), obs, *columns, extra)
 
 
 class Chunk(NamedTuple):

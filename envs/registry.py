@@ -123,18 +123,58 @@ def _unknown(task_id: str, hint: str = "") -> ValueError:
     return ValueError(f"unknown task id {task_id!r}{hint}{suggestion} (see envs.list_all_envs())")
 
 
-def _registered(task_id: str) -> gym.envs.registration.EnvSpec | None:
-    """The Gymnasium spec of task_id, importing ale-py first if needed (it registers ALE's ids)."""
-    if task_id not in gym.registry and not ale_available():
-        return None
+# Packages that register their Gymnasium ids when imported: tried, when installed, for an id that
+# is not registered yet (ale_py: ALE/Pong-v5, ...; minigrid: MiniGrid-Empty-5x5-v0, ...).
+REGISTERING_PACKAGES = ("ale_py", "minigrid", "gymnasium_robotics", "miniworld", "highway_env")
+_imported: set[str] = set()
+
+
+def _import_registering_packages() -> None:
+    for name in REGISTERING_PACKAGES:
+        if name in _imported:
+            continue
+        _imported.add(name)
+        if importlib.util.find_spec(name) is None:
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                importlib.import_module(name)
+            except Exception:  # noqa: BLE001 - a broken optional package must not break other ids
+                continue
+
+
+def _import_id_module(task_id: str) -> str:
+    """Gymnasium's `module:EnvId` form: imports module (which registers EnvId), returns EnvId."""
+    module, _, name = task_id.partition(":")
+    if not module or not name or ":" in name:
+        raise ValueError(f"task id {task_id!r}: the module form is 'module:EnvId' (as gymnasium.make takes it)")
+    try:
+        importlib.import_module(module)
+    except ImportError as e:
+        raise ValueError(f"task id {task_id!r}: module {module!r} cannot be imported ({e})") from e
+    return name
+
+
+def find_spec(task_id: str) -> gym.envs.registration.EnvSpec | None:
+    """The Gymnasium spec of task_id (`EnvId` or `module:EnvId`), importing the packages that
+    register ids on import if needed; None when no such id is registered."""
+    if ":" in task_id:
+        name = _import_id_module(task_id)
+        if name not in gym.registry:
+            raise ValueError(f"task id {task_id!r}: importing {task_id.partition(':')[0]!r} registered no id {name!r}")
+        return gym.registry[name]
+    if task_id not in gym.registry:
+        _import_registering_packages()
     return gym.registry.get(task_id)
+
 
 
 def check_runnable_rom(task_id: str) -> None:
     """Raises a ValueError, before ALE is touched, for an id of a ROM that ALE would exit the process
     on: `Combat-v5`, Gymnasium's forms (`ALE/Combat-v5`, `CombatNoFrameskip-v4`, ...), or any
     registered id of ALE's AtariEnv whose `game` is such a ROM."""
-    spec = _registered(task_id)
+    spec = find_spec(task_id)
     if spec is None:
         rom = unsupported_rom_of_id(task_id)
         if rom is not None:
@@ -164,7 +204,7 @@ def resolve(task_id: Any, backend: str | None) -> tuple[str, type[NativeTask] | 
         return "native", native
     if native is not None and backend is None:
         return "native", native
-    registered = _registered(task_id) is not None
+    registered = find_spec(task_id) is not None
     if native is not None and not registered:
         raise ValueError(f"task {task_id!r} is built in only (it has no Gymnasium id), so backend='process' cannot run it")
     if registered:

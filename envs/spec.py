@@ -14,8 +14,13 @@ from envs.config import PoolConfig
 from envs.info import dm_observation_type
 
 
-def space_to_dm_spec(space: gym.spaces.Space, name: str) -> specs.Array:
-    """The dm_env spec of one env's Gymnasium space."""
+def space_to_dm_spec(space: gym.spaces.Space, name: str) -> Any:
+    """The dm_env spec of one env's Gymnasium space: a dict/tuple of specs for a Dict/Tuple space
+    (leaves named by their path, "obs/pos"), as dm_env specs nest."""
+    if isinstance(space, gym.spaces.Dict):
+        return {k: space_to_dm_spec(s, f"{name}/{k}") for k, s in space.spaces.items()}
+    if isinstance(space, gym.spaces.Tuple):
+        return tuple(space_to_dm_spec(s, f"{name}/{i}") for i, s in enumerate(space.spaces))
     if isinstance(space, gym.spaces.Discrete):
         return specs.DiscreteArray(int(space.n), dtype=space.dtype, name=name)
     if isinstance(space, gym.spaces.Box):

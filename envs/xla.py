@@ -31,6 +31,7 @@ import dm_env
 import numpy as np
 
 from envs.info import dm_observation_type
+from envs.tree import build
 
 _POOL_IDS = itertools.count(1)
 
@@ -42,8 +43,7 @@ def state_template(pool: Any, n: int) -> Any:
     def leaf(shape: tuple[int, ...], dtype: Any) -> jax.ShapeDtypeStruct:
         return jax.ShapeDtypeStruct(shape, jax.dtypes.canonicalize_dtype(dtype))
 
-    space = pool.observation_space
-    obs = leaf((n, *space.shape), space.dtype)
+    obs = build(lambda _, space: leaf((n, *space.shape), space.dtype), pool.observation_space)
     # The env's own info keys: only the process backend has them (it builds a probe env for this).
     fixed = {**pool.extra_info, **getattr(pool._backend, "info_dtypes", {})}
     extra = {k: leaf((n,), dt) for k, dt in fixed.items()}

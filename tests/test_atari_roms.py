@@ -13,8 +13,10 @@ import pytest
 
 import envs
 from envs.atari.games import ATARI_TASKS, ROM_IDS, UNSUPPORTED_ROMS
+from tests.support import toy_envs
 
 pytest.importorskip("ale_py", reason="the atari extra is not installed: pip install -e '.[atari]'")
+toy_envs.register_structured_envs()
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = dict(img_height=8, img_width=8, stack_num=1, noop_max=0)  # ALE's work per step, not ours, is tested
@@ -26,6 +28,9 @@ import json, sys
 import numpy as np
 import ale_py
 import envs
+from tests.support import toy_envs
+
+toy_envs.register_structured_envs()
 roms, tasks, small = json.loads(sys.argv[1]), json.loads(sys.argv[2]), json.loads(sys.argv[3])
 ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)
 for rom in roms:
@@ -160,10 +165,12 @@ def test_every_listed_non_atari_id_builds():
 def test_ids_that_cannot_build_here_are_not_listed_and_make_says_why():
     ids = set(envs.list_all_envs())
     assert len(ids) == len(envs.list_all_envs())  # no duplicates
-    # Tuple observations: registered, builds in Gymnasium, but the pool cannot batch it
-    assert "Blackjack-v1" in gym.registry and "Blackjack-v1" not in ids
-    with pytest.raises(ValueError, match="Blackjack-v1.*cannot batch"):
-        envs.make_spec("Blackjack-v1")
+    # Tuple observations of Discrete leaves: the pool batches them
+    assert "Blackjack-v1" in ids
+    # a Text leaf in a Dict observation: registered, builds in Gymnasium, but the pool cannot batch it
+    assert "ToyTextObs-v0" in gym.registry and "ToyTextObs-v0" not in ids
+    with pytest.raises(ValueError, match="'ToyTextObs-v0' has an observation space leaf 'note' Text"):
+        envs.make_spec("ToyTextObs-v0")
     # an entry point that only raises (MuJoCo v2 ids moved to gymnasium-robotics)
     assert "Hopper-v2" in gym.registry and "Hopper-v2" not in ids
     with pytest.raises(ImportError, match="'Hopper-v2' cannot be built on this install"):
@@ -181,10 +188,10 @@ def test_listing_reprobes_a_re_registered_id():
     task_id = "ListingTest/Reregistered-v0"
     gym.register(task_id, entry_point="gymnasium.envs.toy_text.blackjack:BlackjackEnv")
     try:
-        assert task_id not in envs.list_all_envs()  # Tuple observations
+        assert task_id in envs.list_all_envs()  # Tuple observations
         gym.registry.pop(task_id)
-        gym.register(task_id, entry_point="gymnasium.envs.toy_text.taxi:TaxiEnv")
-        assert task_id in envs.list_all_envs()
+        gym.register(task_id, entry_point="tests.support.toy_envs:TextObsEnv")
+        assert task_id not in envs.list_all_envs()
     finally:
         gym.registry.pop(task_id, None)
 

@@ -13,9 +13,9 @@ import pytest
 
 import envs
 from envs.native.kernel_pool import CompiledEnvPool
-from envs.native.tasks import NATIVE_TASKS
+from envs.native.kernel_pool import TASK_CODES
 
-TASKS = sorted(NATIVE_TASKS)
+TASKS = sorted(TASK_CODES)  # the tasks with a compiled step (not SignalCorridor's Dict observations)
 
 
 def make(compiled: bool, task: str, monkeypatch, **kw):

@@ -36,7 +36,7 @@ TASK_CODES = {  # the task enum of kernel/classic_control.h
     "MountainCarContinuous-v0": 4,
     "Pendulum-v1": 5,
 }
-assert set(TASK_CODES) == set(NATIVE_TASKS), "every built-in task must have a compiled step"
+assert set(TASK_CODES) <= set(NATIVE_TASKS)  # the others (Dict observations) run on the numpy path
 
 _ERRORS = {1: ValueError, 2: RuntimeError}
 _U64 = (1 << 64) - 1

@@ -5,8 +5,11 @@ from envs.native.base import NativeTask
 from envs.native.cartpole import CartPole, CartPoleNoVelocity
 from envs.native.mountain_car import MountainCar, MountainCarContinuous
 from envs.native.pendulum import Pendulum
+from envs.native.signal_corridor import SignalCorridor, register
+
+register()  # SignalCorridor-v0 is ours: its Gymnasium id is what backend="process" runs
 
 NATIVE_TASKS: dict[str, type[NativeTask]] = {
     t.task_id: t
-    for t in (CartPole, CartPoleNoVelocity, Acrobot, MountainCar, MountainCarContinuous, Pendulum)
+    for t in (CartPole, CartPoleNoVelocity, Acrobot, MountainCar, MountainCarContinuous, Pendulum, SignalCorridor)
 }

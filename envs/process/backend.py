@@ -29,6 +29,7 @@ from envs.process.shm import Layout, SharedBuffers
 from envs.process.supervisor import CLOSE_TIMEOUT_S, DONE, Worker, mp_context
 from envs.process.worker import CLOSE, INFO, RESET, STEP, parse_info_answer, worker_main
 from envs.ready import Batch, Chunk
+from envs.tree import build, leaf_spaces, map_obs, path_name
 
 __all__ = ["CLOSE_TIMEOUT_S", "ProcessBackend", "WorkerError", "mp_context"]
 
@@ -37,9 +38,15 @@ POOL_INFO_KEYS = ("env_id", "elapsed_step")
 _NO_INFO: dict[str, Any] = {}
 
 
-def _buffer_specs(obs_space: gym.spaces.Space, act_space: gym.spaces.Space, n: int) -> list:
+def obs_field(path: tuple) -> str:
+    """The shared-memory field of an observation leaf ("obs" for an unstructured observation)."""
+    return "obs" if not path else f"obs/{path_name(path)}"
+
+
+def _buffer_specs(task: GymTask, n: int) -> list:
+    obs_space, act_space = task.observation_space, task.action_space
     return [
-        ("obs", (n, *obs_space.shape), obs_space.dtype),
+        *((obs_field(path), (n, *leaf.shape), leaf.dtype) for path, leaf in leaf_spaces(obs_space)),
         ("action", (n, *act_space.shape), act_space.dtype),
         ("reward", (n,), np.float32),
         ("terminated", (n,), bool),
@@ -58,9 +65,11 @@ class ProcessBackend:
         num_workers = max(1, min(config.num_threads or 1, n))
         self._bounds = np.linspace(0, n, num_workers + 1).astype(np.int64)
         self._owner = np.repeat(np.arange(num_workers), np.diff(self._bounds))
-        self._shm = SharedBuffers(Layout.build(_buffer_specs(observation_space, action_space, n)))
+        self._shm = SharedBuffers(Layout.build(_buffer_specs(task, n)))
         b = self._shm.arrays
-        self._obs, self._action = b["obs"], b["action"]
+        # One buffer per observation leaf, in the observation's structure.
+        self._obs = build(lambda path, _: b[obs_field(path)], observation_space)
+        self._action = b["action"]
         self._reward, self._term, self._trunc, self._elapsed = b["reward"], b["terminated"], b["truncated"], b["elapsed"]
         self._workers: list[Worker] = []
         self._closed = False
@@ -97,7 +106,8 @@ class ProcessBackend:
         lo, hi = int(self._bounds[w]), int(self._bounds[w + 1])
         cpu = -1 if c.thread_affinity_offset < 0 else c.thread_affinity_offset + w
         seed = c.seed + self._generation[w] * c.num_envs  # a respawned env gets a new, known seed
-        return (task.factory, lo, hi - lo, seed, c.max_episode_steps, self._shm.layout, self._shm.name, task.transpose_obs, cpu)
+        leaves = tuple((path, obs_field(path), path in task.image_leaves) for path in task.obs_leaves)
+        return (task.factory, lo, hi - lo, seed, c.max_episode_steps, self._shm.layout, self._shm.name, leaves, cpu)
 
     def _describe(self, w: int) -> str:
         return f"env worker {w} (envs {self._bounds[w]}..{self._bounds[w + 1] - 1})"
@@ -281,11 +291,11 @@ class ProcessBackend:
     def gather(self, ids: np.ndarray | None) -> Batch:
         if ids is None:
             return Batch(
-                np.arange(len(self._owner), dtype=np.int32), self._obs.copy(), self._reward.copy(),
+                np.arange(len(self._owner), dtype=np.int32), map_obs(np.copy, self._obs), self._reward.copy(),
                 self._term.copy(), self._trunc.copy(), self._elapsed.copy(), self._batch_info(None),
             )
         return Batch(
-            ids, self._obs[ids], self._reward[ids], self._term[ids], self._trunc[ids], self._elapsed[ids],
+            ids, map_obs(lambda buf: buf[ids], self._obs), self._reward[ids], self._term[ids], self._trunc[ids], self._elapsed[ids],
             self._batch_info(ids),
         )
 

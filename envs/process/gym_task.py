@@ -11,8 +11,8 @@ import numpy as np
 from envs.atari.games import check_rom, is_ale_entry_point
 from envs.config import INT32_MAX, PoolConfig
 from envs.process.retry import RetryConfig
-
-_SUPPORTED = (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)
+from envs.registry import find_spec
+from envs.tree import Path, check_batchable, is_structured, leaf_spaces, map_space
 
 
 def is_image(space: gym.spaces.Space) -> bool:
@@ -26,10 +26,15 @@ def is_image(space: gym.spaces.Space) -> bool:
     )
 
 
-def channel_first(space: gym.spaces.Box) -> gym.spaces.Box:
-    return gym.spaces.Box(
-        np.moveaxis(space.low, -1, 0), np.moveaxis(space.high, -1, 0), dtype=space.dtype
-    )
+def channel_first(space: gym.spaces.Space) -> gym.spaces.Space:
+    """The space as the pool presents it: every image leaf channel-first."""
+    if not is_image(space):
+        return space
+    return gym.spaces.Box(np.moveaxis(space.low, -1, 0), np.moveaxis(space.high, -1, 0), dtype=space.dtype)
+
+
+# A Dict observation's top-level keys the pool leaves out (e.g. MiniGrid's `mission` string).
+DROP_KWARG = "drop_observation_keys"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,15 +46,28 @@ class GymFactory:
 
     spec: gym.envs.registration.EnvSpec
     kwargs: dict[str, Any]
+    drop_observation_keys: tuple[str, ...] = ()  # Dict observation keys the pool leaves out
 
     def __call__(self) -> gym.Env:
-        return gym.make(self.spec, **self.kwargs)
+        env = gym.make(self.spec, **self.kwargs)
+        drop = self.drop_observation_keys
+        if drop:
+            space = env.observation_space
+            if not isinstance(space, gym.spaces.Dict):
+                env.close()
+                raise ValueError(f"{DROP_KWARG}={list(drop)}: {self.spec.id!r} has no Dict observation ({space})")
+            missing = [k for k in drop if k not in space.spaces]
+            if missing:
+                env.close()
+                raise ValueError(f"{DROP_KWARG}: {self.spec.id!r} has no observation keys {missing}; its keys: {list(space.spaces)}")
+            env = gym.wrappers.FilterObservation(env, [k for k in space.spaces if k not in drop])
+        return env
 
 
-def _factory(task_id: str, kwargs: dict[str, Any]) -> GymFactory:
-    spec = gym.spec(task_id)
+def _factory(task_id: str, kwargs: dict[str, Any], drop: tuple[str, ...]) -> GymFactory:
+    spec = find_spec(task_id)
     spec = dataclasses.replace(spec, max_episode_steps=None, disable_env_checker=True, order_enforce=False)
-    return GymFactory(spec, dict(kwargs))
+    return GymFactory(spec, dict(kwargs), drop)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,7 +78,8 @@ class GymTask:
     factory: GymFactory
     observation_space: gym.spaces.Space  # as the pool presents it (images channel-first)
     action_space: gym.spaces.Space
-    transpose_obs: bool  # the env's images are channel-last and must be moved
+    obs_leaves: tuple[Path, ...]  # the observation's leaves: () for a single array
+    image_leaves: tuple[Path, ...]  # leaves that are channel-last images, moved channel-first
     retry: RetryConfig = RetryConfig()  # how a crashing, raising or hanging worker is survived
 
 
@@ -76,7 +95,7 @@ def _retry(kwargs: dict[str, Any]) -> RetryConfig:
 def _check_ale_game(task_id: str, kwargs: dict[str, Any]) -> None:
     """An id of ALE's AtariEnv whose game (registered, or passed as `game=`) is a ROM ALE would exit
     the process on is refused before the probe env is built."""
-    spec = gym.spec(task_id)
+    spec = find_spec(task_id)
     if is_ale_entry_point(spec.entry_point):
         check_rom(kwargs.get("game", spec.kwargs.get("game")), task_id)
 
@@ -91,15 +110,25 @@ def _build_probe(task_id: str, factory: GymFactory) -> gym.Env:
 
 
 def _spaces(task_id: str, probe: gym.Env) -> tuple[gym.spaces.Space, gym.spaces.Space]:
-    """The probe's spaces, refused unless the pool can batch them."""
+    """The probe's spaces, refused unless the pool can batch them: observations may be Dict and
+    Tuple trees of array leaves (refused by the path of a leaf that is not), actions one array."""
     obs_space, act_space = probe.observation_space, probe.action_space
-    for what, space in (("observation", obs_space), ("action", act_space)):
-        if not isinstance(space, _SUPPORTED):
-            raise ValueError(
-                f"task {task_id!r} has a {what} space {space} that the pool cannot batch; "
-                f"supported: {[s.__name__ for s in _SUPPORTED]}"
-            )
+    check_batchable(obs_space, "observation", task_id)
+    if is_structured(act_space):
+        raise ValueError(f"task {task_id!r} has an action space {act_space}: the pool takes one action array per env")
+    check_batchable(act_space, "action", task_id)
     return obs_space, act_space
+
+
+def _drop_keys(task_id: str, kwargs: dict[str, Any]) -> tuple[str, ...]:
+    """Pops drop_observation_keys (top-level keys of a Dict observation the pool leaves out, e.g.
+    MiniGrid's `mission` string) out of kwargs, checked as far as can be before the env exists."""
+    drop = kwargs.pop(DROP_KWARG, ())
+    if isinstance(drop, str):
+        drop = (drop,)
+    if not isinstance(drop, (list, tuple)) or not all(isinstance(k, str) for k in drop):
+        raise ValueError(f"{DROP_KWARG} must be a list of Dict observation keys (str), got {drop!r}")
+    return tuple(drop)
 
 
 def _check_seed(probe: gym.Env, config: PoolConfig) -> None:
@@ -127,18 +156,20 @@ def _check_seed(probe: gym.Env, config: PoolConfig) -> None:
 def configure(task_id: str, env_type: str, kwargs: dict[str, Any]) -> GymTask:
     """Validates kwargs by building one probe env in this process, and reads its spaces."""
     _check_ale_game(task_id, kwargs)
-    default_steps = gym.spec(task_id).max_episode_steps
+    default_steps = find_spec(task_id).max_episode_steps
     kwargs = dict(kwargs)
     retry = _retry(kwargs)
+    drop = _drop_keys(task_id, kwargs)
     config = PoolConfig.create(task_id, env_type, "process", default_steps, kwargs, None)
-    factory = _factory(task_id, dict(config.task_kwargs))
+    factory = _factory(task_id, dict(config.task_kwargs), drop)
     probe = _build_probe(task_id, factory)
     try:
         obs_space, act_space = _spaces(task_id, probe)
         _check_seed(probe, config)
     finally:
         probe.close()
-    transpose = is_image(obs_space)
-    if transpose:
-        obs_space = channel_first(obs_space)
-    return GymTask(config, factory, obs_space, act_space, transpose, retry)
+    leaves = tuple(leaf_spaces(obs_space))
+    images = tuple(path for path, leaf in leaves if is_image(leaf))
+    return GymTask(
+        config, factory, map_space(channel_first, obs_space), act_space, tuple(p for p, _ in leaves), images, retry
+    )

@@ -16,6 +16,7 @@ import numpy as np
 from envs.episodes import EpisodeBook
 from envs.process.shm import Layout, SharedBuffers
 from envs.process.supervisor import DONE, READY, send_failure
+from envs.tree import get_leaf
 
 # One byte of command, then the env ids as int32 bytes.
 STEP, RESET, CLOSE = b"S", b"R", b"C"
@@ -70,16 +71,21 @@ def worker_main(
     max_episode_steps: int | None,
     layout: Layout,
     shm_name: str,
-    transpose_obs: bool,
+    obs_leaves: tuple[tuple[tuple, str, bool], ...],
     cpu: int,
 ) -> None:
+    """obs_leaves: (path in the observation, shared-memory field, channel-last image to move) of
+    each observation leaf; one leaf with path () for an unstructured observation."""
     shm = None
     try:
         if cpu >= 0 and hasattr(os, "sched_setaffinity"):
             os.sched_setaffinity(0, {cpu % (os.cpu_count() or 1)})
         shm = SharedBuffers(layout, shm_name)
         a = shm.arrays
-        obs_buf, act_buf = a["obs"], a["action"]
+        act_buf = a["action"]
+        plain = len(obs_leaves) == 1 and obs_leaves[0][0] == ()
+        obs_buf, transpose_obs = a[obs_leaves[0][1]], obs_leaves[0][2]
+        writers = [(path, a[field], image) for path, field, image in obs_leaves]
         rew_buf, term_buf, trunc_buf, elapsed_buf = a["reward"], a["terminated"], a["truncated"], a["elapsed"]
         envs = [factory() for _ in range(num_envs)]
         to_action = _to_env_action(envs[0].action_space)
@@ -109,7 +115,12 @@ def worker_main(
                     rew_buf[g] = r
                 if info:
                     infos[g] = info
-                obs_buf[g] = np.moveaxis(obs, -1, 0) if transpose_obs else obs
+                if plain:
+                    obs_buf[g] = np.moveaxis(obs, -1, 0) if transpose_obs else obs
+                else:
+                    for path, buf, image in writers:
+                        leaf = get_leaf(obs, path)
+                        buf[g] = np.moveaxis(leaf, -1, 0) if image else leaf
             terminated, truncated, elapsed = book.finish(local, resets, term, env_trunc)
             term_buf[ids], trunc_buf[ids], elapsed_buf[ids] = terminated, truncated, elapsed
             conn.send_bytes(info_answer(msg[1:], infos) if infos else DONE + msg[1:])

@@ -110,3 +110,68 @@ class InfoEnv(gym.Env):
 def register_info_envs():
     if "ToyInfo-v0" not in gym.registry:
         gym.register("ToyInfo-v0", entry_point=InfoEnv, max_episode_steps=50)
+
+
+class DictObsEnv(gym.Env):
+    """A nested Dict/Tuple observation of every batchable leaf kind; each leaf encodes the seed
+    of the env's first reset and its step count, so tests can tell envs and steps apart.
+    The episode terminates after `length` steps."""
+
+    observation_space = gym.spaces.Dict(
+        {
+            "pos": gym.spaces.Box(-np.inf, np.inf, (3,), np.float32),
+            "flag": gym.spaces.Discrete(4),
+            "img": gym.spaces.Box(0, 255, (8, 6, 3), np.uint8),  # channel-last: the pool moves it
+            "extra": gym.spaces.Tuple((gym.spaces.MultiBinary(2), gym.spaces.MultiDiscrete([3, 5]))),
+        }
+    )
+    action_space = gym.spaces.Discrete(3)
+
+    def __init__(self, length=4):
+        self.length, self.who = length, None
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        if self.who is None:
+            self.who = seed
+        self.t = 0
+        return self._obs(), {}
+
+    def _obs(self):
+        img = np.zeros((8, 6, 3), np.uint8)
+        img[..., 0], img[..., 2] = self.t, self.who % 256
+        return {
+            "pos": np.array([self.who, self.t, 0.5], np.float32),
+            "flag": self.t % 4,
+            "img": img,
+            "extra": (np.array([self.t % 2, 1], np.int8), np.array([self.t % 3, self.who % 5])),
+        }
+
+    def step(self, action):
+        self.t += 1
+        return self._obs(), float(action), self.t >= self.length, False, {}
+
+
+class TextObsEnv(gym.Env):
+    """A Dict observation with a Text leaf, which the pool cannot batch."""
+
+    observation_space = gym.spaces.Dict({"x": gym.spaces.Box(0, 1, (1,), np.float32), "note": gym.spaces.Text(8)})
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return {"x": np.zeros(1, np.float32), "note": "hi"}, {}
+
+    def step(self, action):
+        return {"x": np.zeros(1, np.float32), "note": "hi"}, 0.0, False, False, {}
+
+
+def register_structured_envs():
+    for name, cls in (("ToyDictObs-v0", DictObsEnv), ("ToyTextObs-v0", TextObsEnv)):
+        if name not in gym.registry:
+            gym.register(name, entry_point=cls, max_episode_steps=50)
+
+
+# Registered on import, for Gymnasium's `module:EnvId` form: envs.make("tests.support.toy_envs:ToyModuleForm-v0").
+if "ToyModuleForm-v0" not in gym.registry:
+    gym.register("ToyModuleForm-v0", entry_point=InfoEnv, max_episode_steps=50)
