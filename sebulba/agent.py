@@ -47,9 +47,9 @@ class Agent(abc.ABC, Generic[N, O, E, S]):
 
     # With frame stacking on the actor device (LoopConfig.stack_on_device), False: the learner
     # rebuilds the stacked observations before any learner hook. True: `update_experience` gets
-    # trajectories of single frames (`env_step.obs` is `sebulba.loop.framestack.Frames`, the
+    # trajectories of single frames (`env_step.obs` is `sebulba.frames.Frames`, the
     # frames before them in `obs_history`; `ExperienceLayout.frame_stack` says how many make a
-    # stack) and the agent rebuilds the stacks itself (`framestack.restack`), e.g. R2D2's replay
+    # stack) and the agent rebuilds the stacks itself (`sebulba.frames.restack`), e.g. R2D2's replay
     # keeps single frames: 1/S of the memory.
     accepts_frames: bool = False
     # On-policy minibatches: of the trajectory's "envs", or of its "steps" (see the module docstring).

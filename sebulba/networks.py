@@ -9,11 +9,14 @@ so the image torsos validate their input: rank 4, and a channel dim no larger th
 spatial dim (C <= min(H, W)); anything else raises a `ValueError`. Shapes are static, so the check
 costs nothing under `jit`. (An input with more channels than pixels per side is rejected too.)
 
-`torso_for(observation_space, kind)` picks a torso for a Gymnasium observation space.
+`torso_for(observation_space, kind)` picks a torso for a Gymnasium observation space. A Dict or
+Tuple space (a pytree observation) gets an `MLPTorso` that encodes each leaf (one-hot for
+discrete leaves, a CNN for image leaves) and concatenates the features.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -28,11 +31,75 @@ from sebulba.distributions import DiagGaussian
 Activation = Callable[[jax.Array], jax.Array]
 
 
+@dataclasses.dataclass(frozen=True)
+class Leaf:
+    """How one leaf of a structured (Dict/Tuple) observation is encoded into features:
+    "float" (flattened as numbers: Box, MultiBinary), "one_hot" (Discrete, MultiDiscrete: each
+    entry one-hot over `size` values after subtracting `start`), "image" (a channel-first uint8
+    image through a CNN: `ImageEncoder`)."""
+
+    kind: str
+    size: int = 0
+    start: tuple[int, ...] = ()  # per entry (MultiDiscrete) or one value (Discrete)
+
+
+def leaf_encoding(space: gym.spaces.Space, path: str = "observation") -> Leaf:
+    if isinstance(space, gym.spaces.Discrete):
+        return Leaf("one_hot", int(space.n), (int(space.start),))
+    if isinstance(space, gym.spaces.MultiDiscrete):
+        return Leaf("one_hot", int(np.max(space.nvec)), tuple(int(s) for s in np.ravel(space.start)))
+    if isinstance(space, gym.spaces.MultiBinary):
+        return Leaf("float")
+    if isinstance(space, gym.spaces.Box):
+        if is_image_space(space):
+            return Leaf("image")
+        return Leaf("float")
+    raise ValueError(f"no encoding for leaf {path!r} of space {space}: the torsos take Box, Discrete, MultiDiscrete "
+                     "and MultiBinary leaves")
+
+
+def is_image_space(space: gym.spaces.Space) -> bool:
+    """A channel-first uint8 image [C, H, W] (C <= min(H, W)), as the pool presents images."""
+    return (isinstance(space, gym.spaces.Box) and space.dtype == np.uint8 and len(space.shape) == 3
+            and space.shape[0] <= min(space.shape[1:]))
+
+
+def _encode(leaf: Leaf, x: jax.Array) -> jax.Array:
+    """A [B, ...] leaf as float32 features [B, F] (images excepted: they go through a CNN)."""
+    b = x.shape[0]
+    if leaf.kind == "one_hot":
+        start = jnp.asarray(leaf.start, x.dtype).reshape(-1) if len(leaf.start) > 1 else leaf.start[0]
+        flat = x.reshape(b, -1) - start
+        return jax.nn.one_hot(flat, leaf.size, dtype=jnp.float32).reshape(b, -1)
+    return x.reshape(b, -1).astype(jnp.float32)
+
+
+class ImageEncoder(nn.Module):
+    """An image leaf of a structured observation: `NatureCNN` for images of at least 36x36,
+    else a small CNN for grid observations (MiniGrid's 7x7 views; the rl-starter-files
+    architecture: conv 16 2x2, max pool 2x2, conv 32 2x2, conv 64 2x2, all VALID, relu), then
+    flattened. Pixels are read as 0..255 values (scaled by 1/255)."""
+
+    @nn.compact
+    def __call__(self, obs: jax.Array) -> jax.Array:
+        if min(obs.shape[2:]) >= 36:
+            return NatureCNN()(obs)
+        x = _to_nhwc(obs)
+        if min(x.shape[1:3]) >= 5:
+            x = nn.relu(nn.Conv(16, (2, 2), padding="VALID", name="conv1")(x))
+            x = nn.max_pool(x, (2, 2), strides=(2, 2))
+            x = nn.relu(nn.Conv(32, (2, 2), padding="VALID", name="conv2")(x))
+            x = nn.relu(nn.Conv(64, (2, 2), padding="VALID", name="conv3")(x))
+        return x.reshape(x.shape[0], -1)
+
+
 class MLPTorso(nn.Module):
     """Flattens each observation to float32 and applies Dense + activation per hidden size.
 
     With `num_categories` set, integer observations [B] (a `Discrete` space) are one-hot encoded
-    (value - `category_start`) first instead of being used as a magnitude.
+    (value - `category_start`) first instead of being used as a magnitude. With `leaves` set, the
+    observation is a pytree (a Dict/Tuple space): each leaf, in `jax.tree_util` order, is encoded
+    as its `Leaf` says (images through an `ImageEncoder` each) and the features concatenated.
     """
 
     hidden_sizes: Sequence[int]
@@ -40,12 +107,22 @@ class MLPTorso(nn.Module):
     num_categories: int | None = None
     category_start: int = 0
     kernel_init: Callable[..., jax.Array] = nn.initializers.lecun_normal()  # flax's Dense default
+    leaves: tuple[Leaf, ...] | None = None
 
     @nn.compact
-    def __call__(self, obs: jax.Array) -> jax.Array:
-        if self.num_categories is not None:
-            obs = jax.nn.one_hot(obs - self.category_start, self.num_categories, dtype=jnp.float32)
-        x = obs.reshape(obs.shape[0], -1).astype(jnp.float32)
+    def __call__(self, obs: Any) -> jax.Array:
+        if self.leaves is not None:
+            values = jax.tree_util.tree_leaves(obs)
+            if len(values) != len(self.leaves):
+                raise ValueError(f"the torso takes observations of {len(self.leaves)} leaves, got {len(values)}")
+            images = iter(range(len(values)))
+            x = jnp.concatenate(
+                [ImageEncoder(name=f"image{next(images)}")(v) if leaf.kind == "image" else _encode(leaf, v)
+                 for leaf, v in zip(self.leaves, values)], -1)
+        else:
+            if self.num_categories is not None:
+                obs = jax.nn.one_hot(obs - self.category_start, self.num_categories, dtype=jnp.float32)
+            x = obs.reshape(obs.shape[0], -1).astype(jnp.float32)
         for i, size in enumerate(self.hidden_sizes):
             x = self.activation(nn.Dense(size, kernel_init=self.kernel_init, name=f"dense{i + 1}")(x))
         return x
@@ -153,6 +230,19 @@ class ImpalaResNet(nn.Module):
 TORSO_KINDS = ("auto", "mlp", "nature_cnn", "impala_resnet")
 
 
+def structured_leaves(space: gym.spaces.Space) -> tuple[Leaf, ...]:
+    """The `Leaf` of each leaf of a Dict/Tuple space, in `jax.tree_util`'s leaf order (dict keys
+    sorted), the order the torso meets them in an observation."""
+    def walk(s: gym.spaces.Space, path: str) -> Any:
+        if isinstance(s, gym.spaces.Dict):
+            return {k: walk(v, f"{path}/{k}") for k, v in s.spaces.items()}
+        if isinstance(s, gym.spaces.Tuple):
+            return tuple(walk(v, f"{path}/{i}") for i, v in enumerate(s.spaces))
+        return leaf_encoding(s, path)
+
+    return tuple(jax.tree_util.tree_leaves(walk(space, "observation")))
+
+
 def torso_for(observation_space: gym.spaces.Space, kind: str = "auto", **kwargs: Any) -> nn.Module:
     """A torso for `observation_space`; `kwargs` go to the torso's constructor.
 
@@ -164,6 +254,11 @@ def torso_for(observation_space: gym.spaces.Space, kind: str = "auto", **kwargs:
     if kind not in TORSO_KINDS:
         raise ValueError(f"unknown torso kind {kind!r}; expected one of {TORSO_KINDS}")
     space = observation_space
+    if isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple)):
+        if kind not in ("auto", "mlp"):
+            raise ValueError(f"a structured observation space {space} takes the 'mlp' torso (image leaves get a CNN "
+                             f"each), not {kind!r}")
+        return MLPTorso(**{"hidden_sizes": (64, 64), **kwargs, "leaves": structured_leaves(space)})
     is_box = isinstance(space, gym.spaces.Box)
     if kind == "auto":
         if isinstance(space, gym.spaces.Discrete) or (is_box and len(space.shape) == 1):

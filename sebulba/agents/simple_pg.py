@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import optax
 
 import envs
+from sebulba import observations
 from sebulba.agent import Agent
 from sebulba.types import ActorOutput, EnvStep, Metrics, Trajectory
 
@@ -88,7 +89,7 @@ class SimplePolicyGradient(Agent[dict, optax.OptState, Trajectory, jax.Array]):
         self.net = PolicyValueMLP(tuple(config.hidden_sizes), int(env_spec.action_space.n))
 
     def init_networks(self, key: jax.Array) -> dict:
-        obs = jnp.zeros((1, *self.env_spec.observation_space.shape), jnp.float32)
+        obs = observations.zeros(self.env_spec.observation_space)
         return self.net.init(key, obs)
 
     def optimizer(self) -> optax.GradientTransformation:
@@ -112,7 +113,7 @@ class SimplePolicyGradient(Agent[dict, optax.OptState, Trajectory, jax.Array]):
     def loss(self, networks: dict, experience: Trajectory, key: jax.Array) -> tuple[jax.Array, Metrics]:
         es, c = experience.env_step, self.config
         T, B = experience.action.shape
-        logits, values = self.net.apply(networks, es.obs.reshape(((T + 1) * B, *es.obs.shape[2:])))
+        logits, values = self.net.apply(networks, observations.merge_leading(es.obs))
         logits, values = logits.reshape(T + 1, B, -1), values.reshape(T + 1, B)
         g = jax.vmap(returns_to_go, in_axes=(1, 1, 1, 1, None), out_axes=1)(
             es.reward, jax.lax.stop_gradient(values), es.terminated, es.truncated.at[-1].set(True), c.discount

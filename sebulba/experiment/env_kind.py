@@ -15,8 +15,9 @@ import envs
 @dataclasses.dataclass(frozen=True)
 class EnvKind:
     """`observations`: "atari" (ALE's stacked frames), "image" (another uint8 image), "tabular"
-    (a Discrete state: toy-text tasks such as FrozenLake, whose rewards are sparse) or "vector"
-    (a Box of numbers, e.g. classic control). `actions`: "discrete" or "continuous" (a Box)."""
+    (a Discrete state: toy-text tasks such as FrozenLake, whose rewards are sparse), "structured"
+    (a Dict or Tuple of leaves: MiniGrid, SignalCorridor-v0) or "vector" (a Box of numbers, e.g.
+    classic control). `actions`: "discrete" or "continuous" (a Box)."""
 
     env_id: str
     observations: str
@@ -33,6 +34,8 @@ def env_kind(env_id: str, env_kwargs: Mapping[str, Any] | None = None) -> EnvKin
         observations = "atari"
     elif isinstance(obs, gym.spaces.Discrete):
         observations = "tabular"
+    elif isinstance(obs, (gym.spaces.Dict, gym.spaces.Tuple)):
+        observations = "structured"
     elif isinstance(obs, gym.spaces.Box) and obs.dtype.name == "uint8" and len(obs.shape) == 3:
         observations = "image"
     else:

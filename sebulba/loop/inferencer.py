@@ -74,7 +74,7 @@ def initial_running(num_envs: int, device: jax.Device) -> tuple[jax.Array, jax.A
 
 def first_env_step(obs: Any, info: dict, restarts: framestack.Restarts | None) -> HostStep:
     """The env step of a pool's reset, as the first act sees it."""
-    n = len(obs)
+    n = len(info["elapsed_step"])
     if restarts is not None:
         obs = framestack.Frames(obs, restarts.reset(info["lives"]))
     return host_env_step(obs, np.zeros(n, np.float32), np.zeros(n, bool), np.zeros(n, bool), info["elapsed_step"])

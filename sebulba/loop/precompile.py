@@ -17,6 +17,7 @@ import jax
 import numpy as np
 
 import envs
+from sebulba import observations
 from sebulba.agent import Agent
 from sebulba.loop import framestack
 from sebulba.loop.cycle import CycleFunctions
@@ -56,7 +57,7 @@ def lower_first_cycle(agent: Agent, cycle: CycleFunctions, learner: Learner, sha
     arguments. Runs the cycle's small bookkeeping functions on zeros to get the trajectory the
     learner will see (they compile here, as the first cycle would have compiled them)."""
     plan = cycle.stack_plan
-    obs = np.zeros((lane_envs, *pool_spec.observation_space.shape), pool_spec.observation_space.dtype)
+    obs = observations.zeros(pool_spec.observation_space, (lane_envs,), as_pool=True)
     zeros = np.zeros(lane_envs, np.int32)
     restarts = None if plan is None else framestack.Restarts(plan.episodic_life)
     lowered, learner_inputs = [], None

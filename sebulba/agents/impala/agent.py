@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import optax
 
 import envs
+from sebulba import observations
 from sebulba.agent import Agent
 from sebulba.agents.impala.config import ImpalaConfig
 from sebulba.agents.impala.losses import impala_loss
@@ -41,7 +42,7 @@ class Impala(Agent[dict, optax.OptState, Trajectory, jax.Array]):
 
     def init_networks(self, key: jax.Array) -> dict:
         space = self.env_spec.observation_space
-        return self.net.init(key, jnp.zeros((1, *space.shape), jax.dtypes.canonicalize_dtype(space.dtype)))
+        return self.net.init(key, observations.zeros(space))
 
     def optimizer(self) -> optax.GradientTransformation:
         c = self.config
@@ -80,7 +81,7 @@ class Impala(Agent[dict, optax.OptState, Trajectory, jax.Array]):
     def loss(self, networks: dict, experience: Trajectory, key: jax.Array) -> tuple[jax.Array, Metrics]:
         es = experience.env_step
         T, B = experience.action.shape[:2]
-        obs = es.obs.reshape((T + 1) * B, *es.obs.shape[2:])
+        obs = observations.merge_leading(es.obs)
         policy, values = self.net.apply(networks, obs)
         policy = jax.tree.map(lambda x: x.reshape(T + 1, B, *x.shape[1:]), policy)
         values = values.reshape(T + 1, B)

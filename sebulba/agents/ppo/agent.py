@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import optax
 
 import envs
+from sebulba import observations
 from sebulba import normalization
 from sebulba.agent import Agent
 from sebulba.agents.ppo.config import PPOConfig
@@ -70,7 +71,7 @@ class PPO(Agent[dict, optax.OptState, Samples, StepState]):
     def init_networks(self, key: jax.Array) -> dict:
         space = self.env_spec.observation_space
         return {
-            "params": self.net.init(key, jnp.zeros((1, *space.shape), jax.dtypes.canonicalize_dtype(space.dtype))),
+            "params": self.net.init(key, observations.zeros(space)),
             "obs_stats": normalization.init(space.shape) if self.config.normalize_observations else (),
             "return_stats": normalization.init(()) if self.config.scale_rewards else (),
         }
@@ -129,12 +130,12 @@ class PPO(Agent[dict, optax.OptState, Samples, StepState]):
                                                             LEARNER_AXIS)
             rewards = normalization.scale(networks["return_stats"], rewards)
         obs = self._input(networks, es.obs)
-        _, values = self.net.apply(networks["params"], obs.reshape((T + 1) * B, *obs.shape[2:]))
+        _, values = self.net.apply(networks["params"], observations.merge_leading(obs))
         values = values.reshape(T + 1, B)
         gae = functools.partial(episode_gae, discount=c.discount, lambda_=c.gae_lambda)
         advantages, valid = jax.vmap(gae, in_axes=1, out_axes=1)(values, rewards, es.terminated, es.truncated)
         action = traj.extras["sample"] if self.continuous else traj.action
-        samples = Samples(obs[:-1], action, traj.extras["log_prob"], advantages, values[:-1], advantages + values[:-1],
+        samples = Samples(jax.tree.map(lambda x: x[:-1], obs), action, traj.extras["log_prob"], advantages, values[:-1], advantages + values[:-1],
                           valid)
         return networks, jax.lax.stop_gradient(samples)
 

@@ -18,12 +18,12 @@ import jax.numpy as jnp
 import optax
 
 import envs
+from sebulba import frames, observations
 from sebulba.agent import Agent
 from sebulba.agents.r2d2 import replay as rp
 from sebulba.agents.r2d2.config import R2D2Config
 from sebulba.agents.r2d2.networks import CoreState, make_network, unroll
 from sebulba.agents.r2d2.returns import n_step_double_q_targets, sequence_priority
-from sebulba.loop import framestack
 from sebulba.sharding import LEARNER_AXIS
 from sebulba.types import EnvStep, ExperienceLayout, Metrics, Trajectory
 
@@ -68,7 +68,7 @@ class R2D2(Agent[Networks, optax.OptState, Experience, StepState]):
     # ---------------------------------------------------------------- state
     def init_networks(self, key: jax.Array) -> Networks:
         space = self.env_spec.observation_space
-        params = self.net.init(key, jnp.zeros((1, *space.shape), space.dtype), jnp.zeros(1, jnp.int32),
+        params = self.net.init(key, observations.zeros(space), jnp.zeros(1, jnp.int32),
                                jnp.zeros(1), self.net.initial_state(1))
         return Networks(params, params)
 
@@ -99,11 +99,11 @@ class R2D2(Agent[Networks, optax.OptState, Experience, StepState]):
         f32, b = jax.ShapeDtypeStruct((), jnp.float32), jax.ShapeDtypeStruct((), jnp.bool_)
         core = jax.ShapeDtypeStruct((c.core_size,), jnp.float32)
         state_row = (CoreState(core, core), jax.ShapeDtypeStruct((), jnp.int32))
-        obs_row = jax.ShapeDtypeStruct(space.shape, space.dtype)
+        obs_row = observations.shape_structs(space)
         if layout.frame_stack > 1:  # single frames, and per sequence the frames before its first
             s = layout.frame_stack
             frame = (space.shape[0] // s, *space.shape[1:])
-            obs_row = framestack.Frames(jax.ShapeDtypeStruct(frame, space.dtype), b)
+            obs_row = frames.Frames(jax.ShapeDtypeStruct(frame, space.dtype), b)
             state_row = (*state_row, jax.ShapeDtypeStruct((s - 1, *frame), space.dtype))
         env_row = EnvStep(obs_row, f32, b, b, b)
         replay = rp.init(c.replay_capacity, layout.num_envs, layout.steps_per_cycle, env_row,
@@ -133,7 +133,7 @@ class R2D2(Agent[Networks, optax.OptState, Experience, StepState]):
     def update_experience(self, experience: Experience, initial_step_state: StepState, final_step_state: StepState,
                           trajectory: Trajectory) -> Experience:
         stored = self._stored(initial_step_state)
-        if isinstance(trajectory.env_step.obs, framestack.Frames):
+        if isinstance(trajectory.env_step.obs, frames.Frames):
             stored = (*stored, jnp.moveaxis(trajectory.obs_history, 0, 1))  # per env: [S - 1, c, H, W]
         replay = rp.add_cycle(experience.replay, stored, trajectory.env_step, trajectory.action, source=trajectory.actor)
         return experience._replace(replay=replay)
@@ -144,12 +144,12 @@ class R2D2(Agent[Networks, optax.OptState, Experience, StepState]):
         es = jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), seqs.env_step)  # time-major [m + 1, b, ...]
         action = jnp.swapaxes(seqs.action, 0, 1)  # [m, b]
         core, stored_prev_action = seqs.state[:2]
-        if isinstance(es.obs, framestack.Frames):  # single frames: rebuild the stacks
-            es = es._replace(obs=framestack.restack(jnp.moveaxis(seqs.state[2], 1, 0), es.obs))
+        if isinstance(es.obs, frames.Frames):  # single frames: rebuild the stacks
+            es = es._replace(obs=frames.restack(jnp.moveaxis(seqs.state[2], 1, 0), es.obs))
         prev_action = jnp.concatenate([stored_prev_action[None], action], 0)  # the action before each env step
         l = c.burn_in
-        burn = lambda x: x[:l]
-        rest = lambda x: x[l:]
+        burn = lambda x: jax.tree.map(lambda y: y[:l], x)  # obs may be a pytree (Dict spaces)
+        rest = lambda x: jax.tree.map(lambda y: y[l:], x)
         inputs = (es.obs, prev_action, es.reward, es.first)
 
         def q_values(params):

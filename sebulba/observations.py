@@ -1,0 +1,38 @@
+"""Observations as pytrees: an array for a Box/Discrete space, a dict/tuple of arrays for a Dict/
+Tuple space (as the env pool batches them, `envs.tree`). The helpers an agent and the loop need
+to build and reshape them without caring which."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import jax
+import numpy as np
+
+from envs.tree import build
+
+
+def zeros(space: gym.spaces.Space, batch: tuple[int, ...] = (1,), as_pool: bool = False) -> Any:
+    """Zero observations of space with leading dims `batch`, as numpy: in JAX's dtypes (int64
+    leaves become int32 unless x64 is on), e.g. the sample input of a network's `init`; with
+    as_pool, in the space's own dtypes, as the pool returns them."""
+    def leaf(_: Any, s: gym.spaces.Space) -> np.ndarray:
+        return np.zeros((*batch, *s.shape), s.dtype if as_pool else jax.dtypes.canonicalize_dtype(s.dtype))
+
+    return build(leaf, space)
+
+
+def shape_structs(space: gym.spaces.Space, batch: tuple[int, ...] = ()) -> Any:
+    """`jax.ShapeDtypeStruct`s of observations of space with leading dims `batch`."""
+    return build(lambda _, s: jax.ShapeDtypeStruct((*batch, *s.shape), jax.dtypes.canonicalize_dtype(s.dtype)), space)
+
+
+def merge_leading(obs: Any, n: int = 2) -> Any:
+    """Each leaf with its first n dims merged into one ([T, B, ...] -> [T * B, ...])."""
+    return jax.tree.map(lambda x: x.reshape(-1, *x.shape[n:]), obs)
+
+
+def leading_dim(obs: Any) -> int:
+    """The batch size of an observation pytree (its leaves' first dim)."""
+    return jax.tree_util.tree_leaves(obs)[0].shape[0]
