@@ -251,7 +251,14 @@ def ale_async(game: str, num_envs: int, batch_size: int, num_threads: int) -> Dr
 
 
 def gym_numpy_vector(task: str, num_envs: int) -> Driver:
-    env = gym.make_vec(task, num_envs=num_envs, vectorization_mode="vector_entry_point")
+    """Gymnasium's own numpy vector env for `task` (importing `envs` makes our face the registered
+    vector entry point, so the one Gymnasium had is built directly)."""
+    from envs.vector import GYMNASIUM_VECTOR_ENTRY_POINTS
+
+    entry = GYMNASIUM_VECTOR_ENTRY_POINTS[task]
+    if isinstance(entry, str):
+        entry = gym.envs.registration.load_env_creator(entry)
+    env = entry(num_envs=num_envs)
     return SyncDriver(env, env.single_action_space, num_envs, lambda: env.reset(seed=SEED))
 
 

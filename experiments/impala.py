@@ -38,12 +38,11 @@ CARTPOLE = dict(
 # Summed, FrozenLake-v1 (is_slippery=False) reaches 0.9 by 21k env steps and ends at 1.0 on seeds
 # 0-2 (epsilon after the square root instead: 108-116k). 200k env steps.
 TABULAR = dict(CARTPOLE, total_env_steps=200_000, agent=dataclasses.replace(CARTPOLE["agent"], loss_reduction="sum"))
-# Structured (Dict/Tuple) observations, e.g. MiniGrid's grid view + direction: the tabular preset, for
+# Structured (Dict/Tuple) observations, e.g. MiniGrid's grid view + direction, get TABULAR too, for
 # the same reason (sparse rewards). MiniGrid-Empty-5x5-v0 (drop_observation_keys=['mission']) with the
 # CartPole preset stayed at the random policy's 0.2 after 100k env steps; with summed losses the
 # behaviour policy returned 0.8, 0.9, 0.9 on seeds 0-2 by 100k. SignalCorridor-v0: 1.0 on seeds
 # 0-2 by 40k (the mean-loss preset: 0.5-0.9).
-STRUCTURED = TABULAR
 # Continuous actions (a Gaussian policy with a state-independent log std; Pendulum-v1): A2C-like
 # small batches (8 envs x 8 steps: many optimizer steps; 16 x 20 made 5x fewer and learned on some
 # seeds only), gamma 0.9 and V-trace lambda 0.9 (SB3's tuned A2C Pendulum values), rewards scaled
@@ -81,7 +80,7 @@ def preset(env_id: str, env_kwargs: dict | None = None) -> dict:
     check_action_space(kind.action_space, f"IMPALA ({env_id})")
     if kind.actions == "continuous":
         return CONTROL
-    return {"atari": ATARI, "tabular": TABULAR, "structured": STRUCTURED}.get(kind.observations, CARTPOLE)
+    return {"atari": ATARI, "tabular": TABULAR, "structured": TABULAR}.get(kind.observations, CARTPOLE)
 
 
 # ---------------------------------------------------------------- flags

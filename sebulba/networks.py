@@ -68,8 +68,8 @@ def _encode(leaf: Leaf, x: jax.Array) -> jax.Array:
     """A [B, ...] leaf as float32 features [B, F] (images excepted: they go through a CNN)."""
     b = x.shape[0]
     if leaf.kind == "one_hot":
-        start = jnp.asarray(leaf.start, x.dtype).reshape(-1) if len(leaf.start) > 1 else leaf.start[0]
-        flat = x.reshape(b, -1) - start
+        start = np.asarray(leaf.start, np.int32).reshape(-1) if len(leaf.start) > 1 else leaf.start[0]
+        flat = x.reshape(b, -1).astype(jnp.int32) - start
         return jax.nn.one_hot(flat, leaf.size, dtype=jnp.float32).reshape(b, -1)
     return x.reshape(b, -1).astype(jnp.float32)
 

@@ -36,3 +36,27 @@ def merge_leading(obs: Any, n: int = 2) -> Any:
 def leading_dim(obs: Any) -> int:
     """The batch size of an observation pytree (its leaves' first dim)."""
     return jax.tree_util.tree_leaves(obs)[0].shape[0]
+
+
+class _LeafShape:
+    """A leaf's path and shape, opaque to jax.tree (so a space's structure flattens like an obs)."""
+
+    def __init__(self, path: tuple, shape: tuple[int, ...]):
+        self.path, self.shape = path, shape
+
+
+def check_observation_batch(obs: Any, space: gym.spaces.Space) -> Any:
+    """obs as numpy arrays, checked to be a batch [B, ...] of observations of space (the same
+    structure, each leaf [B, *leaf shape], one B); a ValueError naming the mismatch otherwise."""
+    wants, structure = jax.tree_util.tree_flatten(build(lambda path, s: _LeafShape(path, s.shape), space))
+    values, got = jax.tree_util.tree_flatten(obs)
+    if got != structure:
+        raise ValueError(f"act takes a batch of observations of {space}; got {type(obs).__name__} {got}")
+    values = [np.asarray(x) for x in values]
+    for want, x in zip(wants, values):
+        if x.shape[1:] != want.shape:
+            where = f" at leaf {'/'.join(map(str, want.path))!r}" if want.path else ""
+            raise ValueError(f"act takes a batch of observations of shape [B, *{want.shape}]{where}, got {x.shape}")
+    if len({x.shape[0] for x in values}) > 1:
+        raise ValueError(f"the observation's leaves have different batch sizes {sorted({x.shape[0] for x in values})}")
+    return jax.tree_util.tree_unflatten(got, values)

@@ -213,12 +213,44 @@ def test_torso_for_runs_on_samples_of_its_space(space, kind, features):
         (gym.spaces.Box(0.0, 1.0, (4, 84, 84), np.float32), "auto"),  # not uint8 pixels
         (gym.spaces.Discrete(3), "nature_cnn"),
         (gym.spaces.MultiDiscrete([2, 3]), "auto"),
-        (gym.spaces.Dict({"a": gym.spaces.Discrete(2)}), "mlp"),
+        (gym.spaces.Dict({"a": gym.spaces.Discrete(2)}), "nature_cnn"),  # structured: mlp torso only
     ],
 )
 def test_torso_for_rejects_unsupported_spaces_naming_them(space, kind):
     with pytest.raises(ValueError, match=re.escape(str(space))):
         torso_for(space, kind)
+
+
+STRUCTURED = gym.spaces.Dict({
+    "pos": gym.spaces.Box(-1, 1, (3,), np.float32),
+    "flag": gym.spaces.Discrete(4, start=1),
+    "cells": gym.spaces.MultiDiscrete([3, 3, 3]),
+    "seen": gym.spaces.MultiBinary(5),
+    "nested": gym.spaces.Tuple((gym.spaces.Box(0, 255, (3, 8, 8), np.uint8), gym.spaces.Discrete(2))),
+})
+
+
+def test_torso_for_a_structured_space_encodes_every_leaf():
+    """Dict/Tuple observations: one MLP over the concatenated leaf encodings (one-hot discrete
+    leaves, a CNN per image leaf); each leaf changes the features."""
+    torso = torso_for(STRUCTURED)
+    assert isinstance(torso, MLPTorso) and [leaf.kind for leaf in torso.leaves] == [
+        "one_hot", "one_hot", "image", "one_hot", "float", "float"]  # cells, flag, nested/0, nested/1, pos, seen
+    STRUCTURED.seed(0)
+    batch = lambda: jax.tree.map(lambda *x: np.stack(x), *[STRUCTURED.sample() for _ in range(16)])
+    obs, other = batch(), batch()
+    params, y = init_apply(torso, obs)
+    assert y.shape == (16, 64) and y.dtype == jnp.float32 and np.isfinite(np.asarray(y)).all()
+    leaves, tree = jax.tree.flatten(obs)
+    for i, new in enumerate(jax.tree.leaves(other)):  # each leaf alone changes the features
+        changed = jax.tree.unflatten(tree, leaves[:i] + [new] + leaves[i + 1:])
+        assert not np.allclose(torso.apply(params, changed), y), torso.leaves[i]
+
+
+def test_torso_for_names_an_unbatchable_leaf_by_path():
+    space = gym.spaces.Dict({"ok": gym.spaces.Discrete(2), "mission": gym.spaces.Text(8)})
+    with pytest.raises(ValueError, match="leaf 'observation/mission'"):
+        torso_for(space)
 
 
 def test_torso_for_rejects_unknown_kinds():

@@ -19,6 +19,8 @@ KINDS = [  # env, its kwargs, IMPALA's preset, R2D2's preset, PPO's preset
     ("FrozenLake-v1", {"is_slippery": False}, "TABULAR", "CARTPOLE", "CARTPOLE"),
     ("CliffWalking-v1", None, "TABULAR", "CARTPOLE", "CARTPOLE"),
     ("CartPoleNoVelocity-v1", None, "CARTPOLE", "MEMORY", "CARTPOLE"),
+    ("SignalCorridor-v0", None, "TABULAR", "CARTPOLE", "CARTPOLE"),  # Dict observations: sparse rewards
+    ("MiniGrid-Empty-5x5-v0", {"drop_observation_keys": ["mission"]}, "TABULAR", "CARTPOLE", "CARTPOLE"),
     ("Pong-v5", None, "ATARI", "ATARI", "ATARI"),
     ("Pendulum-v1", None, "CONTROL", None, "CONTROL"),
     ("MountainCarContinuous-v0", None, "CONTROL", None, "CONTROL"),

@@ -9,8 +9,12 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+import envs
+import sebulba
+from envs.native.signal_corridor import LENGTH
 from tests.support.cli import run_experiment
 
 pytestmark = pytest.mark.timeout(600)
@@ -29,6 +33,17 @@ def test_agents_learn_a_dict_observation_task(agent, steps, tmp_path):
                          f"--logdir={tmp_path}", "--noprogress", timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     assert final_return(tmp_path) >= 0.9  # random: 0; a policy ignoring the signal: 0
+    if agent == "impala":  # the trained policy, loaded as a user does, takes dict observations
+        (run_dir,) = tmp_path.iterdir()
+        policy = sebulba.load_policy(run_dir)
+        with envs.make("SignalCorridor-v0", num_envs=8, seed=123) as pool:
+            obs, _ = pool.reset()
+            for _ in range(LENGTH // 2 + 1):
+                action, _ = policy.act(obs)
+                obs, reward, terminated, _, _ = pool.step(action)
+            assert terminated.all() and (reward == 1.0).all()  # the greedy policy: the optimum
+        with pytest.raises(ValueError, match="at leaf 'position'"):
+            policy.act({"position": np.zeros((2, 3), np.float32), "signal": np.zeros(2, int)})
 
 
 def test_impala_learns_minigrid(tmp_path):

@@ -310,7 +310,8 @@ def test_gymnasiums_own_paths_are_untouched():
     sync = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
     assert isinstance(sync, gym.vector.SyncVectorEnv) and type(sync.envs[0].unwrapped).__name__ == "CartPoleEnv"
     sync.close()
-    async_env = gym.make_vec("Pendulum-v1", 2, vectorization_mode="async")
+    # forkserver: this test process may hold JAX's threads, which fork must not copy
+    async_env = gym.make_vec("Pendulum-v1", 2, vectorization_mode="async", vector_kwargs={"context": "forkserver"})
     assert isinstance(async_env, gym.vector.AsyncVectorEnv)
     async_env.reset(seed=0)
     async_env.close()

@@ -10,10 +10,29 @@ applies that step's action rather than discarding it.
 ALE's `send` takes no env ids: it acts on the batch it returned last. So this backend is
 `lockstep`: the pool checks that a send names exactly those envs (in any order) and the backend
 reorders the actions to ALE's order.
+
+Fairness: async pools keep their own queue and run ALE in sync mode only. ALE's own async mode
+(its batch_size < num_envs) hands back whichever envs its worker threads finish first, and can
+hold an env back for many recvs (ALE issue #641: 4 Pongs, batch 2, 2 threads, one env missing
+from 13 recvs in a row), while EnvPool's recv returns envs in the order their steps completed. So
+an async pool splits its envs into groups of g = gcd(num_envs, batch_size) consecutive envs (g =
+batch_size when it divides num_envs), each group its own vector env in sync mode (batch_size = its
+g envs; env i still seeded seed + i, so every env's trajectory is the one a sync pool gives).
+ALE's `send` returns at once and its `recv` blocks until that group's envs are all done; this
+backend sends each group of a batch in the order the groups were returned and receives the group
+sent longest ago, so groups come back first in, first out: an env sent waits ceil(num_envs /
+batch_size) recvs at most, whatever ALE's threads do, and no env waits behind one sent after it.
+Threads: each group's vector env has t = min(num_threads, g) workers (num_threads 0: ALE's default,
+min(batch_size, cores)), and at most num_threads // t groups are in ALE at once; a group sent
+beyond that waits in this backend's queue and goes to ALE as soon as a recv frees its place, so
+no more than num_threads workers step at a time. A sync pool is one vector env, as ALE runs it.
 """
 
 from __future__ import annotations
 
+import collections
+import math
+import os
 from typing import Any
 
 import numpy as np
@@ -37,35 +56,56 @@ class AtariBackend:
         o = task.option
         self.observation_space = task.observation_space
         self.action_space = task.action_space
-        self._n = config.num_envs
+        n = self._n = config.num_envs
         self._sync = not config.is_async
         self._seed = config.seed
         self._reward_clip = bool(o("reward_clip"))
         self._rgb = not o("gray_scale")
-        self._vec = AtariVectorEnv(
-            task.rom, config.num_envs,
-            batch_size=config.batch_size,
-            num_threads=config.num_threads,
-            thread_affinity_offset=config.thread_affinity_offset,
-            # ALE counts these frames from the end of the noop reset: max_episode_steps agent steps.
-            max_num_frames_per_episode=config.max_episode_steps * o("frame_skip"),
-            repeat_action_probability=float(o("repeat_action_probability")),
-            full_action_space=bool(o("full_action_space")),
-            img_height=o("img_height"), img_width=o("img_width"), grayscale=not self._rgb,
-            stack_num=o("stack_num"), frameskip=o("frame_skip"), maxpool=True, noop_max=o("noop_max"),
-            # EnvPool's episodic_life: a life loss ends the episode and the game goes on. (ALE's
-            # own episodic_life restarts the whole game on every life loss, a different task.)
-            life_loss_info=bool(o("episodic_life")),
-            reward_clipping=False,  # clipped here, so info keeps the raw reward
-            use_fire_reset=bool(o("use_fire_reset")),
-        )
-        self._ale = self._vec.ale  # the C++ interface: skips the wrapper's per-call asserts
-        self._paddle = np.ones(config.batch_size, np.float32)
-        self._book = EpisodeBook(config.num_envs, None)  # ALE truncates; the book counts steps
+        # Groups (module docstring): sync, one vector env of all envs; async, num_envs / g of g envs.
+        g = self._group_size = n if self._sync else math.gcd(n, config.batch_size)
+        if self._sync:
+            threads, self._max_in_ale = config.num_threads, 1
+        else:
+            budget = config.num_threads or min(config.batch_size, os.cpu_count() or 1)
+            threads = min(budget, g)
+            self._max_in_ale = max(1, budget // threads)  # groups in ALE at once
+        offset = config.thread_affinity_offset
+        self._vecs = [
+            AtariVectorEnv(
+                task.rom, g,
+                batch_size=g,
+                num_threads=threads,
+                # Groups that can be in ALE together get disjoint cores.
+                thread_affinity_offset=offset if offset < 0 else offset + (k % self._max_in_ale) * threads,
+                # ALE counts these frames from the end of the noop reset: max_episode_steps agent steps.
+                max_num_frames_per_episode=config.max_episode_steps * o("frame_skip"),
+                repeat_action_probability=float(o("repeat_action_probability")),
+                full_action_space=bool(o("full_action_space")),
+                img_height=o("img_height"), img_width=o("img_width"), grayscale=not self._rgb,
+                stack_num=o("stack_num"), frameskip=o("frame_skip"), maxpool=True, noop_max=o("noop_max"),
+                # EnvPool's episodic_life: a life loss ends the episode and the game goes on. (ALE's
+                # own episodic_life restarts the whole game on every life loss, a different task.)
+                life_loss_info=bool(o("episodic_life")),
+                reward_clipping=False,  # clipped here, so info keeps the raw reward
+                use_fire_reset=bool(o("use_fire_reset")),
+            )
+            for k in range(n // g)
+        ]
+        self._vec = self._vecs[0]  # a sync pool's one vector env
+        self._ales = [v.ale for v in self._vecs]  # the C++ interfaces: skip the wrapper's per-call asserts
+        self._ale = self._ales[0]
+        self._group_ids = [np.arange(k * g, (k + 1) * g, dtype=np.int32) for k in range(n // g)]
+        self._paddle = np.ones(g, np.float32)
+        self._book = EpisodeBook(n, None)  # ALE truncates; the book counts steps
         self._started = False
-        self._ale_ids: np.ndarray | None = None  # the batch ALE returned last, in its order
-        self._pos = np.empty(config.num_envs, np.int64)
+        self._ale_ids: np.ndarray | None = None  # sync: the batch ALE returned last, in its order
+        self._pos = np.empty(n, np.int64)
         self._queued: list[Chunk] = []
+        # Async: the groups' queue. A group is in ALE, waiting for a place in ALE, or out (returned to
+        # the pool, not yet sent again); `in_ale` and `waiting` are in the order the groups were sent.
+        self._in_ale: collections.deque[int] = collections.deque()
+        self._waiting: collections.deque[tuple[int, np.ndarray]] = collections.deque()  # (group, its actions)
+        self._out: list[int] = []  # in the order they were returned
 
     def make_xla(self, pool: Any) -> tuple[Any, Any, Any, Any]:
         """`pool.xla()`: step on ALE's compiled XLA step target (envs/atari/xla.py)."""
@@ -79,21 +119,55 @@ class AtariBackend:
         if reset or not self._started:  # a fresh env's first step is its reset (EnvPool's rule)
             self._reset(ids if reset else None)
             return
-        if ids is not None and not np.array_equal(ids, self._ale_ids):
+        if not self._sync:
+            self._send_groups(np.arange(self._n, dtype=np.int32) if ids is None else ids, action)
+            return
+        if ids is not None:  # all envs, permuted (the pool checks); ALE's sync order is env id order
             self._pos[ids] = np.arange(len(ids))
-            action = action[self._pos[self._ale_ids]]
+            action = action[self._pos[: self._n]]
         if action.dtype != np.int32:
             action = action.astype(np.int32)
         self._ale.send(action, self._paddle)
 
+    def _send_groups(self, ids: np.ndarray, action: np.ndarray) -> None:
+        """Async: the groups of the last batch (ids, in any order; the pool checks) go to ALE in the
+        order they were returned, each with its actions in its env order."""
+        g = self._group_size
+        if len(ids) == g:  # one group (batch_size divides num_envs)
+            groups = [int(ids[0]) // g]
+        else:
+            present = set((ids // g).tolist())
+            groups = [k for k in self._out if k in present]
+        if action.dtype != np.int32:
+            action = action.astype(np.int32)
+        in_order = len(groups) == 1 and ids[0] == groups[0] * g and bool((ids[1:] > ids[:-1]).all())
+        if not in_order:
+            self._pos[ids] = np.arange(len(ids))
+        for p, k in enumerate(groups):
+            self._out.remove(k)
+            a = action if in_order else action[self._pos[self._group_ids[k]]]
+            if len(self._in_ale) < self._max_in_ale:
+                self._ales[k].send(a, self._paddle)
+                self._in_ale.append(k)
+            else:  # a copy: the caller may reuse its array before the group goes to ALE
+                self._waiting.append((k, np.array(a)))
+
     def _reset(self, ids: np.ndarray | None) -> None:
         if ids is None or not self._started:
-            seed = np.arange(self._seed, self._seed + self._n) if not self._started else None
-            obs, info = self._vec.reset(seed=seed)  # async: one batch now, the others through recv
+            first = not self._started
             self._started = True
             self._book.done[:] = True  # every env's next result is its reset
-            self._book.reset(info["env_id"])
-            self._queued.append(self._reset_chunk(obs, info))
+            self._drain()
+            for k, vec in enumerate(self._vecs):
+                start = k * self._group_size
+                seed = np.arange(self._seed + start, self._seed + start + self._group_size) if first else None
+                obs, info = vec.reset(seed=seed)  # sync: every env of the group, in env id order
+                if start:
+                    info["env_id"] = self._group_ids[k].copy()
+                self._book.reset(info["env_id"])
+                self._queued.append(self._reset_chunk(obs, info))
+                if not self._sync:
+                    self._out.append(k)
         else:  # sync mode only (the pool checks): ALE resets a masked subset and returns every env
             mask = np.zeros(self._n, bool)
             mask[ids] = True
@@ -101,9 +175,17 @@ class AtariBackend:
             self._book.reset(ids)
             self._queued.append(self._reset_chunk(obs[ids], {k: v[ids] for k, v in info.items()}))
 
+    def _drain(self) -> None:
+        """Async: receive (and drop) the groups still in ALE, so each vector env is idle."""
+        while self._in_ale:
+            self._ales[self._in_ale.popleft()].recv()
+        self._waiting.clear()
+        self._out.clear()
+
     def _reset_chunk(self, obs: np.ndarray, info: dict) -> Chunk:
         env_id = info["env_id"]
-        self._ale_ids = env_id
+        if self._sync:
+            self._ale_ids = env_id
         n = len(env_id)
         zeros = np.zeros(n, np.float32)
         extra = {"lives": info["lives"], "reward": zeros.copy()}
@@ -116,17 +198,33 @@ class AtariBackend:
         if self._queued:
             out, self._queued = self._queued, []
             return out
-        obs, reward, terminated, env_truncated, info = self._ale.recv()
-        env_id = info["env_id"]
-        self._ale_ids = env_id
+        if self._sync:
+            obs, reward, terminated, env_truncated, info = self._ale.recv()
+            env_id = self._ale_ids = info["env_id"]
+        else:  # the group sent longest ago; then the next waiting group takes its place in ALE
+            if not self._in_ale:
+                raise RuntimeError("no Atari env in flight")
+            k = self._in_ale[0]
+            obs, reward, terminated, env_truncated, info = self._ales[k].recv()
+            self._in_ale.popleft()
+            if self._waiting:
+                k2, action = self._waiting.popleft()
+                self._ales[k2].send(action, self._paddle)
+                self._in_ale.append(k2)
+            self._out.append(k)
+            env_id = self._group_ids[k].copy()  # the caller owns what it receives
+        return [self._chunk(env_id, obs, reward, terminated, env_truncated, info["lives"])]
+
+    def _chunk(self, env_id: np.ndarray, obs: np.ndarray, reward: np.ndarray, terminated: np.ndarray,
+               env_truncated: np.ndarray, lives: np.ndarray) -> Chunk:
         resets = self._book.done[env_id]
         if not np.count_nonzero(resets):
             resets = None
         terminated, truncated, elapsed = self._book.finish(env_id, resets, terminated, env_truncated)
         raw = reward.astype(np.float32)
         reward = np.sign(raw) if self._reward_clip else raw
-        batch = Batch(env_id, self._obs(obs), reward, terminated, truncated, elapsed, {"lives": info["lives"], "reward": raw})
-        return [Chunk(env_id, batch, self._in_order(env_id))]
+        batch = Batch(env_id, self._obs(obs), reward, terminated, truncated, elapsed, {"lives": lives, "reward": raw})
+        return Chunk(env_id, batch, self._in_order(env_id))
 
     def _in_order(self, env_id: np.ndarray) -> bool:
         return self._sync and len(env_id) == self._n and bool((env_id[1:] > env_id[:-1]).all())
@@ -142,6 +240,13 @@ class AtariBackend:
 
     def close(self) -> None:
         self._queued = []
-        vec, self._vec, self._ale = self._vec, None, None
-        if vec is not None:
+        vecs, self._vecs, self._ales, self._vec, self._ale = self._vecs, [], [], None, None
+        try:  # let ALE finish the groups it is stepping before it goes
+            while self._in_ale:
+                vecs[self._in_ale.popleft()].ale.recv()
+        except Exception:  # noqa: BLE001 - closing regardless
+            pass
+        self._in_ale.clear()
+        self._waiting.clear()
+        for vec in vecs:
             vec.close()

@@ -19,7 +19,6 @@ import warnings
 import select
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 
 from envs.info import batch_infos
@@ -60,7 +59,7 @@ class ProcessBackend:
         config = self._config = task.config
         self._task, self._retry = task, task.retry
         self.observation_space = observation_space = task.observation_space
-        self.action_space = action_space = task.action_space
+        self.action_space = task.action_space
         n = config.num_envs
         num_workers = max(1, min(config.num_threads or 1, n))
         self._bounds = np.linspace(0, n, num_workers + 1).astype(np.int64)

@@ -16,6 +16,7 @@ import jax
 import numpy as np
 
 import envs
+from sebulba import observations
 from sebulba.agent import Agent
 from sebulba.experiment.run_dir import RunDir
 from sebulba.loop.evaluator import acting
@@ -120,11 +121,8 @@ class Policy:
     def act(self, obs: Any, state: Any = None, reward: np.ndarray | None = None) -> tuple[np.ndarray, Any]:
         """Actions for a batch of observations. `reward`: the rewards that came with them (R2D2's
         network takes the previous reward; default 0)."""
-        obs = np.asarray(obs)
-        space = self.agent.env_spec.observation_space
-        if obs.shape[1:] != space.shape:
-            raise ValueError(f"act takes a batch of observations of shape [B, *{space.shape}], got {obs.shape}")
-        batch = obs.shape[0]
+        obs = observations.check_observation_batch(obs, self.agent.env_spec.observation_space)
+        batch = observations.leading_dim(obs)
         first = state is None
         if first:
             self._key, key = jax.random.split(self._key)
