@@ -22,10 +22,14 @@ ALE's `send` returns at once and its `recv` blocks until that group's envs are a
 backend sends each group of a batch in the order the groups were returned and receives the group
 sent longest ago, so groups come back first in, first out: an env sent waits ceil(num_envs /
 batch_size) recvs at most, whatever ALE's threads do, and no env waits behind one sent after it.
-Threads: each group's vector env has t = min(num_threads, g) workers (num_threads 0: ALE's default,
-min(batch_size, cores)), and at most num_threads // t groups are in ALE at once; a group sent
-beyond that waits in this backend's queue and goes to ALE as soon as a recv frees its place, so
-no more than num_threads workers step at a time. A sync pool is one vector env, as ALE runs it.
+Threads: of the budget (num_threads; 0: ALE's default, min(batch_size, cores)), up to
+m = min(groups, budget, max(2, budget // g)) groups are in ALE at once, so ALE steps one group
+while the caller handles another; a group sent beyond that waits in this backend's queue and goes
+to ALE as soon as a recv frees its place. Each group's vector env has t = min(g, budget) workers,
+as `xla()`'s step runs one group at a time (ALE has no send-only XLA target), so m groups in
+flight may run up to m * t workers, which time-share the cores (Pong, 16 envs, batch 8, 2 threads
+on 2 cores: 2 groups of 8 in flight on 2 workers each ran 1.1x one group at a time, and xla()'s
+step 1.9x groups of 1 worker). A sync pool is one vector env, as ALE runs it.
 """
 
 from __future__ import annotations
@@ -67,8 +71,11 @@ class AtariBackend:
             threads, self._max_in_ale = config.num_threads, 1
         else:
             budget = config.num_threads or min(config.batch_size, os.cpu_count() or 1)
-            threads = min(budget, g)
-            self._max_in_ale = max(1, budget // threads)  # groups in ALE at once
+            groups = n // g
+            # At least 2 groups in ALE where the budget allows, so ALE steps one while the caller
+            # handles another; each group on the whole budget, as xla()'s step runs one at a time.
+            self._max_in_ale = min(groups, budget, max(2, budget // g))  # groups in ALE at once
+            threads = min(g, budget)
         offset = config.thread_affinity_offset
         self._vecs = [
             AtariVectorEnv(
