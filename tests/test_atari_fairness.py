@@ -72,26 +72,9 @@ def test_batch_size_not_dividing_num_envs(num_envs, batch_size):
 def test_sends_in_any_order_follow_each_envs_own_trajectory():
     """A send may name the received batch in any order: each env still gets its own action, so
     its observations are the sync pool's for the same per-env actions."""
-    n, steps = 6, 20
-    actions = np.random.default_rng(1).integers(0, 6, (n, steps + 1))
-    rng = np.random.default_rng(2)
-    with make(num_envs=n, seed=1) as pool:
-        sync = np.stack([pool.reset()[0]] + [pool.step(actions[:, t])[0] for t in range(steps)], 1)
+    actions = np.random.default_rng(1).integers(0, 6, (6, 21))
     for batch_size in (2, 4):
-        with make(num_envs=n, batch_size=batch_size, seed=1) as pool:
-            pool.async_reset()
-            t = np.zeros(n, int)
-            traj = [[] for _ in range(n)]
-            while min(len(x) for x in traj) < steps + 1:
-                obs, _, _, _, info = pool.recv()
-                ids = info["env_id"]
-                for i, o in zip(ids, obs):
-                    traj[i].append(o)
-                order = rng.permutation(len(ids))
-                pool.send(actions[ids, np.minimum(t[ids], steps)][order], ids[order])
-                t[ids] += 1
-        for i in range(n):
-            np.testing.assert_array_equal(np.stack(traj[i][: steps + 1]), sync[i])
+        assert_async_matches_sync(make, actions, batch_size, shuffle=np.random.default_rng(2))
 
 
 def test_async_results_per_env_match_sync_with_groups_waiting_for_a_thread():

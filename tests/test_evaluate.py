@@ -132,7 +132,6 @@ def test_a_bad_run_directory_is_one_line_on_the_cli(runs, tmp_path, case):
 
 def test_evaluation_policies_by_hand():
     """IMPALA and PPO act greedily (the Gaussian's mean, clipped); R2D2 with epsilon 0.001."""
-    from sebulba.agents.impala import ImpalaConfig
     from sebulba.agents.ppo import PPOConfig
 
     cart, pend = envs.make_spec("CartPole-v1"), envs.make_spec("Pendulum-v1")

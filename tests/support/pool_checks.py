@@ -7,14 +7,16 @@ import numpy as np
 import envs
 
 
-def assert_async_matches_sync(make: Callable[..., envs.EnvPool], actions: np.ndarray) -> None:
+def assert_async_matches_sync(
+    make: Callable[..., envs.EnvPool], actions: np.ndarray, batch_size: int = 2, shuffle: np.random.Generator | None = None
+) -> None:
     """Async batching changes which envs come back together, never an env's own trajectory:
     env i's observations under recv/send equal its sync ones, for the same per-env actions
-    (actions: [num_envs, steps + 1])."""
+    (actions: [num_envs, steps + 1]). `shuffle`: each send names its batch in a random order."""
     n, steps = actions.shape[0], actions.shape[1] - 1
     with make(num_envs=n, seed=1) as pool:
         sync = np.stack([pool.reset()[0]] + [pool.step(actions[:, t])[0] for t in range(steps)], 1)  # env, time, obs
-    with make(num_envs=n, batch_size=2, seed=1) as pool:
+    with make(num_envs=n, batch_size=batch_size, seed=1) as pool:
         pool.async_reset()
         t = np.zeros(n, int)
         traj = [[] for _ in range(n)]
@@ -23,7 +25,8 @@ def assert_async_matches_sync(make: Callable[..., envs.EnvPool], actions: np.nda
             ids = info["env_id"]
             for i, o in zip(ids, obs):
                 traj[i].append(o)
-            pool.send(actions[ids, np.minimum(t[ids], steps)], ids)
+            order = shuffle.permutation(len(ids)) if shuffle is not None else slice(None)
+            pool.send(actions[ids, np.minimum(t[ids], steps)][order], ids[order])
             t[ids] += 1
     for i in range(n):
         np.testing.assert_array_equal(np.stack(traj[i][: steps + 1]), sync[i])
