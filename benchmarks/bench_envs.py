@@ -144,6 +144,44 @@ class AleAsyncDriver:
         self.env.close()
 
 
+class PhysicsDriver:
+    """The raw-physics limit of a MuJoCo task: MuJoCo's own batched stepping (`mujoco.rollout`,
+    a persistent pool of `nthread` threads), frame_skip substeps per call for `batch_size` of the
+    envs in turn, each env's state carried to its next call; no observations, rewards or resets."""
+
+    def __init__(self, task: str, num_envs: int, batch_size: int, nthread: int):
+        import mujoco
+        from mujoco import rollout
+
+        from envs.mujoco.backend import configure
+
+        t = configure(task, "gymnasium", {})
+        self.model, self.frame_skip = t.model, int(t.config.task_kwargs["frame_skip"])
+        self.datas = [mujoco.MjData(self.model) for _ in range(nthread)]
+        self.spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
+        row = np.empty(mujoco.mj_stateSize(self.model, self.spec))
+        mujoco.mj_getState(self.model, self.datas[0], row, self.spec)
+        self.state = np.tile(row, (num_envs, 1))
+        rng = np.random.default_rng(SEED)
+        low, high = self.model.actuator_ctrlrange.T
+        self.controls = rng.uniform(low, high, (8, batch_size, self.frame_skip, self.model.nu))
+        self.out = np.empty((batch_size, self.frame_skip, len(row)))
+        self.rollout = rollout.Rollout(nthread=nthread)
+        self.n, self.b, self.k = num_envs, batch_size, 0
+
+    def run(self, calls: int) -> int:
+        for _ in range(calls):
+            part = slice(self.k * self.b % self.n, self.k * self.b % self.n + self.b)
+            self.rollout.rollout(self.model, self.datas, self.state[part], self.controls[self.k % 8],
+                                 nstep=self.frame_skip, state=self.out, skip_checks=True)
+            self.state[part] = self.out[:, -1]
+            self.k += 1
+        return calls * self.b
+
+    def close(self) -> None:
+        self.rollout.close()
+
+
 # ---------------------------------------------------------------------------- info-key envs
 class InfoKeysEnv(gym.Env):
     """A near-free env (obs: its step count) whose info holds `num_keys` float keys on reset and
@@ -233,8 +271,8 @@ def ours_async(task: str, num_envs: int, batch_size: int, lib: ModuleType = envs
     return AsyncDriver(pool, batch_size)
 
 
-def envpool_sync(task: str, num_envs: int) -> Driver:
-    pool = envpool.make_gymnasium(task, num_envs=num_envs, seed=SEED)
+def envpool_sync(task: str, num_envs: int, **kwargs: Any) -> Driver:
+    pool = envpool.make_gymnasium(task, num_envs=num_envs, seed=SEED, **kwargs)
     return SyncDriver(pool, pool.action_space, num_envs, pool.reset)
 
 
@@ -290,6 +328,34 @@ class Workload:
 
 def envpool_contestant(build: Callable[[], Driver]) -> Contestant:
     return Contestant("envpool", build, None if envpool is not None else "not installed")
+
+
+def mujoco_workloads() -> list[Workload]:
+    """HalfCheetah-v5 and Ant-v5 natively (2 threads), beside EnvPool (2 threads), our worker
+    processes (Gymnasium's envs) and the raw-physics limit (MuJoCo's rollout on 2 threads)."""
+    out = []
+    for task in ("HalfCheetah-v5", "Ant-v5"):
+        for n, b in ((16, 16), (64, 64), (32, 16)):
+            mode = "sync" if n == b else f"async batch {b}"
+
+            def ours(task: str = task, n: int = n, b: int = b, **kw: Any) -> Driver:
+                return ours_sync(task, n, **kw) if n == b else ours_async(task, n, b, **kw)
+
+            def peer(task: str = task, n: int = n, b: int = b) -> Driver:
+                return envpool_sync(task, n, num_threads=2) if n == b else envpool_async(task, n, b, num_threads=2)
+
+            out.append(Workload(
+                f"mujoco-{task.split('-')[0].lower()}-{n}" + ("" if n == b else f"x{b}"),
+                f"{task}, {n} envs, {mode}, 2 threads",
+                Contestant("ours", lambda ours=ours: ours(num_threads=2)),
+                [
+                    Peer(envpool_contestant(peer), target=1.1),
+                    Peer(Contestant("raw physics (mujoco.rollout)", lambda task=task, n=n, b=b: PhysicsDriver(task, n, b, 2)),
+                         target=0.9),
+                    Peer(Contestant("ours (process)", lambda ours=ours: ours(backend="process"))),
+                ],
+            ))
+    return out
 
 
 def workloads(baseline: tuple[str, ModuleType] | None = None) -> list[Workload]:
@@ -369,6 +435,7 @@ def workloads(baseline: tuple[str, ModuleType] | None = None) -> list[Workload]:
                 *before(lambda lib: ours_sync(cp, 16, lib=lib)),
             ],
         ),
+        *mujoco_workloads(),
     ]
 
 

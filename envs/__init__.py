@@ -43,6 +43,20 @@ def _build(task_id: str, env_type: str, kwargs: dict[str, Any], start: bool) -> 
         from envs.native.backend import NativeBackend
 
         return config, NativeBackend(native, config)
+    if name == "mujoco":
+        from envs.mujoco import backend as mujoco_backend
+
+        if not mujoco_backend.mujoco_available():
+            raise ImportError(mujoco_backend.INSTALL_HINT)
+        task = mujoco_backend.configure(task_id, env_type, kwargs)
+        if not start:
+            return task.config, (task.observation_space, task.action_space, task.extra_info)
+        from envs.mujoco.build import library, why_unavailable
+
+        lib = library()
+        if lib is None:
+            raise RuntimeError(f"backend='mujoco': the native MuJoCo pool is unavailable ({why_unavailable()})")
+        return task.config, mujoco_backend.MujocoBackend(task, lib)
     if name == "atari":
         from envs.atari import task as atari_task
 

@@ -9,7 +9,7 @@ from typing import Any
 
 ENV_TYPES = ("gym", "gymnasium", "dm")
 INT32_MAX = 2**31 - 1
-BACKENDS = ("native", "process", "atari")
+BACKENDS = ("native", "process", "atari", "mujoco")
 
 # Standard kwargs of envpool.make (seed 001), with their defaults. None means "derived".
 STANDARD_KWARGS: dict[str, Any] = {

@@ -21,6 +21,7 @@ from envs.atari.games import (
     unsupported_rom_error,
     unsupported_rom_of_id,
 )
+from envs.mujoco import MUJOCO_TASKS
 from envs.native.base import NativeTask
 from envs.native.tasks import NATIVE_TASKS
 
@@ -170,6 +171,19 @@ def find_spec(task_id: str) -> gym.envs.registration.EnvSpec | None:
 
 
 
+def native_mujoco_ready(task_id: str) -> bool:
+    """Whether a MuJoCo v5 id runs natively here: mujoco imports and its kernel builds (if not,
+    with mujoco installed, one warning says why and Gymnasium's env serves it)."""
+    if importlib.util.find_spec("mujoco") is None:
+        return False
+    from envs.mujoco.build import library, warn_unavailable
+
+    if library() is None:
+        warn_unavailable(task_id)
+        return False
+    return True
+
+
 def check_runnable_rom(task_id: str) -> None:
     """Raises a ValueError, before ALE is touched, for an id of a ROM that ALE would exit the process
     on: `Combat-v5`, Gymnasium's forms (`ALE/Combat-v5`, `CombatNoFrameskip-v4`, ...), or any
@@ -187,12 +201,18 @@ def resolve(task_id: Any, backend: str | None) -> tuple[str, type[NativeTask] | 
     """Returns (backend name, native task class or None for the process and Atari backends)."""
     if not isinstance(task_id, str):
         raise ValueError(f"task_id must be a str, got {task_id!r}")
-    if backend not in (None, "native", "process", "atari"):
-        raise ValueError(f"backend must be 'native', 'process', 'atari' or None (automatic), got {backend!r}")
+    if backend not in (None, "native", "process", "atari", "mujoco"):
+        raise ValueError(f"backend must be 'native', 'process', 'atari', 'mujoco' or None (automatic), got {backend!r}")
     if task_id in ATARI_TASKS:
         if backend not in (None, "atari"):
             raise ValueError(f"{task_id!r} is an Atari task: it runs on backend='atari' (ALE's vector env) only")
         return "atari", None
+    if task_id in MUJOCO_TASKS and backend in (None, "mujoco"):
+        if backend == "mujoco" or native_mujoco_ready(task_id):
+            return "mujoco", None
+        return "process", None  # Gymnasium's own env (mujoco missing, or no kernel: warned once)
+    if backend == "mujoco":
+        raise _unknown(task_id, f" for backend='mujoco' (its tasks: {list(MUJOCO_TASKS)})")
     native = NATIVE_TASKS.get(task_id)
     if native is None:
         check_runnable_rom(task_id)

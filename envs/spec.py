@@ -40,7 +40,8 @@ class EnvSpec:
 
     `observation_spec()` has the structure of a dm TimeStep's `observation` (obs, env_id,
     elapsed_step and the task's extra info fields), as EnvPool's specs do; `extra_info` names
-    those extra fields and their dtypes (Atari: lives, the raw reward).
+    those extra fields and their dtypes (Atari: lives, the raw reward; a subarray dtype is a value
+    per env of that shape, e.g. Humanoid-v5's tendon_length).
     """
 
     def __init__(
@@ -76,7 +77,7 @@ class EnvSpec:
             "env_id": specs.BoundedArray((), np.int32, 0, n - 1, name="env_id"),
             "elapsed_step": specs.Array((), np.int32, name="elapsed_step"),
         }
-        fields.update({k: specs.Array((), np.dtype(d), name=k) for k, d in self.extra_info.items()})
+        fields.update({k: specs.Array(np.dtype(d).shape, np.dtype(d).base, name=k) for k, d in self.extra_info.items()})
         return dm_observation_type(tuple(self.extra_info))(*fields.values())
 
     def action_spec(self) -> specs.Array:

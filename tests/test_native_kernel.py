@@ -120,7 +120,7 @@ def test_fallback_without_a_compiler_warns_once_and_runs_the_numpy_path(tmp_path
             pools = [envs.make("CartPole-v1", num_envs=2, seed=0) for _ in range(3)]
         notes = [str(w.message) for w in caught if "compiled native pool" in str(w.message)]
         assert len(notes) == 1, notes
-        assert "no C++ compiler" in notes[0], notes
+        assert "no compiler" in notes[0], notes
         assert type(pools[0]).__name__ == "GymnasiumEnvPool", type(pools[0])
         pools[0].reset()
         print(pools[0].step(np.zeros(2, int))[0].shape)

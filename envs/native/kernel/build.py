@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -40,7 +41,7 @@ def enabled() -> bool:
     return os.environ.get("SEBULBA_NATIVE_KERNEL", "1") != "0"
 
 
-def _cache_dir() -> Path:
+def cache_dir() -> Path:
     root = os.environ.get("SEBULBA_CACHE_DIR") or Path.home() / ".cache" / "sebulba"
     return Path(root) / "kernels"
 
@@ -61,21 +62,28 @@ def _library_path(include: str) -> Path:
     for name in SOURCES:
         h.update((_HERE / name).read_bytes())
     h.update(f"{importlib.metadata.version('jaxlib')} {include} {sys.version} {sys.platform}".encode())
-    return _cache_dir() / f"native_pool_{h.hexdigest()[:16]}.so"
+    return cache_dir() / f"native_pool_{h.hexdigest()[:16]}.so"
 
 
 def _compile(target: Path, include: str) -> None:
     cxx = os.environ.get("CXX", "c++")
-    if shutil.which(cxx) is None:
-        raise KernelUnavailable(f"no C++ compiler ({cxx!r} is not on PATH; set $CXX or install g++)")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(suffix=".so", dir=target.parent)
-    os.close(fd)
-    cmd = [
+    build_atomically(target, lambda tmp: [
         cxx, "-O2", "-std=c++17", "-shared", "-fPIC", "-ffp-contract=off", "-fno-fast-math", "-w",  # every product and sum rounds as in numpy
         "-fno-builtin-pow", "-fno-builtin-powf",  # pow(x, 2) stays libm pow, which differs from x * x in the last bit
         f"-I{include}", str(_HERE / "pool.cc"), "-o", tmp,
-    ]  # fmt: skip
+    ])  # fmt: skip
+
+
+def build_atomically(target: Path, command: Callable[[str], list[str]]) -> None:
+    """Runs command(temporary path) to build a shared library, then renames it to target, so
+    processes that build at once are safe. KernelUnavailable says why when it cannot."""
+    compiler = command("")[0]
+    if shutil.which(compiler) is None:
+        raise KernelUnavailable(f"no compiler ({compiler!r} is not on PATH; set $CC/$CXX or install gcc)")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(suffix=".so", dir=target.parent)
+    os.close(fd)
+    cmd = command(tmp)
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
         if done.returncode != 0:

@@ -1,0 +1,299 @@
+"""The native MuJoCo backend: Gymnasium's v5 locomotion tasks, all envs stepped by one kernel call.
+
+Each env is an `mujoco.MjData` of one shared model; a pool step hands the batch to the kernel
+(envs/mujoco/kernel.c), whose threads run Gymnasium's exact sequence of MuJoCo calls per env
+and copy the fields the task reads into batched arrays; the task's numpy (envs/mujoco/tasks.py)
+then makes observations, rewards, termination and info for the whole batch. A send starts the
+kernel and returns: the physics runs while the caller computes its next actions, and `collect`
+waits for it. Resets draw each env's noise from its own generator (env i seeded seed + i), as
+the Gymnasium env draws it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import ctypes
+import dataclasses
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from envs.config import PoolConfig
+from envs.episodes import EpisodeBook
+from envs.mujoco.tasks import RENDER_KWARGS, TASKS, Task
+from envs.ready import Batch, Chunk
+
+INSTALL_HINT = "MuJoCo tasks need mujoco: pip install -e '.[mujoco]'"
+# MuJoCo 4.0 warns on every load of Gymnasium's XML files; this backend loads a model once per
+# pool and drops exactly this line (anything else MuJoCo prints is passed on).
+_QUIET = ("compiler attribute 'settotalmass' is deprecated",)
+
+
+def mujoco_available() -> bool:
+    try:
+        import mujoco  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def _filtered_stderr() -> Iterator[None]:
+    """Captures file descriptor 2 (MuJoCo's C code prints there) and passes on all but _QUIET lines."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile(mode="w+b") as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            lines = tmp.read().decode(errors="replace").splitlines()
+            rest = [line for line in lines if line.strip() and not any(q in line for q in _QUIET)]
+            if rest:
+                print("\n".join(rest), file=sys.stderr)
+
+
+def xml_path(xml_file: str) -> str:
+    """Gymnasium's rule: an absolute path as is, else a file of Gymnasium's MuJoCo assets."""
+    if xml_file.startswith(os.path.sep):
+        return xml_file
+    import gymnasium.envs.mujoco
+
+    return str(Path(gymnasium.envs.mujoco.__file__).resolve().parent / "assets" / xml_file)
+
+
+def load_model(xml_file: str) -> Any:
+    import mujoco
+
+    path = xml_path(xml_file)
+    if not os.path.exists(path):
+        raise ValueError(f"xml_file {xml_file!r}: no such file ({path})")
+    with _filtered_stderr():
+        return mujoco.MjModel.from_xml_path(path)
+
+
+@dataclasses.dataclass(frozen=True)
+class MujocoTask:
+    config: PoolConfig
+    task_cls: type[Task]
+    model: Any
+    observation_space: gym.spaces.Box
+    action_space: gym.spaces.Box
+    extra_info: dict[str, np.dtype]
+
+
+def _check_kwargs(task_id: str, kw: dict[str, Any], defaults: dict[str, Any]) -> None:
+    for name, default in defaults.items():
+        v = kw[name]
+        if name == "frame_skip":
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+                raise ValueError(f"{task_id}: frame_skip must be an int >= 1, got {v!r}")
+        elif name == "xml_file":
+            if not isinstance(v, str):
+                raise ValueError(f"{task_id}: xml_file must be a str (a path, or a file of Gymnasium's assets), got {v!r}")
+        elif name == "main_body":
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer, str)):
+                raise ValueError(f"{task_id}: main_body must be a body id or name, got {v!r}")
+        elif isinstance(default, bool):
+            if not isinstance(v, (bool, np.bool_)):
+                raise ValueError(f"{task_id}: {name} must be a bool, got {v!r}")
+        elif isinstance(default, tuple):
+            if not (isinstance(v, (tuple, list)) and len(v) == 2 and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v)):
+                raise ValueError(f"{task_id}: {name} must be a (low, high) pair of numbers, got {v!r}")
+        elif isinstance(default, float):
+            if isinstance(v, bool) or not isinstance(v, (int, float, np.floating, np.integer)) or not np.isfinite(v):
+                raise ValueError(f"{task_id}: {name} must be a finite number, got {v!r}")
+
+
+def configure(task_id: str, env_type: str, kwargs: dict[str, Any]) -> MujocoTask:
+    """The validated config, model and spaces of a native MuJoCo pool."""
+    task_cls = TASKS[task_id]
+    config = PoolConfig.create(task_id, env_type, "mujoco", task_cls.max_episode_steps, kwargs,
+                               {**task_cls.defaults, **RENDER_KWARGS})
+    if config.render_mode is not None:
+        raise ValueError(f"render_mode={config.render_mode!r}: the native MuJoCo pool does not render; pass "
+                         f"backend='process' to render {task_id} with Gymnasium's own env")
+    kw = dict(config.task_kwargs)
+    _check_kwargs(task_id, kw, task_cls.defaults)
+    model = load_model(kw["xml_file"])
+    if "main_body" in kw:
+        try:
+            model.body(kw["main_body"])
+        except (KeyError, IndexError, ValueError) as e:
+            raise ValueError(f"{task_id}: main_body {kw['main_body']!r} is not a body of the model") from e
+    try:
+        probe = task_cls(kw, model, np.zeros(model.nq), np.zeros(model.nv))
+    except KeyError as e:  # a user's xml_file without a body the task reads
+        raise ValueError(f"{task_id}: the model of xml_file {kw['xml_file']!r} lacks {e}") from e
+    low, high = model.actuator_ctrlrange.T.astype(np.float32)  # MujocoEnv._set_action_space
+    action_space = gym.spaces.Box(low=low, high=high, dtype=np.float32)
+    # Humanoid's tendon_length and tendon_velocity have a value per tendon: a subarray dtype
+    info = {k: np.dtype((np.float64, (model.ntendon,))) if k in task_cls.vector_info else np.dtype(np.float64)
+            for k in task_cls.info_keys}
+    return MujocoTask(config, task_cls, model, probe.observation_space(), action_space, info)
+
+
+class MujocoBackend:
+    def __init__(self, task: MujocoTask, lib: ctypes.CDLL):
+        import mujoco
+
+        from envs.mujoco.build import mujoco_functions
+
+        config = self._config = task.config
+        n = self._n = config.num_envs
+        self.observation_space, self.action_space = task.observation_space, task.action_space
+        self.extra_info = dict(task.extra_info)
+        self._model = model = task.model
+        kw = dict(config.task_kwargs)
+        self._frame_skip = int(kw["frame_skip"])
+        self._datas = [mujoco.MjData(model) for _ in range(n)]
+        self.task = task.task_cls(kw, model, self._datas[0].qpos.copy(), self._datas[0].qvel.copy())
+        self._rngs = [np.random.default_rng(config.seed + i) for i in range(n)]
+        self._book = EpisodeBook(n, config.max_episode_steps)
+        fields = self.task.fields
+        self._sizes = [getattr(self._datas[0], f).size for f in fields]
+        self._last = {f: np.zeros((n, s)) for f, s in zip(fields, self._sizes)}  # each env's last fields
+        # Addresses the kernel reads: the mjData of each env and its fields (stable for its lifetime).
+        self._data_ptrs = np.array([d._address for d in self._datas], np.uintp)
+        self._field_ptrs = np.array([[getattr(d, f).ctypes.data for f in fields] for d in self._datas], np.uintp)
+        self._field_size = np.array(self._sizes, np.int32)
+        fn = mujoco_functions()
+        threads = config.num_threads or min(config.batch_size, os.cpu_count() or 1)
+        self._lib = lib
+        self._pool = lib.mjp_create(
+            model._address, self._data_ptrs.ctypes.data, self._field_ptrs.ctypes.data, self._field_size.ctypes.data,
+            n, len(fields), fn["mj_step"], fn["mj_rnePostConstraint"], fn["mj_resetData"], fn["mj_forward"], threads,
+        )
+        if not self._pool:
+            raise MemoryError("the MuJoCo pool could not be created")
+        self._all_ids = np.arange(n, dtype=np.int32)
+        self._job: dict[str, Any] | None = None  # the job in the kernel, and what it needs kept alive
+        self._queued: list[tuple[np.ndarray | None, np.ndarray | None]] = []  # (ids, action or None: reset)
+
+    # ------------------------------------------------------------------ the pool's backend API
+    def send(self, ids: np.ndarray | None, action: np.ndarray | None, reset: bool) -> None:
+        self._queued.append((ids, None if reset else action))
+        if self._job is None:
+            self._start()
+
+    def collect(self, block: bool) -> list[Chunk]:
+        if self._job is None:
+            if not self._queued:
+                return []
+            self._start()
+        if not block and not self._lib.mjp_done(self._pool):
+            return []
+        self._lib.mjp_wait(self._pool)
+        job, self._job = self._job, None
+        chunk = self._finish(job)
+        if self._queued:
+            self._start()  # the next sends run while the caller handles this chunk
+        return [chunk]
+
+    def _start(self) -> None:
+        """Merges the queued sends into one kernel job and starts it."""
+        queued, self._queued = self._queued, []
+        all_ids = [self._all_ids if ids is None else ids for ids, _ in queued]
+        ids = all_ids[0] if len(queued) == 1 else np.concatenate(all_ids)
+        ids = np.ascontiguousarray(ids, np.int32)
+        n, nu = len(ids), self._model.nu
+        action = np.zeros((n, nu), np.float32)
+        explicit = np.zeros(n, bool)  # reset by the caller (reset(), async_reset(), reset(env_id))
+        pos = 0
+        for (_, a), k in zip(queued, map(len, all_ids)):
+            if a is None:
+                explicit[pos:pos + k] = True
+            else:
+                action[pos:pos + k] = a
+            pos += k
+        # EnvPool's auto-reset: an env whose episode ended resets on its next step instead of stepping
+        reset = explicit | self._book.done[ids]
+        qpos = np.zeros((n, self._model.nq))
+        qvel = np.zeros((n, self._model.nv))
+        for k in np.flatnonzero(reset).tolist():
+            qpos[k], qvel[k] = self.task.reset_noise(self._rngs[ids[k]])
+        out = [np.empty((n, s)) for s in self._sizes]
+        out_ptrs = np.array([o.ctypes.data for o in out], np.uintp)
+        flags = reset.astype(np.uint8)
+        ctrl = action.astype(np.float64)  # data.ctrl[:] = action, as the Gymnasium env does
+        unstable = np.zeros(n, np.int32)
+        self._job = dict(ids=ids, action=action, reset=reset, flags=flags, ctrl=ctrl, qpos=qpos,
+                         qvel=qvel, out=out, out_ptrs=out_ptrs, unstable=unstable)
+        self._lib.mjp_start(self._pool, flags.ctypes.data, ids.ctypes.data, n, self._frame_skip, ctrl.ctypes.data,
+                            qpos.ctypes.data, qvel.ctypes.data, out_ptrs.ctypes.data, unstable.ctypes.data)
+
+    def _finish(self, job: dict[str, Any]) -> Chunk:
+        ids, reset = job["ids"], job["reset"]
+        after = dict(zip(self.task.fields, job["out"]))
+        if job["unstable"].any():
+            bad = ids[job["unstable"] > 0]
+            raise RuntimeError(
+                f"{self._config.task_id}: the simulation of env_id {bad[:16].tolist()} became unstable (MuJoCo warned of "
+                "NaN, Inf or huge values in qpos, qvel or qacc and reset its state); its results would be those of a "
+                "reset, not of the step, so the pool stops. Smaller actions, reset noise or timestep avoid it"
+            )
+        before = {f: v[ids] for f, v in self._last.items()}
+        reward, terminated, info = self.task.step(before, after, job["action"])
+        obs = self.task.observe(after)
+        if np.count_nonzero(reset):
+            reset_info = self.task.reset_info({f: v[reset] for f, v in after.items()})
+            for k, v in info.items():
+                v[reset] = reset_info[k]
+            reward[reset] = 0.0
+            terminated = terminated & ~reset
+        for f, v in after.items():
+            self._last[f][ids] = v
+        # a reset (the caller's or an auto-reset) starts the episode: elapsed 0, not done
+        terminated, truncated, elapsed = self._book.finish(ids, reset if reset.any() else None, terminated)
+        env_id = ids.copy()
+        in_order = len(ids) == self._n and bool((ids == self._all_ids).all())
+        batch = Batch(env_id, obs, reward.astype(np.float32), terminated, truncated, elapsed, info)
+        return Chunk(env_id, batch, in_order)
+
+    # ------------------------------------------------------------------ state
+    def _states(self) -> np.ndarray:
+        import mujoco
+
+        spec = mujoco.mjtState.mjSTATE_INTEGRATION
+        size = mujoco.mj_stateSize(self._model, spec)
+        states = np.empty((self._n, size))
+        for d, row in zip(self._datas, states):
+            mujoco.mj_getState(self._model, d, row, spec)
+        return states
+
+    def snapshot(self) -> tuple:
+        if self._job is not None or self._queued:
+            raise RuntimeError("snapshot() with envs in flight: recv() their results first")
+        return ("mujoco", self._config.task_id, self._n, self._states(), copy.deepcopy(self._last),
+                copy.deepcopy(self._rngs), copy.deepcopy(self._book))
+
+    def restore(self, state: tuple) -> None:
+        import mujoco
+
+        kind, task_id, n, states, last, rngs, book = state
+        if kind != "mujoco" or task_id != self._config.task_id or n != self._n:
+            raise ValueError(f"snapshot of {task_id} x {n} does not fit this pool ({self._config.task_id} x {self._n})")
+        spec = mujoco.mjtState.mjSTATE_INTEGRATION
+        for d, row in zip(self._datas, states):  # the next step starts from the state alone
+            mujoco.mj_setState(self._model, d, row, spec)
+        self._last, self._rngs, self._book = copy.deepcopy(last), copy.deepcopy(rngs), copy.deepcopy(book)
+
+    def gather(self, ids: np.ndarray) -> Batch:
+        raise AssertionError("MuJoCo chunks always carry their batch")
+
+    def close(self) -> None:
+        self._queued = []
+        pool, self._pool = getattr(self, "_pool", None), None
+        if pool:
+            self._lib.mjp_destroy(pool)  # waits for a job in flight
+        self._job = None

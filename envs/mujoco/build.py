@@ -1,0 +1,106 @@
+"""Builds the MuJoCo stepping kernel (kernel.c) on first use, and finds MuJoCo's own functions.
+
+The kernel is C with pthreads, compiled against the headers the `mujoco` package ships; it calls
+MuJoCo through function pointers taken from the `libmujoco` that package loaded, so the physics
+is that library's (the one Gymnasium's envs run). It is compiled with the machine's C compiler (`$CC`, else `cc`)
+into the cache the compiled native pool uses (`$SEBULBA_CACHE_DIR`, else `~/.cache/sebulba`),
+keyed by its source. Without a compiler, or with `SEBULBA_NATIVE_KERNEL=0`, the MuJoCo tasks run
+on the worker-process backend (Gymnasium's own envs), with one warning that says why.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import os
+import sys
+import warnings
+from pathlib import Path
+
+from envs.native.kernel.build import KernelUnavailable, build_atomically, cache_dir, enabled
+
+_SOURCE = Path(__file__).resolve().parent / "kernel.c"
+
+
+def _include_dir() -> Path:
+    import mujoco
+
+    include = Path(mujoco.__file__).resolve().parent / "include"
+    if not (include / "mujoco" / "mujoco.h").exists():
+        raise KernelUnavailable(f"the mujoco package ships no headers ({include})")
+    return include
+
+
+def _library_path(include: Path) -> Path:
+    import mujoco
+
+    h = hashlib.sha256(_SOURCE.read_bytes())
+    h.update(f"{mujoco.__version__} {include} {sys.platform}".encode())
+    return cache_dir() / f"mujoco_pool_{h.hexdigest()[:16]}.so"
+
+
+def _load() -> ctypes.CDLL:
+    include = _include_dir()
+    path = _library_path(include)
+    if not path.exists():
+        cc = os.environ.get("CC", "cc")
+        build_atomically(path, lambda tmp: [cc, "-O2", "-std=c11", "-shared", "-fPIC", "-w", f"-I{include}", str(_SOURCE),
+                                            "-o", tmp, "-lpthread"])
+    try:
+        lib = ctypes.CDLL(str(path))
+    except OSError as e:
+        raise KernelUnavailable(f"cannot load {path}: {e}") from e
+    p, i = ctypes.c_void_p, ctypes.c_int
+    sig = {
+        "mjp_create": (p, [p, p, p, p, i, i, p, p, p, p, i]),
+        "mjp_threads": (i, [p]),
+        "mjp_start": (None, [p, p, p, i, i, p, p, p, p, p]),
+        "mjp_wait": (None, [p]),
+        "mjp_done": (i, [p]),
+        "mjp_destroy": (None, [p]),
+    }
+    for name, (res, args) in sig.items():
+        fn = getattr(lib, name)
+        fn.restype, fn.argtypes = res, args
+    return lib
+
+
+@functools.cache
+def _load_once() -> tuple[ctypes.CDLL | None, str]:
+    try:
+        return _load(), ""
+    except KernelUnavailable as e:
+        return None, str(e)
+
+
+def library() -> ctypes.CDLL | None:
+    """The loaded kernel, or None when the MuJoCo tasks must run in worker processes."""
+    if not enabled():
+        return None
+    return _load_once()[0]
+
+
+def why_unavailable() -> str:
+    return "SEBULBA_NATIVE_KERNEL=0" if not enabled() else _load_once()[1]
+
+
+@functools.cache
+def warn_unavailable(task_id: str) -> None:
+    warnings.warn(f"envs: the native MuJoCo pool is unavailable ({why_unavailable()}); {task_id} runs Gymnasium's env "
+                  "in worker processes", RuntimeWarning, stacklevel=4)
+
+
+@functools.cache
+def mujoco_functions() -> dict[str, int]:
+    """Addresses of mj_step, mj_rnePostConstraint, mj_resetData and mj_forward in the libmujoco
+    that the `mujoco` package loaded (the same file, so the same library instance)."""
+    import mujoco
+
+    lib_dir = Path(mujoco.__file__).resolve().parent
+    candidates = sorted(lib_dir.glob("libmujoco.so*")) + sorted(lib_dir.glob("libmujoco*.dylib"))
+    if not candidates:
+        raise KernelUnavailable(f"the mujoco package has no libmujoco in {lib_dir}")
+    lib = ctypes.CDLL(str(candidates[0]))
+    names = ("mj_step", "mj_rnePostConstraint", "mj_resetData", "mj_forward")
+    return {n: ctypes.cast(getattr(lib, n), ctypes.c_void_p).value for n in names}

@@ -1,0 +1,180 @@
+// Steps a batch of MuJoCo simulations on a persistent thread pool, exactly as Gymnasium's MuJoCo
+// envs step one (envs/mujoco/backend.py, DESIGN.md "Native MuJoCo").
+//
+// Each env is an mjData the Python side made (mujoco.MjData); this file gets its address and the
+// addresses of the fields the task reads (qpos, qvel, xpos, cfrc_ext, ...). It is compiled
+// against the headers the `mujoco` package ships, so mjData's layout is that library's. A job runs, for each env of the call:
+//   step:  ctrl <- the env's action; mj_step x nstep; mj_rnePostConstraint (Gymnasium's
+//          MujocoEnv._step_mujoco_simulation);
+//   reset: mj_resetData; qpos, qvel <- the given rows; mj_forward (Gymnasium's reset and
+//          set_state), for the envs the job marks reset;
+// then the fields are copied to batched outputs, row k for the job's k-th env.
+// MuJoCo's own functions come as pointers from the library the `mujoco` package loaded, so the
+// physics is bit for bit the one Gymnasium runs.
+//
+// Threads: `nthread` workers wait on a condition variable; a job hands out envs by an atomic
+// counter and the last worker to finish signals the caller. `mjp_start` returns at once (the
+// physics runs while the caller does other work), `mjp_wait` blocks until the job is done.
+// Python's ctypes releases the GIL around these calls.
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mujoco/mujoco.h>
+
+typedef void (*mj_fn)(const mjModel* m, mjData* d);
+
+typedef struct {
+  // set once
+  const mjModel* model;
+  mjData** data;         // num_envs
+  double** field_src;    // num_envs * nfield
+  const int* field_size; // nfield, doubles
+  int num_envs, nfield;
+  mj_fn step, rne_post, reset_data, forward;
+  // the job
+  const unsigned char* reset;  // n: 1 where the env resets instead of stepping
+  const int* ids;
+  int n, nstep;
+  const double* action;  // n * nu (reset rows unused)
+  const double* qpos_in; // n * nq (step rows unused)
+  const double* qvel_in; // n * nv
+  double** out;          // nfield: n * field_size[f] each
+  int* unstable;         // n: warnings raised in this job (bad qacc, qpos, qvel), 0 if none
+  atomic_int next;
+  int remaining;         // workers still on the job (under mu)
+  long generation;
+  int stop, nthread;
+  pthread_t* threads;
+  pthread_mutex_t mu;
+  pthread_cond_t start_cv, done_cv;
+} Pool;
+
+// MuJoCo's warnings of an unstable simulation (it resets the mjData when they fire)
+static int instability(const mjData* d) {
+  return d->warning[mjWARN_BADQACC].number + d->warning[mjWARN_BADQPOS].number + d->warning[mjWARN_BADQVEL].number;
+}
+
+static void run_env(Pool* p, int k) {
+  const mjModel* m = p->model;
+  mjData* d = p->data[p->ids[k]];
+  int before = instability(d);
+  if (!p->reset[k]) {
+    memcpy(d->ctrl, p->action + (size_t)k * m->nu, sizeof(mjtNum) * m->nu);
+    for (int s = 0; s < p->nstep; s++) p->step(m, d);
+    p->rne_post(m, d);
+  } else {
+    p->reset_data(m, d);
+    memcpy(d->qpos, p->qpos_in + (size_t)k * m->nq, sizeof(mjtNum) * m->nq);
+    memcpy(d->qvel, p->qvel_in + (size_t)k * m->nv, sizeof(mjtNum) * m->nv);
+    p->forward(m, d);
+  }
+  int i = p->ids[k];
+  p->unstable[k] = instability(d) - before;
+  for (int f = 0; f < p->nfield; f++) {
+    int size = p->field_size[f];
+    memcpy(p->out[f] + (size_t)k * size, p->field_src[(size_t)i * p->nfield + f], sizeof(double) * size);
+  }
+}
+
+static void* worker(void* arg) {
+  Pool* p = (Pool*)arg;
+  long seen = 0;
+  for (;;) {
+    pthread_mutex_lock(&p->mu);
+    while (!p->stop && p->generation == seen) pthread_cond_wait(&p->start_cv, &p->mu);
+    if (p->stop) {
+      pthread_mutex_unlock(&p->mu);
+      return NULL;
+    }
+    seen = p->generation;
+    pthread_mutex_unlock(&p->mu);
+    for (int k; (k = atomic_fetch_add(&p->next, 1)) < p->n;) run_env(p, k);
+    pthread_mutex_lock(&p->mu);
+    if (--p->remaining == 0) pthread_cond_signal(&p->done_cv);
+    pthread_mutex_unlock(&p->mu);
+  }
+}
+
+Pool* mjp_create(const mjModel* model, mjData** data, double** field_src, const int* field_size, int num_envs,
+                 int nfield, void* step, void* rne_post, void* reset_data, void* forward, int nthread) {
+  Pool* p = (Pool*)calloc(1, sizeof(Pool));
+  if (!p) return NULL;
+  p->model = model;
+  p->data = data;
+  p->field_src = field_src;
+  p->field_size = field_size;
+  p->num_envs = num_envs;
+  p->nfield = nfield;
+  p->step = (mj_fn)step;
+  p->rne_post = (mj_fn)rne_post;
+  p->reset_data = (mj_fn)reset_data;
+  p->forward = (mj_fn)forward;
+  p->nthread = nthread;
+  pthread_mutex_init(&p->mu, NULL);
+  pthread_cond_init(&p->start_cv, NULL);
+  pthread_cond_init(&p->done_cv, NULL);
+  p->threads = (pthread_t*)calloc(nthread, sizeof(pthread_t));
+  for (int t = 0; t < nthread; t++) {
+    if (pthread_create(&p->threads[t], NULL, worker, p) != 0) {
+      p->nthread = t;  // the ones started are stopped by mjp_destroy
+      return p;
+    }
+  }
+  return p;
+}
+
+int mjp_threads(Pool* p) { return p->nthread; }
+
+// Starts a job; returns at once. Each env ids[k] steps with action row k, or resets to rows k of
+// qpos_in and qvel_in where reset[k]. The caller keeps every array alive until the job is done.
+void mjp_start(Pool* p, const unsigned char* reset, const int* ids, int n, int nstep, const double* action, const double* qpos_in,
+               const double* qvel_in, double** out, int* unstable) {
+  pthread_mutex_lock(&p->mu);
+  p->reset = reset;
+  p->ids = ids;
+  p->n = n;
+  p->nstep = nstep;
+  p->action = action;
+  p->qpos_in = qpos_in;
+  p->qvel_in = qvel_in;
+  p->out = out;
+  p->unstable = unstable;
+  atomic_store(&p->next, 0);
+  p->remaining = p->nthread;
+  p->generation++;
+  pthread_cond_broadcast(&p->start_cv);
+  pthread_mutex_unlock(&p->mu);
+}
+
+// Blocks until the job started last is done.
+void mjp_wait(Pool* p) {
+  pthread_mutex_lock(&p->mu);
+  while (p->remaining > 0) pthread_cond_wait(&p->done_cv, &p->mu);
+  pthread_mutex_unlock(&p->mu);
+}
+
+// 1 if the job started last is done (nothing in flight), else 0.
+int mjp_done(Pool* p) {
+  pthread_mutex_lock(&p->mu);
+  int done = p->remaining == 0;
+  pthread_mutex_unlock(&p->mu);
+  return done;
+}
+
+void mjp_destroy(Pool* p) {
+  if (!p) return;
+  mjp_wait(p);
+  pthread_mutex_lock(&p->mu);
+  p->stop = 1;
+  pthread_cond_broadcast(&p->start_cv);
+  pthread_mutex_unlock(&p->mu);
+  for (int t = 0; t < p->nthread; t++) pthread_join(p->threads[t], NULL);
+  pthread_mutex_destroy(&p->mu);
+  pthread_cond_destroy(&p->start_cv);
+  pthread_cond_destroy(&p->done_cv);
+  free(p->threads);
+  free(p);
+}

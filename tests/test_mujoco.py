@@ -1,0 +1,200 @@
+"""The native MuJoCo pool against Gymnasium's v5 envs: whole seeded runs with auto-resets, step for
+step and bit for bit (observations, rewards, terminated, truncated, info), with default and
+non-default task kwargs; then the pool contract (async, snapshot, xla, dm) and bad input."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import envs
+from envs.mujoco import MUJOCO_TASKS
+from tests.support.pool_checks import assert_async_matches_sync
+
+pytest.importorskip("mujoco", reason="the mujoco extra is not installed: pip install -e '.[mujoco]'")
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_both(task_id: str, steps: int, n: int = 3, seed: int = 5, action_scale: float = 1.2, **kw) -> int:
+    """Steps our pool and n seeded Gymnasium envs (auto-reset as EnvPool does) with the same
+    actions, asserting every output equal; returns the number of episodes that ended."""
+    refs = [gym.make(task_id, **kw) for _ in range(n)]
+    rng = np.random.default_rng(seed)
+    ended = 0
+    with envs.make(task_id, num_envs=n, seed=seed, **kw) as pool:
+        assert pool.config["backend"] == "mujoco"
+        obs, info = pool.reset()
+        for i, ref in enumerate(refs):
+            ref_obs, ref_info = ref.reset(seed=seed + i)
+            np.testing.assert_array_equal(obs[i], ref_obs)
+            for k, v in ref_info.items():
+                np.testing.assert_array_equal(info[k][i], v, err_msg=k)
+        space = pool.action_space
+        done = np.zeros(n, bool)
+        for t in range(steps):
+            # past the bounds too: both pass actions to MuJoCo unclipped (it clamps ctrl itself)
+            actions = rng.uniform(action_scale * space.low, action_scale * space.high, (n, *space.shape)).astype(np.float32)
+            obs, reward, terminated, truncated, info = pool.step(actions)
+            for i, ref in enumerate(refs):
+                where = f"{task_id} step {t} env {i}"
+                if done[i]:  # the auto-reset step: the action is not applied
+                    ref_obs, ref_info = ref.reset()
+                    ref_reward, ref_term, ref_trunc = 0.0, False, False
+                    assert info["elapsed_step"][i] == 0, where
+                else:
+                    ref_obs, ref_reward, ref_term, ref_trunc, ref_info = ref.step(actions[i])
+                np.testing.assert_array_equal(obs[i], ref_obs, err_msg=where)
+                assert reward[i] == np.float32(ref_reward), where
+                assert terminated[i] == ref_term, where
+                assert truncated[i] == (ref_trunc and not ref_term), where
+                for k, v in ref_info.items():
+                    np.testing.assert_array_equal(info[k][i], v, err_msg=f"{where} {k}")
+                done[i] = ref_term or ref_trunc
+                ended += bool(done[i])
+    for ref in refs:
+        ref.close()
+    return ended
+
+
+@pytest.mark.parametrize("task_id", MUJOCO_TASKS)
+def test_whole_runs_equal_gymnasium(task_id):
+    ended = run_both(task_id, 120, max_episode_steps=40)
+    assert ended >= 3  # every env crossed an auto-reset
+
+
+@pytest.mark.parametrize(
+    "task_id, kw",
+    [
+        ("HalfCheetah-v5", dict(forward_reward_weight=2.0, ctrl_cost_weight=0.3, reset_noise_scale=0.5,
+                                exclude_current_positions_from_observation=False, frame_skip=3)),
+        ("Hopper-v5", dict(terminate_when_unhealthy=False, healthy_z_range=(0.9, 2.0), healthy_reward=0.5,
+                           healthy_angle_range=(-0.5, 0.5), healthy_state_range=(-50.0, 50.0), reset_noise_scale=0.05)),
+        ("Walker2d-v5", dict(healthy_z_range=[0.9, 1.9], exclude_current_positions_from_observation=False)),
+        ("Swimmer-v5", dict(ctrl_cost_weight=0.01, exclude_current_positions_from_observation=False)),
+        ("Ant-v5", dict(include_cfrc_ext_in_observation=False, main_body="torso", contact_force_range=(-0.5, 0.5),
+                        contact_cost_weight=1e-3, healthy_z_range=(0.3, 1.0), terminate_when_unhealthy=False)),
+        ("Ant-v5", dict(xml_file="ant.xml", exclude_current_positions_from_observation=False)),
+        ("Humanoid-v5", dict(include_cinert_in_observation=False, include_cvel_in_observation=False,
+                             contact_cost_range=(-1.0, 1e-4), healthy_z_range=(1.1, 2.0), forward_reward_weight=2.0)),
+        ("HumanoidStandup-v5", dict(include_qfrc_actuator_in_observation=False, include_cfrc_ext_in_observation=False,
+                                    uph_cost_weight=2.0, impact_cost_range=(-1.0, 1e-3), reset_noise_scale=0.1)),
+        ("InvertedDoublePendulum-v5", dict(healthy_reward=3.0, reset_noise_scale=0.3)),
+        ("Reacher-v5", dict(reward_dist_weight=0.5, reward_control_weight=2.0, frame_skip=4)),
+        ("Pusher-v5", dict(reward_near_weight=1.0, reward_dist_weight=0.3, reward_control_weight=0.5)),
+    ],
+    ids=["halfcheetah", "hopper", "walker2d", "swimmer", "ant", "ant-positions", "humanoid", "standup", "double-pendulum",
+         "reacher", "pusher"],
+)
+def test_task_kwargs_equal_gymnasium(task_id, kw):
+    run_both(task_id, 60, n=2, max_episode_steps=25, **kw)
+
+
+def test_spaces_and_info_match_gymnasium():
+    for task_id in MUJOCO_TASKS:
+        ref = gym.make(task_id)
+        spec = envs.make_spec(task_id)
+        assert spec.observation_space == ref.observation_space, task_id
+        assert spec.action_space == ref.action_space, task_id
+        assert spec.config["max_episode_steps"] == ref.spec.max_episode_steps, task_id
+        ref.reset(seed=0)
+        step_info = ref.step(ref.action_space.sample())[4]
+        assert set(step_info) <= set(spec.extra_info), task_id
+        ref.close()
+
+
+def test_async_batches_follow_each_envs_own_trajectory():
+    actions = np.random.default_rng(3).uniform(-1, 1, (4, 30, 6)).astype(np.float32)
+    assert_async_matches_sync(lambda **kw: envs.make("HalfCheetah-v5", max_episode_steps=12, **kw), actions)
+
+
+def test_snapshot_resumes_exactly():
+    rng = np.random.default_rng(0)
+    acts = rng.uniform(-1, 1, (30, 3, 8)).astype(np.float32)
+    with envs.make("Ant-v5", num_envs=3, seed=2, max_episode_steps=20) as a:
+        a.reset()
+        for t in range(10):
+            a.step(acts[t])
+        snap = a.snapshot()
+        want = [a.step(acts[t]) for t in range(10, 30)]
+    with envs.make("Ant-v5", num_envs=3, seed=99, max_episode_steps=20) as b:
+        b.reset()
+        b.restore(snap)
+        got = [b.step(acts[t]) for t in range(10, 30)]
+    for t, (g, w) in enumerate(zip(got, want)):
+        for x, y in zip(g[:4], w[:4]):
+            np.testing.assert_array_equal(x, y, err_msg=f"step {t}")
+        for k in w[4]:
+            np.testing.assert_array_equal(g[4][k], w[4][k], err_msg=f"step {t} {k}")
+
+
+def test_dm_output_and_xla():
+    import jax
+    import jax.numpy as jnp
+
+    with envs.make_dm("Hopper-v5", num_envs=2, seed=1) as pool:
+        ts = pool.reset()
+        assert ts.observation.obs.shape == (2, 11) and ts.observation.x_position.shape == (2,)
+    actions = np.random.default_rng(1).uniform(-1, 1, (5, 2, 3)).astype(np.float32)
+    with envs.make("Hopper-v5", num_envs=2, seed=1) as pool:
+        pool.reset()
+        want = [pool.step(a) for a in actions]
+    with envs.make("Hopper-v5", num_envs=2, seed=1) as pool:
+        handle, _, _, step = pool.xla()
+        pool.reset()
+        run = jax.jit(lambda h, acts: jax.lax.scan(lambda h, a: step(h, a), h, acts)[1])
+        got = run(handle, jnp.asarray(actions))
+    np.testing.assert_array_equal(np.asarray(got[0]), np.stack([w[0] for w in want]).astype(np.asarray(got[0]).dtype))
+    np.testing.assert_array_equal(np.asarray(got[1]), np.stack([w[1] for w in want]))
+
+
+def test_bad_input_is_named():
+    with pytest.raises(ValueError, match=r"unknown kwarg\(s\) \['healthy_rewrd'\]"):
+        envs.make("Hopper-v5", healthy_rewrd=2.0)
+    with pytest.raises(ValueError, match="frame_skip must be an int >= 1"):
+        envs.make("HalfCheetah-v5", frame_skip=0)
+    with pytest.raises(ValueError, match="healthy_z_range must be a \\(low, high\\) pair"):
+        envs.make("Hopper-v5", healthy_z_range=0.7)
+    with pytest.raises(ValueError, match="main_body 'head' is not a body"):
+        envs.make("Ant-v5", main_body="head")
+    with pytest.raises(ValueError, match="xml_file 'nope.xml': no such file"):
+        envs.make("Ant-v5", xml_file="nope.xml")
+    with pytest.raises(ValueError, match="does not render"):
+        envs.make("Ant-v5", render_mode="rgb_array")
+    with envs.make("HalfCheetah-v5", num_envs=2) as pool:
+        pool.reset()
+        with pytest.raises(ValueError, match=r"action must have shape \(2, 6\)"):
+            pool.step(np.zeros((2, 5), np.float32))
+        with pytest.raises(ValueError, match="NaN or Inf"):
+            pool.step(np.full((2, 6), np.nan, np.float32))
+        pool.step(np.zeros((2, 6), np.float32))  # still usable
+
+
+def test_an_unstable_simulation_stops_the_pool_with_a_clear_error():
+    """Huge initial velocities make MuJoCo warn of a bad qacc and reset the env's state; the pool
+    raises, naming the envs, instead of returning a reset as a step's result."""
+    with envs.make("Hopper-v5", num_envs=2, reset_noise_scale=1e12) as pool:
+        pool.reset()
+        with pytest.raises(RuntimeError, match=r"env_id \[0, 1\] became unstable"):
+            for _ in range(5):
+                pool.step(np.zeros((2, 3), np.float32))
+        assert pool.closed
+
+
+def test_process_backend_runs_gymnasiums_own_env():
+    with envs.make("Swimmer-v5", num_envs=2, backend="process", num_threads=1, seed=0) as pool:
+        assert pool.config["backend"] == "process"
+        assert pool.reset()[0].shape == (2, 8)
+
+
+def test_building_a_pool_prints_nothing():
+    """MuJoCo 4.0 warns about Gymnasium's XML files on every load; the pool loads once, quietly."""
+    code = "import envs; p = envs.make('Ant-v5', num_envs=8); p.reset(); p.close(); print('ok')"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok" and out.stderr == "", out.stderr
