@@ -198,3 +198,30 @@ def test_building_a_pool_prints_nothing():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok" and out.stderr == "", out.stderr
+
+
+def test_worker_threads_and_their_pinning():
+    """num_threads workers (default min(batch_size, cores)); thread_affinity_offset pins worker t
+    to core offset + t, as EnvPool does."""
+    import os
+    import threading
+
+    def threads() -> set[int]:
+        return {int(t) for t in os.listdir("/proc/self/task")}
+
+    before = threads()
+    with envs.make("Hopper-v5", num_envs=4, num_threads=3, thread_affinity_offset=0) as pool:
+        pool.reset()
+        new = threads() - before - {threading.get_native_id()}
+        assert len(new) == 3
+        cores = os.cpu_count() or 1
+        pinned = sorted(sorted(os.sched_getaffinity(t)) for t in new)
+        assert pinned == sorted([[t % cores] for t in range(3)])
+    assert not (threads() - before), "close() stops the workers"
+
+
+def test_ppo_mujoco_preset_runs_on_the_native_pool():
+    code = "from experiments import ppo; print(ppo.preset('HalfCheetah-v5') is ppo.MUJOCO)"  # its own process: absl flags
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert out.returncode == 0 and out.stdout.split()[-1] == "True", out.stderr[-2000:]
+    assert envs.make_spec("HalfCheetah-v5").config["backend"] == "mujoco"

@@ -173,6 +173,7 @@ class MujocoBackend:
         self._pool = lib.mjp_create(
             model._address, self._data_ptrs.ctypes.data, self._field_ptrs.ctypes.data, self._field_size.ctypes.data,
             n, len(fields), fn["mj_step"], fn["mj_rnePostConstraint"], fn["mj_resetData"], fn["mj_forward"], threads,
+            config.thread_affinity_offset,
         )
         if not self._pool:
             raise MemoryError("the MuJoCo pool could not be created")

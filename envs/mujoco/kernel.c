@@ -17,7 +17,10 @@
 // physics runs while the caller does other work), `mjp_wait` blocks until the job is done.
 // Python's ctypes releases the GIL around these calls.
 
+#define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
+#include <unistd.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,7 +102,8 @@ static void* worker(void* arg) {
 }
 
 Pool* mjp_create(const mjModel* model, mjData** data, double** field_src, const int* field_size, int num_envs,
-                 int nfield, void* step, void* rne_post, void* reset_data, void* forward, int nthread) {
+                 int nfield, void* step, void* rne_post, void* reset_data, void* forward, int nthread,
+                 int affinity_offset) {
   Pool* p = (Pool*)calloc(1, sizeof(Pool));
   if (!p) return NULL;
   p->model = model;
@@ -121,6 +125,13 @@ Pool* mjp_create(const mjModel* model, mjData** data, double** field_src, const 
     if (pthread_create(&p->threads[t], NULL, worker, p) != 0) {
       p->nthread = t;  // the ones started are stopped by mjp_destroy
       return p;
+    }
+    if (affinity_offset >= 0) {  // EnvPool's thread_affinity_offset: worker t on core offset + t
+      long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      CPU_SET((int)((affinity_offset + t) % (ncpu > 0 ? ncpu : 1)), &set);
+      pthread_setaffinity_np(p->threads[t], sizeof(set), &set);
     }
   }
   return p;
