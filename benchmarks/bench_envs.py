@@ -167,12 +167,13 @@ class PhysicsDriver:
         self.controls = rng.uniform(low, high, (8, batch_size, self.frame_skip, self.model.nu))
         self.out = np.empty((batch_size, self.frame_skip, len(row)))
         self.rollout = rollout.Rollout(nthread=nthread)
+        self.models = [self.model] * batch_size  # skip_checks wants one model per rollout
         self.n, self.b, self.k = num_envs, batch_size, 0
 
     def run(self, calls: int) -> int:
         for _ in range(calls):
             part = slice(self.k * self.b % self.n, self.k * self.b % self.n + self.b)
-            self.rollout.rollout(self.model, self.datas, self.state[part], self.controls[self.k % 8],
+            self.rollout.rollout(self.models, self.datas, self.state[part], self.controls[self.k % 8],
                                  nstep=self.frame_skip, state=self.out, skip_checks=True)
             self.state[part] = self.out[:, -1]
             self.k += 1

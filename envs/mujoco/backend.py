@@ -143,6 +143,27 @@ def configure(task_id: str, env_type: str, kwargs: dict[str, Any]) -> MujocoTask
     return MujocoTask(config, task_cls, model, probe.observation_space(), action_space, info)
 
 
+class _Job:
+    """A kernel job's arrays for n envs, and the kernel's arguments pointing at them."""
+
+    def __init__(self, n: int, model: Any, sizes: list[int], frame_skip: int):
+        self.n = n
+        self.ids = np.zeros(n, np.int32)
+        self.explicit = np.zeros(n, bool)
+        self.reset = np.zeros(n, bool)
+        self.flags = np.zeros(n, np.uint8)
+        self.action = np.zeros((n, model.nu), np.float32)
+        self.ctrl = np.zeros((n, model.nu))
+        self.qpos = np.zeros((n, model.nq))
+        self.qvel = np.zeros((n, model.nv))
+        self.out = [np.zeros((n, s)) for s in sizes]
+        self.out_ptrs = np.array([o.ctypes.data for o in self.out], np.uintp)
+        self.unstable = np.zeros(n, np.int32)
+        a = lambda x: x.ctypes.data  # noqa: E731
+        self.args = (a(self.flags), a(self.ids), n, frame_skip, a(self.ctrl), a(self.qpos), a(self.qvel), a(self.out_ptrs),
+                     a(self.unstable))
+
+
 class MujocoBackend:
     def __init__(self, task: MujocoTask, lib: ctypes.CDLL):
         import mujoco
@@ -173,12 +194,13 @@ class MujocoBackend:
         self._pool = lib.mjp_create(
             model._address, self._data_ptrs.ctypes.data, self._field_ptrs.ctypes.data, self._field_size.ctypes.data,
             n, len(fields), fn["mj_step"], fn["mj_rnePostConstraint"], fn["mj_resetData"], fn["mj_forward"], threads,
-            config.thread_affinity_offset,
+            config.thread_affinity_offset, 1,  # the caller steps envs too while it waits
         )
         if not self._pool:
             raise MemoryError("the MuJoCo pool could not be created")
         self._all_ids = np.arange(n, dtype=np.int32)
-        self._job: dict[str, Any] | None = None  # the job in the kernel, and what it needs kept alive
+        self._jobs: dict[int, list[_Job]] = {}  # the kernel's buffers by job size
+        self._job: _Job | None = None  # the job in the kernel
         self._queued: list[tuple[np.ndarray | None, np.ndarray | None]] = []  # (ids, action or None: reset)
 
     # ------------------------------------------------------------------ the pool's backend API
@@ -196,55 +218,64 @@ class MujocoBackend:
             return []
         self._lib.mjp_wait(self._pool)
         job, self._job = self._job, None
-        chunk = self._finish(job)
         if self._queued:
-            self._start()  # the next sends run while the caller handles this chunk
-        return [chunk]
+            self._start()  # the next sends step while this job's results are made (other buffers)
+        return [self._finish(job)]
+
+    def _buffers(self, n: int) -> _Job:
+        """The kernel's in/out arrays for jobs of n envs, made once per n (their addresses too).
+        Two sets, used in turn: one job steps while the last one's results are read."""
+        pair = self._jobs.get(n)
+        if pair is None:
+            pair = self._jobs[n] = [_Job(n, self._model, self._sizes, self._frame_skip) for _ in range(2)]
+        pair.reverse()
+        return pair[0]
 
     def _start(self) -> None:
         """Merges the queued sends into one kernel job and starts it."""
         queued, self._queued = self._queued, []
-        all_ids = [self._all_ids if ids is None else ids for ids, _ in queued]
-        ids = all_ids[0] if len(queued) == 1 else np.concatenate(all_ids)
-        ids = np.ascontiguousarray(ids, np.int32)
-        n, nu = len(ids), self._model.nu
-        action = np.zeros((n, nu), np.float32)
-        explicit = np.zeros(n, bool)  # reset by the caller (reset(), async_reset(), reset(env_id))
-        pos = 0
-        for (_, a), k in zip(queued, map(len, all_ids)):
-            if a is None:
-                explicit[pos:pos + k] = True
-            else:
-                action[pos:pos + k] = a
-            pos += k
+        if len(queued) == 1:
+            ids, action = queued[0]
+            n = self._n if ids is None else len(ids)
+            job = self._buffers(n)
+            job.ids[:] = self._all_ids if ids is None else ids
+            job.explicit[:] = action is None
+            if action is not None:
+                job.action[:] = action  # as float32: the action Gymnasium's env gets through worker processes
+        else:
+            all_ids = [self._all_ids if ids is None else ids for ids, _ in queued]
+            job = self._buffers(sum(map(len, all_ids)))
+            job.ids[:] = np.concatenate(all_ids)
+            pos = 0
+            for (_, a), ids in zip(queued, all_ids):
+                k = len(ids)
+                job.explicit[pos:pos + k] = a is None  # the caller's reset (reset(), async_reset(), reset(env_id))
+                if a is not None:
+                    job.action[pos:pos + k] = a
+                pos += k
         # EnvPool's auto-reset: an env whose episode ended resets on its next step instead of stepping
-        reset = explicit | self._book.done[ids]
-        qpos = np.zeros((n, self._model.nq))
-        qvel = np.zeros((n, self._model.nv))
-        for k in np.flatnonzero(reset).tolist():
-            qpos[k], qvel[k] = self.task.reset_noise(self._rngs[ids[k]])
-        out = [np.empty((n, s)) for s in self._sizes]
-        out_ptrs = np.array([o.ctypes.data for o in out], np.uintp)
-        flags = reset.astype(np.uint8)
-        ctrl = action.astype(np.float64)  # data.ctrl[:] = action, as the Gymnasium env does
-        unstable = np.zeros(n, np.int32)
-        self._job = dict(ids=ids, action=action, reset=reset, flags=flags, ctrl=ctrl, qpos=qpos,
-                         qvel=qvel, out=out, out_ptrs=out_ptrs, unstable=unstable)
-        self._lib.mjp_start(self._pool, flags.ctypes.data, ids.ctypes.data, n, self._frame_skip, ctrl.ctypes.data,
-                            qpos.ctypes.data, qvel.ctypes.data, out_ptrs.ctypes.data, unstable.ctypes.data)
+        reset = job.reset
+        np.logical_or(job.explicit, self._book.done[job.ids], out=reset)
+        job.flags[:] = reset
+        if np.count_nonzero(reset):
+            for k in np.flatnonzero(reset).tolist():
+                job.qpos[k], job.qvel[k] = self.task.reset_noise(self._rngs[job.ids[k]])
+        job.ctrl[:] = job.action  # data.ctrl[:] = action, as the Gymnasium env does
+        self._job = job
+        self._lib.mjp_start(self._pool, *job.args)
 
-    def _finish(self, job: dict[str, Any]) -> Chunk:
-        ids, reset = job["ids"], job["reset"]
-        after = dict(zip(self.task.fields, job["out"]))
-        if job["unstable"].any():
-            bad = ids[job["unstable"] > 0]
+    def _finish(self, job: _Job) -> Chunk:
+        ids, reset = job.ids.copy(), job.reset.copy()  # the buffers serve the next job
+        after = dict(zip(self.task.fields, job.out))
+        if np.count_nonzero(job.unstable):
+            bad = ids[job.unstable > 0]
             raise RuntimeError(
                 f"{self._config.task_id}: the simulation of env_id {bad[:16].tolist()} became unstable (MuJoCo warned of "
                 "NaN, Inf or huge values in qpos, qvel or qacc and reset its state); its results would be those of a "
                 "reset, not of the step, so the pool stops. Smaller actions, reset noise or timestep avoid it"
             )
         before = {f: v[ids] for f, v in self._last.items()}
-        reward, terminated, info = self.task.step(before, after, job["action"])
+        reward, terminated, info = self.task.step(before, after, job.action)
         obs = self.task.observe(after)
         if np.count_nonzero(reset):
             reset_info = self.task.reset_info({f: v[reset] for f, v in after.items()})
@@ -256,7 +287,7 @@ class MujocoBackend:
             self._last[f][ids] = v
         # a reset (the caller's or an auto-reset) starts the episode: elapsed 0, not done
         terminated, truncated, elapsed = self._book.finish(ids, reset if reset.any() else None, terminated)
-        env_id = ids.copy()
+        env_id = ids
         in_order = len(ids) == self._n and bool((ids == self._all_ids).all())
         batch = Batch(env_id, obs, reward.astype(np.float32), terminated, truncated, elapsed, info)
         return Chunk(env_id, batch, in_order)

@@ -53,7 +53,7 @@ def _load() -> ctypes.CDLL:
         raise KernelUnavailable(f"cannot load {path}: {e}") from e
     p, i = ctypes.c_void_p, ctypes.c_int
     sig = {
-        "mjp_create": (p, [p, p, p, p, i, i, p, p, p, p, i, i]),
+        "mjp_create": (p, [p, p, p, p, i, i, p, p, p, p, i, i, i]),
         "mjp_threads": (i, [p]),
         "mjp_start": (None, [p, p, p, i, i, p, p, p, p, p]),
         "mjp_wait": (None, [p]),

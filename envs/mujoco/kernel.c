@@ -49,7 +49,7 @@ typedef struct {
   atomic_int next;
   int remaining;         // workers still on the job (under mu)
   long generation;
-  int stop, nthread;
+  int stop, nthread, help;
   pthread_t* threads;
   pthread_mutex_t mu;
   pthread_cond_t start_cv, done_cv;
@@ -103,7 +103,7 @@ static void* worker(void* arg) {
 
 Pool* mjp_create(const mjModel* model, mjData** data, double** field_src, const int* field_size, int num_envs,
                  int nfield, void* step, void* rne_post, void* reset_data, void* forward, int nthread,
-                 int affinity_offset) {
+                 int affinity_offset, int help) {
   Pool* p = (Pool*)calloc(1, sizeof(Pool));
   if (!p) return NULL;
   p->model = model;
@@ -117,6 +117,7 @@ Pool* mjp_create(const mjModel* model, mjData** data, double** field_src, const 
   p->reset_data = (mj_fn)reset_data;
   p->forward = (mj_fn)forward;
   p->nthread = nthread;
+  p->help = help;
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->start_cv, NULL);
   pthread_cond_init(&p->done_cv, NULL);
@@ -160,8 +161,10 @@ void mjp_start(Pool* p, const unsigned char* reset, const int* ids, int n, int n
   pthread_mutex_unlock(&p->mu);
 }
 
-// Blocks until the job started last is done.
+// Blocks until the job started last is done; the caller steps envs no worker has taken yet.
 void mjp_wait(Pool* p) {
+  if (p->help)
+    for (int k; (k = atomic_fetch_add(&p->next, 1)) < p->n;) run_env(p, k);
   pthread_mutex_lock(&p->mu);
   while (p->remaining > 0) pthread_cond_wait(&p->done_cv, &p->mu);
   pthread_mutex_unlock(&p->mu);
