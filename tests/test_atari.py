@@ -1,6 +1,7 @@
 """Atari through ALE's vector env: EnvPool's Atari options, outputs and contract (seed 001)."""
 
 import csv
+import dataclasses
 import json
 import os
 import re
@@ -277,7 +278,9 @@ def test_env_threads_flag_sets_every_lanes_pool():
                                      stack_on_device=stack_on_device)
         assert exp.loop.env_kwargs == {"reward_clip": True, "episodic_life": True, "num_threads": 1}
         before = _threads()
-        with GymnasiumLoop(Impala(envs.make_spec("Pong-v5", **exp.loop.env_kwargs), exp.agent), exp.loop) as loop:
+        # a small MLP torso: what is tested is the pools, and the ResNet's compile would take most of the time
+        agent = dataclasses.replace(exp.agent, torso="mlp", hidden_sizes=(8,))
+        with GymnasiumLoop(Impala(envs.make_spec("Pong-v5", **exp.loop.env_kwargs), agent), exp.loop) as loop:
             pools = [lane.pool for inf in loop.inferencers for lane in inf.lanes]
             assert len(pools) == 2 * 2 and all(p.config["num_threads"] == 1 for p in pools)
             assert len(_threads() - before) >= len(pools)  # at least ALE's one worker per pool

@@ -28,7 +28,7 @@ RUNS = {  # a short real run of each agent, written with its checkpoint
 TRAINED = pytest.mark.xdist_group("trained_runs")  # the tests of the `runs` fixture share a worker: built once
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # session: a module fixture is rebuilt whenever xdist interleaves another module's test
 def runs(tmp_path_factory):
     out = {}
     for agent, args in RUNS.items():
