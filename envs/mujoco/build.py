@@ -18,7 +18,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from envs.native.kernel.build import KernelUnavailable, build_atomically, cache_dir, enabled
+from envs.native.kernel.build import KernelUnavailable, attempt, build_atomically, cache_dir, enabled
 
 _SOURCE = Path(__file__).resolve().parent / "kernel.c"
 
@@ -54,7 +54,6 @@ def _load() -> ctypes.CDLL:
     p, i = ctypes.c_void_p, ctypes.c_int
     sig = {
         "mjp_create": (p, [p, p, p, p, i, i, p, p, p, p, i, i, i]),
-        "mjp_threads": (i, [p]),
         "mjp_start": (None, [p, p, p, i, i, p, p, p, p, p]),
         "mjp_wait": (None, [p]),
         "mjp_done": (i, [p]),
@@ -68,10 +67,7 @@ def _load() -> ctypes.CDLL:
 
 @functools.cache
 def _load_once() -> tuple[ctypes.CDLL | None, str]:
-    try:
-        return _load(), ""
-    except KernelUnavailable as e:
-        return None, str(e)
+    return attempt(_load)
 
 
 def library() -> ctypes.CDLL | None:

@@ -138,8 +138,6 @@ Pool* mjp_create(const mjModel* model, mjData** data, double** field_src, const 
   return p;
 }
 
-int mjp_threads(Pool* p) { return p->nthread; }
-
 // Starts a job; returns at once. Each env ids[k] steps with action row k, or resets to rows k of
 // qpos_in and qvel_in where reset[k]. The caller keeps every array alive until the job is done.
 void mjp_start(Pool* p, const unsigned char* reset, const int* ids, int n, int nstep, const double* action, const double* qpos_in,

@@ -150,12 +150,17 @@ def _warn_once(reason: str) -> None:
     warnings.warn(f"envs: the compiled native pool is unavailable ({reason}); the built-in tasks run on their numpy path", RuntimeWarning, stacklevel=4)
 
 
-@functools.cache
-def _load_once() -> tuple[ctypes.CDLL | None, str]:
+def attempt(load: Callable[[], ctypes.CDLL]) -> tuple[ctypes.CDLL | None, str]:
+    """(load(), "") or (None, why the library cannot be had here)."""
     try:
-        return _load(), ""
+        return load(), ""
     except KernelUnavailable as e:
         return None, str(e)
+
+
+@functools.cache
+def _load_once() -> tuple[ctypes.CDLL | None, str]:
+    return attempt(_load)
 
 
 def library() -> ctypes.CDLL | None:
