@@ -183,7 +183,8 @@ class MujocoBackend:
         self._book = EpisodeBook(n, config.max_episode_steps)
         fields = self.task.fields
         self._sizes = [getattr(self._datas[0], f).size for f in fields]
-        self._last = {f: np.zeros((n, s)) for f, s in zip(fields, self._sizes)}  # each env's last fields
+        # each env's last value of the fields its next step reads as "before"
+        self._last = {f: np.zeros((n, s)) for f, s in zip(fields, self._sizes) if f in self.task.before_fields}
         # Addresses the kernel reads: the mjData of each env and its fields (stable for its lifetime).
         self._data_ptrs = np.array([d._address for d in self._datas], np.uintp)
         self._field_ptrs = np.array([[getattr(d, f).ctypes.data for f in fields] for d in self._datas], np.uintp)
@@ -283,8 +284,8 @@ class MujocoBackend:
                 v[reset] = reset_info[k]
             reward[reset] = 0.0
             terminated = terminated & ~reset
-        for f, v in after.items():
-            self._last[f][ids] = v
+        for f, v in self._last.items():
+            v[ids] = after[f]
         # a reset (the caller's or an auto-reset) starts the episode: elapsed 0, not done
         terminated, truncated, elapsed = self._book.finish(ids, reset if reset.any() else None, terminated)
         env_id = ids

@@ -37,6 +37,7 @@ class Task:
     defaults: ClassVar[dict[str, Any]]  # the Gymnasium env's own kwargs and their defaults
     max_episode_steps: ClassVar[int] = 1000  # Gymnasium's registration
     fields: ClassVar[tuple[str, ...]] = ("qpos", "qvel")
+    before_fields: ClassVar[tuple[str, ...]] = ("qpos",)  # the fields `step` reads from before the step
     skipped_positions: ClassVar[int] = 1  # qpos entries exclude_current_positions_from_observation drops
     normal_qvel_noise: ClassVar[bool] = False  # reset qvel noise: scale * standard_normal, else uniform
     info_keys: ClassVar[tuple[str, ...]]
@@ -203,6 +204,7 @@ class Ant(Swimmer):
                 "healthy_z_range": (0.2, 1.0), "contact_force_range": (-1.0, 1.0), "reset_noise_scale": 0.1,
                 "exclude_current_positions_from_observation": True, "include_cfrc_ext_in_observation": True}
     fields = ("qpos", "qvel", "xpos", "cfrc_ext")
+    before_fields = ("xpos",)
     normal_qvel_noise = True
     info_keys = ("x_position", "y_position", "distance_from_origin", "x_velocity", "y_velocity", "reward_forward",
                  "reward_ctrl", "reward_contact", "reward_survive")
@@ -256,6 +258,7 @@ class Humanoid(Swimmer):
                 "include_cvel_in_observation": True, "include_qfrc_actuator_in_observation": True,
                 "include_cfrc_ext_in_observation": True}
     fields = ("qpos", "qvel", "xipos", "cinert", "cvel", "qfrc_actuator", "cfrc_ext", "ten_length", "ten_velocity")
+    before_fields = ("xipos",)
     info_keys = ("x_position", "y_position", "tendon_length", "tendon_velocity", "distance_from_origin", "x_velocity",
                  "y_velocity", "reward_survive", "reward_forward", "reward_ctrl", "reward_contact")
     vector_info = ("tendon_length", "tendon_velocity")  # (n, ntendon) per key
@@ -323,6 +326,7 @@ class HumanoidStandup(Humanoid):
                 "include_cfrc_ext_in_observation": True}
     info_keys = ("x_position", "y_position", "z_distance_from_origin", "tendon_length", "tendon_velocity",
                  "reward_linup", "reward_quadctrl", "reward_impact")
+    before_fields = ()
 
     def __init__(self, kw: dict[str, Any], model: Any, init_qpos: np.ndarray, init_qvel: np.ndarray):
         super().__init__(kw, model, init_qpos, init_qvel)
@@ -353,6 +357,7 @@ class HumanoidStandup(Humanoid):
 class InvertedPendulum(Task):
     task_id = "InvertedPendulum-v5"
     defaults = {"xml_file": "inverted_pendulum.xml", "frame_skip": 2, "reset_noise_scale": 0.01}
+    before_fields = ()
     info_keys = ("reward_survive",)
 
     def observation_size(self) -> int:
@@ -405,6 +410,7 @@ class Reacher(Task):
     defaults = {"xml_file": "reacher.xml", "frame_skip": 2, "reward_dist_weight": 1.0, "reward_control_weight": 1.0}
     max_episode_steps = 50
     fields = ("qpos", "qvel", "xpos")
+    before_fields = ()
     info_keys = ("reward_dist", "reward_ctrl")
 
     def __init__(self, kw: dict[str, Any], model: Any, init_qpos: np.ndarray, init_qvel: np.ndarray):
