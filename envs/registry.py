@@ -174,9 +174,11 @@ def find_spec(task_id: str) -> gym.envs.registration.EnvSpec | None:
 def native_mujoco_ready(task_id: str) -> bool:
     """Whether a MuJoCo v5 id runs natively here: mujoco imports and its kernel builds (if not,
     with mujoco installed, one warning says why and Gymnasium's env serves it)."""
-    if importlib.util.find_spec("mujoco") is None:
-        return False
+    from envs.mujoco.backend import mujoco_available
     from envs.mujoco.build import library, warn_unavailable
+
+    if not mujoco_available():
+        return False
 
     if library() is None:
         warn_unavailable(task_id)

@@ -15,6 +15,7 @@ import contextlib
 import copy
 import ctypes
 import dataclasses
+import importlib.util
 import os
 import sys
 import tempfile
@@ -37,11 +38,8 @@ _QUIET = ("compiler attribute 'settotalmass' is deprecated",)
 
 
 def mujoco_available() -> bool:
-    try:
-        import mujoco  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    """Whether the mujoco package is installed (found without importing it)."""
+    return importlib.util.find_spec("mujoco") is not None
 
 
 @contextlib.contextmanager
