@@ -93,7 +93,7 @@ def test_nan_loss_stops_the_run_with_a_checkpoint_of_the_last_good_state(tmp_pat
     assert Checkpointer(ckpt).latest_step() == 2  # saved on the way out: the last good state
     with sebulba.GymnasiumLoop(NaNAtStep3(CARTPOLE), cfg) as loop:
         loop.start_inferencers()
-        Checkpointer(ckpt).restore(loop)
+        loop.restore(Checkpointer(ckpt))
         assert float(loop.learner.networks["w"]) == good[-1]
 
 
@@ -111,7 +111,7 @@ def test_replay_is_saved_when_asked_and_async_runs_resume_their_learner(tmp_path
             saved = jax.tree.map(np.asarray, (loop.learner.networks, loop.learner.experience))
         with sebulba.GymnasiumLoop(agent, cfg) as loop:
             fresh_experience = jax.tree.map(np.asarray, loop.learner.experience)
-            meta = Checkpointer(ckpt).restore(loop)
+            meta = loop.restore(Checkpointer(ckpt))
             assert meta["learner_steps"] == 6 and loop.learner.version == 6
             jax.tree.map(np.testing.assert_array_equal, saved[0], jax.tree.map(np.asarray, loop.learner.networks))
             expected = saved[1] if save_experience else fresh_experience

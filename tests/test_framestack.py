@@ -203,7 +203,7 @@ def test_a_replay_of_single_frames_is_checkpointed_and_resumed(tmp_path):
     assert isinstance(saved.replay.sequences.env_step.obs, Frames)
     assert saved.replay.sequences.env_step.obs.frame.shape[-3:] == (1, 84, 84) and saved.replay.size.min() > 0
     with sebulba.GymnasiumLoop(agent, cfg) as loop:
-        Checkpointer(ckpt).restore(loop)
+        loop.restore(Checkpointer(ckpt))
         jax.tree.map(np.testing.assert_array_equal, saved, jax.tree.map(np.asarray, loop.learner.experience))
         ctx = loop.run(max_cycles=6, checkpointer=Checkpointer(ckpt), resume=True)
         assert ctx.learner_steps == 6

@@ -1,25 +1,34 @@
-"""Checkpoints of a GymnasiumLoop with orbax: learner state, counters, RNG keys and recent
-episode statistics; in sync mode also every inferencer's step states and env pools, so a resumed
-run is bit-identical to an uninterrupted one. Replay (the agent's experience state) is saved when
-asked, since it can be large.
+"""Checkpoints of a GymnasiumLoop with orbax, in one process or across the processes of a
+jax.distributed job.
 
-Writes are atomic (orbax writes a temporary directory and renames it when complete), so a run
-killed mid-write leaves no checkpoint that can be loaded; the last `keep` are kept.
+A checkpoint holds the learner state once (networks, optimizer state, RNG key: identical on every
+process, written by one replica), the agent's experience state when asked (R2D2's replay: each
+process writes its learner devices' shards), each process's actor state as its own row of
+per-process arrays (episode statistics; in sync mode also every lane's step state, running sums
+and env pool snapshot, so a resumed run is bit-identical to an uninterrupted one), and the
+counters and layout as JSON. Every process calls `save` and `restore` at the same learner step.
+
+Writes are atomic: every process writes into a temporary directory, and process 0 renames it
+when all have finished (orbax's commit), so a run killed mid-write, in any process, leaves no
+checkpoint that can be loaded; the last `keep` are kept.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import jax
 import numpy as np
 
-if TYPE_CHECKING:
-    from sebulba.loop.loop import GymnasiumLoop
-    from sebulba.loop.middleware import LoopContext, MetricsWindow
+from sebulba.loop.inferencer import Inferencer, Lane
+from sebulba.loop.learner import Learner
+from sebulba.loop.metrics import MetricsWindow
+from sebulba.loop.processes import allgather, own_row, per_process, process_sharding
+from sebulba.loop.staging import Staging
 
 log = logging.getLogger("sebulba")
 
@@ -36,31 +45,65 @@ class CheckpointConfig:
             raise ValueError(f"every_learner_steps and keep must be >= 1, got {self.every_learner_steps}, {self.keep}")
 
 
+@dataclasses.dataclass(frozen=True)
+class LoopState:
+    """The parts of a loop a checkpoint saves and restores, and the layout a resume must match."""
+
+    learner: Learner
+    inferencers: Sequence[Inferencer]
+    staging: Staging
+    window: MetricsWindow
+    async_mode: bool
+    layout: Mapping[str, Any]  # processes, devices, envs: JSON values
+
+    @property
+    def lanes(self) -> list[Lane]:
+        return [lane for inf in self.inferencers for lane in inf.lanes]
+
+    def start_inferencers(self) -> None:
+        """Reset every pool and build every step state now (the targets of a restore)."""
+        for inf in self.inferencers:
+            inf.start(self.learner.version, self.learner.networks)
+
+
 def _is_key(x: Any) -> bool:
     return isinstance(x, jax.Array) and jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key)
 
 
-def _savable(tree: Any) -> Any:
+def _raw(x: Any) -> Any:
     """Typed PRNG keys as their raw key data (orbax stores plain arrays)."""
-    return jax.tree.map(lambda x: jax.random.key_data(x) if _is_key(x) else x, tree)
+    return jax.random.key_data(x) if _is_key(x) else x
 
 
 def _abstract(tree: Any) -> Any:
-    """What to restore into: same shapes, dtypes and shardings as `tree` (numpy stays numpy)."""
-    def spec(x):
-        if _is_key(x):  # restored on the host: the key goes back uncommitted, as it was made
-            return np.asarray(jax.random.key_data(x))
-        if isinstance(x, jax.Array):
-            return jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=x.sharding)
-        return np.asarray(x)
-
-    return jax.tree.map(spec, tree)
+    """What to restore learner state into: the same shapes, dtypes and shardings."""
+    return jax.tree.map(lambda x: jax.ShapeDtypeStruct(_raw(x).shape, _raw(x).dtype, sharding=x.sharding), tree)
 
 
-def _unsaved(restored: Any, like: Any) -> Any:
-    """Restored arrays back into `like`'s leaf types (raw key data back into typed keys)."""
-    return jax.tree.map(lambda r, x: jax.random.wrap_key_data(r, impl=jax.random.key_impl(x)) if _is_key(x) else r,
-                        restored, like)
+def _typed_like(restored: Any, like: Any) -> Any:
+    """Restored arrays back into `like`'s leaf types: raw key data into typed keys, host values
+    onto the device (and sharding) of `like`'s jax arrays, numpy kept numpy."""
+    def back(r, x):
+        if _is_key(x):
+            r = jax.random.wrap_key_data(jax.device_put(r, x.sharding) if isinstance(r, np.ndarray) else r,
+                                         impl=jax.random.key_impl(x))
+            return r
+        if isinstance(x, jax.Array) and isinstance(r, np.ndarray):
+            return jax.device_put(r, x.sharding)
+        return r
+
+    return jax.tree.map(back, restored, like)
+
+
+def _rows(tree: Any) -> Any:
+    """This process's actor state as rows of per-process global arrays."""
+    return jax.tree.map(lambda x: per_process(np.asarray(_raw(x))), tree)
+
+
+def _abstract_rows(tree: Any) -> Any:
+    sharding = process_sharding()
+    return jax.tree.map(lambda x: jax.ShapeDtypeStruct((jax.process_count(), *np.shape(_raw(x))), np.asarray(_raw(x)).dtype,
+                                                       sharding=sharding), tree)
 
 
 class Checkpointer:
@@ -79,108 +122,124 @@ class Checkpointer:
         )
 
     # ------------------------------------------------------------------ state of a loop
-    def _state(self, loop: GymnasiumLoop) -> dict:
+    def _learner_state(self, loop: LoopState) -> dict:
         learner = loop.learner
-        state = {
-            "networks": learner.networks,
-            "opt_state": learner.opt_state,
-            "key": learner._key,
-        }
+        state = {"networks": learner.networks, "opt_state": learner.opt_state, "key": learner._key}
         if self.config.save_experience:
             state["experience"] = learner.experience
-        if not loop.config.async_mode:
+        return state
+
+    @staticmethod
+    def _actor_state(loop: LoopState) -> dict:
+        state: dict[str, Any] = {"episodes": loop.window.state()}
+        if not loop.async_mode:
             state["lanes"] = [
-                {"step_state": lane.step_state, "env_step": jax.tree.map(np.asarray, lane.env_step), "running": lane.running}
-                for inf in loop.inferencers for lane in inf.lanes
+                {"step_state": lane.step_state, "env_step": jax.tree.map(np.asarray, lane.env_step),
+                 "running": lane.running, "stacks": lane.stacks}
+                for lane in loop.lanes
             ]
         return state
 
-    def _meta(self, loop: GymnasiumLoop, ctx: LoopContext, window: MetricsWindow | None) -> dict:
-        meta = {
-            "env_steps": ctx.env_steps,
-            "learner_steps": ctx.learner_steps,
-            "version": loop.learner.version,
-            "async_mode": loop.config.async_mode,
-            "has_experience": self.config.save_experience,
-        }
-        if window is not None:
-            meta["episodes"] = window.episodes
-            meta["returns"] = list(window.returns)
-            meta["lengths"] = list(window.lengths)
-        return meta
-
-    def _pool_snapshots(self, loop: GymnasiumLoop) -> dict | None:
+    @staticmethod
+    def _pool_snapshots(loop: LoopState) -> list[bytes] | None:
         """Sync mode: every lane's env pool, when its backend can be captured (native tasks)."""
-        if loop.config.async_mode:
+        if loop.async_mode:
             return None
         try:
-            return {f"{i}_{k}": np.frombuffer(lane.pool.snapshot(), np.uint8)
-                    for i, inf in enumerate(loop.inferencers) for k, lane in enumerate(inf.lanes)}
+            return [lane.pool.snapshot() for lane in loop.lanes]
         except NotImplementedError as e:
             log.warning(f"checkpoint without env state ({e}): a resumed run starts fresh episodes")
             return None
 
-    def save(self, loop: GymnasiumLoop, ctx: LoopContext, window: MetricsWindow | None = None) -> None:
+    def save(self, loop: LoopState, env_steps: int, learner_steps: int) -> None:
+        """A checkpoint at learner_steps (skipped when there is one already, or in sync mode
+        before any cycle ran). Every process calls it at the same learner step."""
         ocp = self._ocp
-        if not loop.config.async_mode and not all(inf.started for inf in loop.inferencers):
+        if not loop.async_mode and not all(inf.started for inf in loop.inferencers):
             return  # nothing has run yet
-        step = ctx.learner_steps
+        step = learner_steps
         if step in self._manager.all_steps():
             return
-        items = {"state": ocp.args.StandardSave(_savable(self._state(loop))), "meta": ocp.args.JsonSave(self._meta(loop, ctx, window))}
+        meta = {"env_steps": env_steps, "learner_steps": learner_steps, "version": loop.learner.version,
+                "async_mode": loop.async_mode, "has_experience": self.config.save_experience,
+                "layout": dict(loop.layout)}
+        items = {"state": ocp.args.StandardSave(jax.tree.map(_raw, self._learner_state(loop))),
+                 "actors": ocp.args.StandardSave(_rows(self._actor_state(loop)))}
         pools = self._pool_snapshots(loop)
-        if pools is not None:
-            items["pools"] = ocp.args.StandardSave(pools)
+        if pools is not None:  # each process's snapshots as one row of bytes, padded to the longest
+            sizes = np.array([len(p) for p in pools], np.int64)
+            width = int(allgather(np.array(sizes.max(), np.int64)).max())
+            data = np.zeros((len(pools), width), np.uint8)
+            for k, p in enumerate(pools):
+                data[k, :len(p)] = np.frombuffer(p, np.uint8)
+            items["pools"] = ocp.args.StandardSave(_rows({"sizes": sizes, "data": data}))
+            meta["pool_bytes"] = width
+        items["meta"] = ocp.args.JsonSave(meta)
         self._manager.save(step, args=ocp.args.Composite(**items))
         self._manager.wait_until_finished()
-        log.info(f"checkpoint at learner step {step} ({ctx.env_steps:,} env steps) in {self.config.directory}")
+        log.info(f"checkpoint at learner step {step} ({env_steps:,} env steps) in {self.config.directory}")
 
     def latest_step(self) -> int | None:
         return self._manager.latest_step()
 
     def latest_meta(self) -> dict | None:
-        """The latest complete checkpoint's metadata (counters), or None when there is none."""
+        """The latest complete checkpoint's metadata (counters, layout), or None when there is none."""
         step = self._manager.latest_step()
         if step is None:
             return None
         return dict(self._manager.restore(step, args=self._ocp.args.Composite(meta=self._ocp.args.JsonRestore()))["meta"])
 
-    def restore(self, loop: GymnasiumLoop, step: int | None = None) -> dict:
-        """Load the latest complete checkpoint (or `step`) into loop; returns its metadata
-        (counters and recent episode statistics) for the loop's context."""
+    def check_layout(self, meta: dict, loop: LoopState, step: int) -> None:
+        """Raise ValueError naming what differs when the loop cannot resume from this checkpoint."""
+        if meta["async_mode"] != loop.async_mode:
+            raise ValueError(f"checkpoint {step} was written in {'async' if meta['async_mode'] else 'sync'} mode; "
+                             "resume with the same mode")
+        saved = meta.get("layout")
+        if saved is None:
+            raise ValueError(f"checkpoint {step} in {self.config.directory} was written by an older version of sebulba "
+                             "(it has no layout); start a new run")
+        for key, now in loop.layout.items():
+            if saved.get(key) != now:
+                hint = " (relaunch with as many processes as the run had)" if key == "processes" else ""
+                raise ValueError(f"checkpoint {step} was written with {key}={saved.get(key)!r}, this run has "
+                                 f"{key}={now!r}: resume with the run's own layout{hint}")
+
+    def restore(self, loop: LoopState, step: int | None = None) -> dict:
+        """Load the latest complete checkpoint (or `step`) into loop; returns its metadata (the
+        counters) for the loop's context. Every process calls it."""
         ocp = self._ocp
         step = self._manager.latest_step() if step is None else step
         if step is None:
             raise FileNotFoundError(f"no complete checkpoint in {self.config.directory}")
         meta = self._manager.restore(step, args=ocp.args.Composite(meta=ocp.args.JsonRestore()))["meta"]
-        if meta["async_mode"] != loop.config.async_mode:
-            raise ValueError(f"checkpoint {step} was written in {'async' if meta['async_mode'] else 'sync'} mode; "
-                             "resume with the same mode")
-        if not loop.config.async_mode:
+        self.check_layout(meta, loop, step)
+        if not loop.async_mode:
             loop.start_inferencers()  # builds step states and resets pools: the targets of the restore
-        like = self._state(loop)
+        like = self._learner_state(loop)
         if not meta["has_experience"]:
             like.pop("experience", None)
-        items = {"state": ocp.args.StandardRestore(_abstract(like))}
-        has_pools = (Path(self.config.directory) / str(step) / "pools").exists()
-        if has_pools and not loop.config.async_mode:
-            items["pools"] = ocp.args.StandardRestore()
+        actors = self._actor_state(loop)
+        items = {"state": ocp.args.StandardRestore(_abstract(like)), "actors": ocp.args.StandardRestore(_abstract_rows(actors))}
+        if "pool_bytes" in meta and not loop.async_mode:
+            pools_like = {"sizes": np.zeros(len(loop.lanes), np.int64), "data": np.zeros((len(loop.lanes), meta["pool_bytes"]), np.uint8)}
+            items["pools"] = ocp.args.StandardRestore(_abstract_rows(pools_like))
         restored = self._manager.restore(step, args=ocp.args.Composite(**items))
-        state = _unsaved(restored["state"], like)
+        state = _typed_like(dict(restored["state"]), like)
         learner = loop.learner
-        learner.networks, learner.opt_state, learner._key = state["networks"], state["opt_state"], learner.place_key(state["key"])
+        learner.networks, learner.opt_state, learner._key = state["networks"], state["opt_state"], state["key"]
         if "experience" in state:
             learner.experience = state["experience"]
         learner.version = meta["version"]
         loop.staging.publish(learner.version, learner.networks)
-        if "lanes" in state:
-            lanes = [lane for inf in loop.inferencers for lane in inf.lanes]
-            for lane, saved in zip(lanes, state["lanes"]):
-                lane.step_state, lane.env_step, lane.running = saved["step_state"], saved["env_step"], tuple(saved["running"])
+        mine = _typed_like(jax.tree.map(own_row, dict(restored["actors"])), actors)
+        loop.window.load(mine["episodes"])
+        for lane, saved in zip(loop.lanes, mine.get("lanes", [])):
+            lane.step_state, lane.env_step, lane.stacks = saved["step_state"], saved["env_step"], saved["stacks"]
+            lane.running = tuple(saved["running"])
         if "pools" in items:
-            for i, inf in enumerate(loop.inferencers):
-                for k, lane in enumerate(inf.lanes):
-                    lane.pool.restore(np.asarray(restored["pools"][f"{i}_{k}"]).tobytes())
+            pools = jax.tree.map(own_row, dict(restored["pools"]))
+            for lane, size, data in zip(loop.lanes, pools["sizes"], pools["data"]):
+                lane.pool.restore(data[:int(size)].tobytes())
         log.info(f"resumed from checkpoint {step} ({meta['env_steps']:,} env steps)")
         return meta
 

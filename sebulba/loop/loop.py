@@ -18,16 +18,17 @@ import jax
 
 import envs
 from sebulba.agent import Agent
+from sebulba.loop.checkpoint import Checkpointer, LoopState
 from sebulba.loop.config import LoopConfig
-from sebulba.loop.checkpoint import Checkpointer
 from sebulba.loop.cycle import CycleFunctions
 from sebulba.loop.framestack import StackPlan
 from sebulba.loop.inferencer import CycleResult, Inferencer, InferencerThread
 from sebulba.loop.learner import Learner, NonFiniteError
 from sebulba.loop.precompile import Compiling, lower_first_cycle
+from sebulba.loop.metrics import MetricsWindow
 from sebulba.loop.middleware import (
     LoopContext,
-    MetricsWindow,
+    decide,
     fetch_trajectories,
     learn,
     publish_networks,
@@ -36,6 +37,7 @@ from sebulba.loop.middleware import (
     stop_on_request,
     track_metrics,
 )
+from sebulba.loop.processes import Votes, process_devices
 from sebulba.loop.staging import Staging
 from sebulba.loop.task import Middleware, Task
 from sebulba.sharding import LearnerSharding
@@ -45,11 +47,6 @@ log = logging.getLogger("sebulba")
 
 POLL_S = 0.05  # how often blocked queue operations look for errors and stop requests
 JOIN_TIMEOUT_S = 30.0
-
-
-def process_devices(process: int) -> list[jax.Device]:
-    """A process's devices in the order of its jax.local_devices()."""
-    return sorted((d for d in jax.devices() if d.process_index == process), key=lambda d: d.id)
 
 
 class InferencerError(RuntimeError):
@@ -105,8 +102,17 @@ class GymnasiumLoop:
         self._stop = threading.Event()
         self._errors: list[tuple[int, BaseException]] = []
         self.window = MetricsWindow()
+        self.state = LoopState(self.learner, self.inferencers, self.staging, self.window, config.async_mode, self._layout())
         self.stop_requested = False
         self._closed = False
+
+    def _layout(self) -> dict:
+        """What a checkpoint must match to resume this loop."""
+        c = self.config
+        return {"processes": jax.process_count(), "local_devices": len(jax.local_devices()),
+                "actor_devices": list(c.actor_devices), "learner_devices": list(c.learner_devices),
+                "inferencers_per_device": c.inferencers_per_device, "num_envs": c.num_envs, "env_lanes": c.env_lanes,
+                "steps_per_cycle": c.steps_per_cycle}
 
     def _pool_kwargs(self) -> dict:
         c = self.config
@@ -154,36 +160,44 @@ class GymnasiumLoop:
             raise ValueError("resume=True needs a checkpointer")
         ctx = LoopContext()
         if resume:
-            meta = checkpointer.restore(self)
+            meta = self.restore(checkpointer)
             ctx.env_steps, ctx.learner_steps = meta["env_steps"], meta["learner_steps"]
-            self.window.load(meta)
         self.window.restart(ctx.env_steps, ctx.learner_steps)
         self.stop_requested = False
-        with self.task.start(async_mode=self.config.async_mode, ctx=ctx):
-            self.task.use(fetch_trajectories(self))
-            self.task.use(learn(self))
-            self.task.use(publish_networks(self))
+        save = None if checkpointer is None else (lambda c: checkpointer.save(self.state, c.env_steps, c.learner_steps))
+        async_mode = self.config.async_mode
+        with self.task.start(async_mode=async_mode, ctx=ctx):
+            self.task.use(fetch_trajectories(self.learner, self.inferencers, self.pop_result if async_mode else None))
+            self.task.use(learn(self.learner))
+            self.task.use(publish_networks(self.learner, self.staging))
             for mw in middleware:
                 self.task.use(mw)
-            self.task.use(stop_on_request(self, self.task))
+            self.task.use(decide(lambda: self.stop_requested, self.window, self.config.log_every_s, Votes(2)))
+            self.task.use(stop_on_request(self.task))
             self.task.use(stop_after(self.task, max_env_steps, max_cycles))
-            self.task.use(track_metrics(self, self.config.log_every_s, report))
-            if checkpointer is not None:  # last: the saved episode statistics include this iteration's
-                self.task.use(save_checkpoints(self, checkpointer))
-            if self.config.async_mode:
+            self.task.use(track_metrics(self.window, self.task, self.actor_wait_s, len(self.inferencers), async_mode,
+                                        self.reports, report))
+            if save is not None:  # last: the saved episode statistics include this iteration's
+                self.task.use(save_checkpoints(save, checkpointer.config.every_learner_steps))
+            if async_mode:
                 self._start_threads()
             try:
                 ctx = self.task.run()
             except NonFiniteError:
                 self._stop_threads()
-                if checkpointer is not None:  # the learner kept its last good state: save it, then report
-                    checkpointer.save(self, self.task.ctx, self.window)
+                if save is not None:  # the learner kept its last good state: save it, then report
+                    save(self.task.ctx)
                 raise
             finally:
                 self._stop_threads()
-        if checkpointer is not None:
-            checkpointer.save(self, ctx, self.window)  # a clean end: the final state
+        if save is not None:
+            save(ctx)  # a clean end: the final state
         return ctx
+
+    def restore(self, checkpointer: Checkpointer, step: int | None = None) -> dict:
+        """Load the checkpointer's latest complete checkpoint (or `step`) into this loop; returns
+        its metadata (counters)."""
+        return checkpointer.restore(self.state, step)
 
     def request_stop(self) -> None:
         """Stop at the end of the current learner iteration (e.g. from a signal handler); a
@@ -191,9 +205,8 @@ class GymnasiumLoop:
         self.stop_requested = True
 
     def start_inferencers(self) -> None:
-        """Reset every pool and build every step state now (a checkpoint restore needs them)."""
-        for inf in self.inferencers:
-            inf.start(self.learner.version, self.learner.networks)
+        """Reset every pool and build every step state now."""
+        self.state.start_inferencers()
 
     def _start_threads(self) -> None:
         self._stop.clear()

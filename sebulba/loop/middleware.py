@@ -1,22 +1,23 @@
-"""The learner-side middleware of a GymnasiumLoop (seed 003): fetch, learn, publish, measure,
-stop. Each is a factory `mw(loop, ...) -> fn(ctx)`; users insert their own between them."""
+"""The learner-side middleware of a GymnasiumLoop (seed 003): fetch, learn, publish, decide,
+measure, stop. Each is a factory `mw(...) -> fn(ctx)` taking the parts it works on (the learner,
+the inferencers, the staging area, ...), not the loop; users insert their own between them."""
 
 from __future__ import annotations
 
 import dataclasses
 import logging
 import time
-from collections import deque
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import jax
-import numpy as np
 
+from sebulba.loop.inferencer import CycleResult, Inferencer
+from sebulba.loop.learner import Learner
+from sebulba.loop.metrics import MetricsWindow
+from sebulba.loop.processes import Votes
+from sebulba.loop.staging import Staging
 from sebulba.loop.task import Context, Task
-
-if TYPE_CHECKING:
-    from sebulba.loop.loop import GymnasiumLoop
 
 log = logging.getLogger("sebulba")
 
@@ -31,123 +32,86 @@ class LoopContext(Context):
     fetch_wait_s: float = 0.0  # time the learner waited for it
     policy_lag: int = 0  # learner version minus the version that acted
     train_metrics: dict = dataclasses.field(default_factory=dict)  # device scalars from the update
+    stop: bool = False  # every process stops after this iteration (a signal in any of them)
+    report_due: bool = False  # every process writes a metrics report this iteration
     report: dict = dataclasses.field(default_factory=dict)  # set when a logging interval closes
 
     def __post_init__(self) -> None:
         self.keep("env_steps", "learner_steps")
 
 
-def fetch_trajectories(loop: GymnasiumLoop) -> Callable[[LoopContext], None]:
-    """Async: pop the next cycle from the queue. Sync: run the next inferencer's cycle now, with
-    the networks of the previous update (round robin over inferencers)."""
+def fetch_trajectories(learner: Learner, inferencers: Sequence[Inferencer],
+                       pop_result: Callable[[], CycleResult] | None) -> Callable[[LoopContext], None]:
+    """Async (`pop_result` given): pop the next cycle from the queue. Sync: run the next
+    inferencer's cycle now, with the networks of the previous update (round robin)."""
 
     def fetch(ctx: LoopContext) -> None:
         t = time.perf_counter()
-        if loop.config.async_mode:
-            ctx.result = loop.pop_result()
+        if pop_result is not None:
+            ctx.result = pop_result()
+            ctx.fetch_wait_s = time.perf_counter() - t
         else:
-            inf = loop.inferencers[ctx.learner_steps % len(loop.inferencers)]
-            ctx.result = inf.run_cycle(loop.learner.version, loop.learner.networks)
-        ctx.fetch_wait_s = time.perf_counter() - t if loop.config.async_mode else 0.0
+            inf = inferencers[ctx.learner_steps % len(inferencers)]
+            ctx.result = inf.run_cycle(learner.version, learner.networks)
+            ctx.fetch_wait_s = 0.0
         ctx.env_steps += ctx.result.env_steps
-        ctx.policy_lag = loop.learner.version - ctx.result.policy_version
+        ctx.policy_lag = learner.version - ctx.result.policy_version
 
     return fetch
 
 
-def learn(loop: GymnasiumLoop) -> Callable[[LoopContext], None]:
+def learn(learner: Learner) -> Callable[[LoopContext], None]:
     """update_experience + optimizer step(s) on the learner devices."""
 
     def learn_mw(ctx: LoopContext) -> None:
         r = ctx.result
         # Block until the update is done: otherwise its compute would count as queue wait.
-        ctx.train_metrics = jax.block_until_ready(loop.learner.update(r.initial_step_state, r.final_step_state, r.trajectory))
+        ctx.train_metrics = jax.block_until_ready(learner.update(r.initial_step_state, r.final_step_state, r.trajectory))
         ctx.learner_steps += 1
 
     return learn_mw
 
 
-def publish_networks(loop: GymnasiumLoop) -> Callable[[LoopContext], None]:
+def publish_networks(learner: Learner, staging: Staging) -> Callable[[LoopContext], None]:
     """Offer the new networks to the inferencers (staging deque, latest wins)."""
 
     def publish(ctx: LoopContext) -> None:
-        loop.staging.publish(loop.learner.version, loop.learner.networks)
+        staging.publish(learner.version, learner.networks)
 
     return publish
 
 
-class MetricsWindow:
-    """Aggregates per-iteration figures into one report per logging interval."""
+def decide(stop_requested: Callable[[], bool], window: MetricsWindow, every_s: float,
+           votes: Votes | None = None) -> Callable[[LoopContext], None]:
+    """Sets ctx.stop (a stop was requested, e.g. by a signal) and ctx.report_due (the logging
+    interval closed). With several processes both are votes every process reads at the same
+    iteration (`Votes`): any process's stop request stops them all, and process 0's clock times
+    the reports, so no process waits alone in a collective."""
+    votes = votes or Votes(2)
+    first = jax.process_index() == 0
 
-    def __init__(self, recent_episodes: int = 20):
-        self.returns: deque[float] = deque(maxlen=recent_episodes)
-        self.lengths: deque[int] = deque(maxlen=recent_episodes)
-        self.episodes = 0
-        self._reset(time.perf_counter(), 0, 0)
+    def decide_mw(ctx: LoopContext) -> None:
+        ctx.stop, ctx.report_due = votes((stop_requested(), first and window.due(every_s)))
 
-    def restart(self, env_steps: int, learner_steps: int) -> None:
-        """A new run's first interval starts now, at these counters."""
-        self._reset(time.perf_counter(), env_steps, learner_steps)
-
-    def load(self, meta: dict) -> None:
-        """Episode statistics from a checkpoint's metadata."""
-        self.returns.clear()
-        self.lengths.clear()
-        self.returns.extend(meta.get("returns", []))
-        self.lengths.extend(meta.get("lengths", []))
-        self.episodes = meta.get("episodes", 0)
-
-    def _reset(self, now: float, env_steps: int, learner_steps: int) -> None:
-        self.start, self.env_steps0, self.learner_steps0 = now, env_steps, learner_steps
-        self.learner_wait = self.lag_sum = 0.0
-        self.iterations = 0
-        self.actor_wait0 = None
-
-    def add(self, ctx: LoopContext) -> None:
-        r = ctx.result
-        self.returns.extend(r.episode_returns.tolist())
-        self.lengths.extend(r.episode_lengths.tolist())
-        self.episodes += len(r.episode_returns)
-        self.learner_wait += ctx.fetch_wait_s
-        self.lag_sum += ctx.policy_lag
-        self.iterations += 1
-
-    def report(self, ctx: LoopContext, actor_wait_s: float, num_actors: int) -> dict[str, float]:
-        now = time.perf_counter()
-        dt = max(now - self.start, 1e-9)
-        actor_wait = (actor_wait_s - (self.actor_wait0 or 0.0)) / max(num_actors, 1)
-        out = {
-            "env_steps": ctx.env_steps,
-            "learner_steps": ctx.learner_steps,
-            "episodes": self.episodes,
-            "sps": (ctx.env_steps - self.env_steps0) / dt,
-            "updates_per_s": (ctx.learner_steps - self.learner_steps0) / dt,
-            "policy_lag": self.lag_sum / max(self.iterations, 1),
-            "learner_wait_frac": self.learner_wait / dt,
-            "actor_wait_frac": actor_wait / dt,
-            "episode_return_mean": float(np.mean(self.returns)) if self.returns else float("nan"),
-            "episode_length_mean": float(np.mean(self.lengths)) if self.lengths else float("nan"),
-        }
-        out.update({k: float(v) for k, v in ctx.train_metrics.items()})
-        self._reset(now, ctx.env_steps, ctx.learner_steps)
-        self.actor_wait0 = actor_wait_s
-        return out
+    return decide_mw
 
 
-def track_metrics(loop: GymnasiumLoop, every_s: float, sink: Callable[[dict], None] | None = None) -> Callable[[LoopContext], None]:
-    """Every `every_s` seconds: a report of env steps/s, updates/s, policy lag, both sides' queue
-    waits and recent returns, into `loop.reports` and `sink`. Warns on a one-sided bottleneck.
-    Episode statistics live in `loop.window`, so they carry over runs and checkpoints."""
-    window = loop.window
+def track_metrics(window: MetricsWindow, task: Task, actor_wait_s: Callable[[], float], num_actors: int,
+                  async_mode: bool, reports: list[dict], sink: Callable[[dict], None] | None = None
+                  ) -> Callable[[LoopContext], None]:
+    """When ctx.report_due (see `decide`) or at the end: a report of env steps/s, updates/s,
+    policy lag, both sides' queue waits and recent returns, appended to `reports` and passed to
+    `sink`. Warns on a one-sided bottleneck. Episode statistics live in `window`, so they carry
+    over runs and checkpoints."""
 
     def track(ctx: LoopContext) -> None:
         window.add(ctx)
-        if time.perf_counter() - window.start < every_s and not loop.task.finished:
+        if not ctx.report_due and not task.finished:
             return
-        report = window.report(ctx, loop.actor_wait_s(), len(loop.inferencers))
+        report = window.report(ctx, actor_wait_s(), num_actors)
         ctx.report = report
-        loop.reports.append(report)
-        if loop.config.async_mode:
+        reports.append(report)
+        if async_mode:
             a, l = report["actor_wait_frac"], report["learner_wait_frac"]
             if max(a, l) > 0.05 and max(a, l) > 5 * max(min(a, l), 1e-9):
                 side, other = ("actors", "learner") if a > l else ("learner", "actors")
@@ -160,22 +124,21 @@ def track_metrics(loop: GymnasiumLoop, every_s: float, sink: Callable[[dict], No
     return track
 
 
-def save_checkpoints(loop: GymnasiumLoop, checkpointer: Any) -> Callable[[LoopContext], None]:
-    """Every `checkpointer.config.every_learner_steps` learner steps, a checkpoint."""
-    every = checkpointer.config.every_learner_steps
+def save_checkpoints(save: Callable[[LoopContext], None], every_learner_steps: int) -> Callable[[LoopContext], None]:
+    """Every `every_learner_steps` learner steps, `save(ctx)` (a checkpoint)."""
 
-    def save(ctx: LoopContext) -> None:
-        if ctx.learner_steps % every == 0:
-            checkpointer.save(loop, ctx, loop.window)
+    def save_mw(ctx: LoopContext) -> None:
+        if ctx.learner_steps % every_learner_steps == 0:
+            save(ctx)
 
-    return save
+    return save_mw
 
 
-def stop_on_request(loop: GymnasiumLoop, task: Task) -> Callable[[LoopContext], None]:
-    """Finish at the end of this iteration once `loop.request_stop()` was called (a signal)."""
+def stop_on_request(task: Task) -> Callable[[LoopContext], None]:
+    """Finish at the end of this iteration when ctx.stop (a stop was requested: see `decide`)."""
 
     def stop(ctx: LoopContext) -> None:
-        if loop.stop_requested:
+        if ctx.stop:
             task.finish()
 
     return stop
