@@ -11,16 +11,20 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+import jax
 from absl import app, flags
 
 import envs
 from sebulba.agent import Agent
 from sebulba.experiment import distributed
 from sebulba.experiment.errors import UserError, user_input
+from sebulba.experiment.peers import EXIT_PEER_LOST, abandon
 from sebulba.experiment.profiling import ProfileWindow
 from sebulba.experiment.run_dir import RunDir
 from sebulba.experiment.runner import CheckpointFlags, EvalFlags, RunResult, default_devices, parse_devices, run
 from sebulba.loop.config import LoopConfig
+from sebulba.loop.learner import NonFiniteError
+from sebulba.loop.processes import together
 
 FLAGS = flags.FLAGS
 # Entry points log at INFO through absl; jax's INFO lines (e.g. "Unable to initialize backend
@@ -58,6 +62,10 @@ def define_loop_flags(default_env: str) -> None:
     flags.DEFINE_integer("num_processes", None, "Multi-process training: how many processes (or SEBULBA_NUM_PROCESSES).")
     flags.DEFINE_integer("process_id", None, "Multi-process training: this process's id (or SEBULBA_PROCESS_ID).")
     flags.DEFINE_bool("distributed", False, "Multi-process training with JAX's cluster detection (e.g. SLURM).")
+    flags.DEFINE_float("peer_timeout_s", 60.0, "Multi-process training: when another process has sent no heartbeat "
+                       "for this many seconds (it died, hung, or its host cannot be reached), every other process stops "
+                       f"with an error naming it (exit status {EXIT_PEER_LOST}); relaunch all with --resume.",
+                       lower_bound=1.0)
     flags.DEFINE_integer("checkpoint_every", 1000, "Learner steps between checkpoints (also saved at the end and on "
                          "SIGTERM / Ctrl-C); 0 turns checkpoints off.")
     flags.DEFINE_integer("keep_checkpoints", 3, "How many of the latest checkpoints to keep.")
@@ -154,7 +162,8 @@ def _ints(flag: str, values: list[str]) -> tuple[int, ...]:
 
 
 # flags a resumed run takes from its own command line
-NOT_RESUMED = ("resume", "progress", "logdir", "profile_after_s", "profile_seconds", "profile_python", "debug")
+NOT_RESUMED = ("resume", "progress", "logdir", "profile_after_s", "profile_seconds", "profile_python", "debug",
+               "coordinator_address", "num_processes", "process_id", "distributed", "peer_timeout_s")
 # flags that, given with --resume, replace the run's own: they change how long it runs and what it
 # writes, not what it is (its networks, optimizer, envs and layout are in the checkpoint)
 RESUME_OVERRIDES = ("total_env_steps", "log_every_s", "checkpoint_every", "keep_checkpoints", "save_replay",
@@ -163,7 +172,9 @@ RESUME_OVERRIDES = ("total_env_steps", "log_every_s", "checkpoint_every", "keep_
 
 def start_distributed() -> bool:
     """Join a multi-process job when the flags or environment describe one (call first)."""
-    return distributed.initialize(FLAGS.coordinator_address, FLAGS.num_processes, FLAGS.process_id, FLAGS.distributed)
+    with user_input():
+        return distributed.initialize(FLAGS.coordinator_address, FLAGS.num_processes, FLAGS.process_id, FLAGS.distributed,
+                                      FLAGS.peer_timeout_s)
 
 
 def adopt_resumed_flags() -> None:
@@ -173,8 +184,13 @@ def adopt_resumed_flags() -> None:
     resume keeps them). Any other flag given with a value other than the run's is refused by name."""
     if not FLAGS.resume:
         return
-    run_dir = RunDir.open(FLAGS.resume)
-    saved = json.loads(run_dir.flags_path.read_text())
+    with together("reading the resumed run's flags"):  # every process reads them: one that cannot, stops them all
+        run_dir = RunDir.open(FLAGS.resume)
+        saved = json.loads(run_dir.flags_path.read_text())
+        _adopt(run_dir, saved)
+
+
+def _adopt(run_dir: RunDir, saved: dict[str, Any]) -> None:
     overridden = {}
     for name, value in saved.items():
         if name not in FLAGS or name in NOT_RESUMED or FLAGS.find_module_defining_flag(name, "").startswith("absl"):
@@ -192,7 +208,8 @@ def adopt_resumed_flags() -> None:
             continue
         flag.value = value
     if overridden:
-        run_dir.write_flags({**saved, **overridden})
+        if jax.process_index() == 0:
+            run_dir.write_flags({**saved, **overridden})
         logging.getLogger("sebulba").info(
             "resuming with " + ", ".join(f"{k}={v!r} (was {saved[k]!r})" for k, v in overridden.items()))
 
@@ -259,6 +276,13 @@ def run_main(main: Callable[[list[str]], None]) -> None:
                 raise
             print(f"error: {e} (--debug shows the traceback)", file=sys.stderr)
             raise SystemExit(2) from None
+        except (Exception, KeyboardInterrupt) as e:
+            watch = distributed.watch()
+            if watch is None:
+                raise
+            # Multi-process: a peer may be gone (this process's collective failed under it), or this
+            # process failed alone; say which, and end without JAX's shutdown barrier.
+            abandon(watch, e, collective_failure=not isinstance(e, NonFiniteError))
 
     def parse(argv: list[str]) -> list[str]:
         try:
@@ -295,7 +319,7 @@ def train(name: str, exp: Experiment, make_agent: Callable[[envs.EnvSpec, Any], 
         print(f"finished already: {summary}, its whole budget; nothing was trained (pass a larger --total_env_steps "
               f"with --resume to extend it); run directory {result.run_dir.path}")
         return result
-    if result.interrupted_by is None:
+    if result.interrupted_by is None and not result.stopped_by_peer:
         print(f"done: {summary}; run directory {result.run_dir.path}")
         return result
     print(interrupted_message(result, summary, exp.total_env_steps))
@@ -305,14 +329,20 @@ def train(name: str, exp: Experiment, make_agent: Callable[[envs.EnvSpec, Any], 
 def interrupted_message(result: RunResult, summary: str, total_env_steps: int) -> str:
     """What a run stopped by a signal prints: that it is unfinished, its last checkpoint, and the
     command that continues it."""
-    lines = [f"interrupted by {result.interrupted_by.name} at {summary}, before its budget of "
-             f"{total_env_steps:,}; run directory {result.run_dir.path}"]
+    by = result.interrupted_by.name if result.interrupted_by is not None else "a signal to another process of the job"
+    lines = [f"interrupted by {by} at {summary}, before its budget of {total_env_steps:,}; run directory "
+             f"{result.run_dir.path}"]
     if result.checkpoint_step is None:
         lines.append("no checkpoint was written (checkpoint_every=0), so this run cannot be resumed")
     else:
         lines.append(f"last checkpoint: {result.run_dir.checkpoint_dir / str(result.checkpoint_step)} "
                      f"(learner step {result.checkpoint_step:,})")
-        lines.append(f"continue it with: {sys.executable} -m {entry_module()} --resume {result.run_dir.path}")
+        command = f"{sys.executable} -m {entry_module()} --resume {result.run_dir.path}"
+        if distributed.watch() is not None:
+            lines.append(f"continue it by relaunching every process of the job with its own process flags and "
+                         f"--resume {result.run_dir.path}")
+        else:
+            lines.append(f"continue it with: {command}")
     return "\n".join(lines)
 
 

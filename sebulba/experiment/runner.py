@@ -6,17 +6,22 @@ from __future__ import annotations
 import contextlib
 import csv
 import dataclasses
+import json
 import logging
+import os
 import signal
+import socket
 import threading
 from collections.abc import Callable
 from typing import Any
 
 import jax
+import numpy as np
 
 from sebulba.agent import Agent
+from sebulba.experiment import distributed
 from sebulba.experiment.errors import user_input
-from sebulba.experiment.outputs import Outputs
+from sebulba.experiment.outputs import MetricsWriter, Outputs
 from sebulba.experiment.profiling import ProfileWindow, profiled
 from sebulba.experiment.record import run_record
 from sebulba.experiment.run_dir import RunDir
@@ -24,6 +29,8 @@ from sebulba.loop.checkpoint import CheckpointConfig, Checkpointer
 from sebulba.loop.config import LoopConfig
 from sebulba.loop.evaluator import Evaluator, PeriodicEvaluation
 from sebulba.loop.loop import GymnasiumLoop
+from sebulba.loop.metrics import job_report
+from sebulba.loop.processes import allgather, broadcast_text, gather_texts, together
 
 log = logging.getLogger("sebulba")
 
@@ -56,12 +63,16 @@ class RunResult:
     interrupted_by: signal.Signals | None = None  # the signal that stopped the run before its budget
     checkpoint_step: int | None = None  # the latest complete checkpoint (learner steps), if any
     finished_before: bool = False  # a resume of a run that had already met its budget: nothing ran
+    stopped_by_peer: bool = False  # multi-process: stopped before its budget by a signal to another process
 
     @property
     def exit_status(self) -> int:
         """0 for a run that finished; the signal's conventional status (128 + signal number: 130
-        for SIGINT, 143 for SIGTERM) for one that was stopped, so a scheduler sees it unfinished."""
-        return 0 if self.interrupted_by is None else 128 + int(self.interrupted_by)
+        for SIGINT, 143 for SIGTERM) for one that was stopped, so a scheduler sees it unfinished
+        (143 for a process stopped by another process's signal)."""
+        if self.interrupted_by is None:
+            return 128 + int(signal.SIGTERM) if self.stopped_by_peer else 0
+        return 128 + int(self.interrupted_by)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -151,6 +162,53 @@ def graceful_stop(loop: GymnasiumLoop):
             signal.signal(sig, h)
 
 
+def open_run_dir(resume: str | None, logdir: str, experiment: str, loop_config: LoopConfig,
+                 flags: dict[str, Any]) -> RunDir:
+    """The run's directory: `resume`, or a new one under logdir. In a multi-process job there is
+    one for the job, made by process 0, and every process must see it (a shared filesystem):
+    checkpoints are written into it by all of them."""
+    first, processes = jax.process_index() == 0, jax.process_count()
+    with user_input(), together("opening the run directory"):
+        if resume is not None:
+            return RunDir.open(resume) if processes == 1 else _visible(RunDir.open, resume)
+        created = RunDir.create(logdir, experiment, loop_config.env_id, loop_config.seed, flags) if first else None
+    if processes == 1:
+        return created
+    path = broadcast_text(str(created.path) if first else "")
+    with user_input(), together("finding the run directory"):
+        return created or _visible(RunDir.open, path)
+
+
+def _visible(open_dir: Callable[[str], RunDir], path: str) -> RunDir:
+    try:
+        return open_dir(path)
+    except FileNotFoundError as e:
+        raise FileNotFoundError(f"process {jax.process_index()} cannot see the run directory: {e}; every process of "
+                                "a job needs the same run directory, on a filesystem they share (--logdir)") from None
+
+
+def check_resumable(checkpointer: Checkpointer, run_dir: RunDir) -> dict[str, Any]:
+    """The latest complete checkpoint's metadata, after checking that every process sees the same
+    checkpoints and that the job has the checkpoint's process count (a ValueError on every process
+    together otherwise)."""
+    with together("finding the checkpoint"):
+        meta = checkpointer.latest_meta()
+        if meta is None:
+            raise FileNotFoundError(f"{run_dir.path} has no complete checkpoint to resume from")
+    steps = allgather(np.array(meta["learner_steps"], np.int64))
+    with together("checking the checkpoint"):
+        if len(set(steps.tolist())) > 1:
+            raise ValueError(f"the processes see different latest checkpoints in {run_dir.checkpoint_dir} (learner steps "
+                             f"{', '.join(f'process {p}: {s}' for p, s in enumerate(steps.tolist()))}): every process "
+                             "needs the same checkpoint directory, on a filesystem they share")
+        saved = meta.get("layout", {}).get("processes", 1)
+        if saved != jax.process_count():
+            raise ValueError(f"{run_dir.path} was written by {saved} process(es) and this job has {jax.process_count()}: "
+                             f"relaunch it with --num_processes {saved} (each process's envs and actor state are in "
+                             "the checkpoint)")
+    return meta
+
+
 def run(
     experiment: str,
     agent: Agent,
@@ -167,25 +225,19 @@ def run(
     """Train until total_env_steps, writing metrics, TensorBoard, flags, checkpoints and the
     learning curve into a new run directory under logdir, or, with `resume` (a run directory),
     continuing that run from its latest complete checkpoint. In a multi-process job
-    (jax.distributed), total_env_steps is the job's and each process writes its own directory.
+    (jax.distributed) every process calls it: total_env_steps is the job's, there is one run
+    directory for the job (process 0 writes the job's outputs, every process its own under
+    processes/p<i>/), and checkpoints hold every process's state.
     `profile`: a window of the run to trace into the run directory's profile/."""
-    processes = jax.process_count()
-    if processes > 1:
-        # Each process trains on its own envs with one shared learner: the budget is the job's,
-        # split evenly, and each process writes its own run directory (suffix -p<id>).
-        total_env_steps = -(-total_env_steps // processes)
-        experiment = f"{experiment}-p{jax.process_index()}"
-        if resume is not None:
-            raise ValueError("resuming a multi-process run is not supported yet")
-        if checkpoints.every_learner_steps > 0:
-            log.warning("checkpoints are not written in multi-process runs yet")
-            checkpoints = dataclasses.replace(checkpoints, every_learner_steps=0)
-    with user_input():
-        run_dir = RunDir.open(resume) if resume is not None else \
-            RunDir.create(logdir, experiment, loop_config.env_id, loop_config.seed, flags)
-    if resume is None or not run_dir.config_path.exists():
+    multi, first = jax.process_count() > 1, jax.process_index() == 0
+    run_dir = open_run_dir(resume, logdir, experiment, loop_config, flags)
+    own_dir = run_dir.path / "processes" / f"p{jax.process_index()}" if multi else run_dir.path
+    own_dir.mkdir(parents=True, exist_ok=True)
+    if first and (resume is None or not run_dir.config_path.exists()):
         run_dir.write_config(run_record(experiment, agent, loop_config, total_env_steps))
-    with log_file(run_dir.path / LOG_FILE):
+    if multi:
+        write_processes(run_dir)
+    with log_file(run_dir.path / LOG_FILE if first else own_dir / LOG_FILE):
         log.info(f"run directory: {run_dir.path}")
         with user_input():  # the run's input: a mistake here is the user's, told in one line
             checkpointer = None
@@ -196,27 +248,101 @@ def run(
                 raise ValueError("resuming needs checkpoints: checkpoint_every must be > 0")
             resume_steps = None
             if resume is not None:
-                meta = checkpointer.latest_meta()
-                if meta is None:
-                    raise FileNotFoundError(f"{run_dir.path} has no complete checkpoint to resume from")
-                resume_steps = meta["env_steps"]
+                resume_steps = check_resumable(checkpointer, run_dir)["env_steps"]
                 if resume_steps >= total_env_steps:  # finished: nothing to train, not one more cycle
                     log.info(f"{run_dir.path} is finished: {resume_steps:,} env steps of its budget of "
                              f"{total_env_steps:,}; pass a larger --total_env_steps to extend it")
                     return RunResult(last_report(run_dir), run_dir, None, checkpointer.latest_step(), finished_before=True)
-            loop_in_setup = GymnasiumLoop(agent, loop_config)
+            with together("building the loop"):
+                loop_in_setup = GymnasiumLoop(agent, loop_config)
+        watch = distributed.watch()
+        if watch is not None:
+            watch.context = lambda: resume_hint(run_dir)
         with loop_in_setup as loop, \
-                Outputs(run_dir, total_env_steps, progress=progress, resume_env_steps=resume_steps,
-                        evaluation=evaluation.every_env_steps > 0) as outputs, \
-                graceful_stop(loop) as received, profiled(profile, run_dir.path / "profile"), \
+                _job_outputs(run_dir, total_env_steps, progress and first, resume_steps,
+                             evaluation.every_env_steps > 0, first) as outputs, \
+                _own_metrics(own_dir, resume_steps, multi) as own, \
+                graceful_stop(loop) as received, profiled(profile, own_dir / "profile"), \
                 contextlib.ExitStack() as stack:
             middleware = []
-            if evaluation.every_env_steps > 0:
+            if evaluation.every_env_steps > 0 and first:  # the networks are the same everywhere
                 with user_input():
                     evaluating = periodic_evaluation(agent, loop, evaluation, total_env_steps, outputs)
                 middleware.append(stack.enter_context(contextlib.closing(evaluating)))
-            loop.run(max_env_steps=total_env_steps, middleware=middleware, report=outputs, checkpointer=checkpointer,
+            report = outputs if not multi else JobReports(own, outputs)
+            loop.run(max_env_steps=total_env_steps, middleware=middleware, report=report, checkpointer=checkpointer,
                      resume=resume is not None)
-            final = loop.reports[-1]
-    interrupted = received[0] if received and final["env_steps"] < total_env_steps else None
-    return RunResult(final, run_dir, interrupted, None if checkpointer is None else checkpointer.latest_step())
+            final = report.last if multi and first else loop.reports[-1]
+    if watch is not None:
+        watch.done()
+    early = final["env_steps"] < total_env_steps
+    interrupted = received[0] if received and early else None
+    return RunResult(final, run_dir, interrupted, None if checkpointer is None else checkpointer.latest_step(),
+                     stopped_by_peer=multi and early and interrupted is None)
+
+
+def resume_hint(run_dir: RunDir) -> str:
+    """Where a stopped multi-process run stands and what continues it."""
+    ckpt = run_dir.checkpoint_dir
+    steps = sorted(int(p.name) for p in ckpt.iterdir() if p.name.isdigit()) if ckpt.is_dir() else []
+    last = f"its last complete checkpoint is {ckpt / str(steps[-1])}" if steps else "it has no complete checkpoint yet"
+    return f"The run is in {run_dir.path}; {last}. Relaunch every process with --resume {run_dir.path}."
+
+
+def write_processes(run_dir: RunDir) -> None:
+    """processes.json (process 0): which process ran where, and what each wrote. A collective."""
+    me = jax.process_index()
+    texts = gather_texts(json.dumps({"host": socket.gethostname(), "pid": os.getpid(),
+                                     "devices": [d.id for d in jax.local_devices()]}))
+    if me != 0:
+        return
+    rows = []
+    for p, text in enumerate(texts):
+        row = {"process": p, **json.loads(text), "writes": [f"processes/p{p}/metrics.csv", f"processes/p{p}/events.*"]}
+        row["writes"] += (["flags.json", "config.json", "processes.json", "log.txt", "metrics.csv", "events.*",
+                           "learning_curve.png", "checkpoints/ (with every process)"] if p == 0 else
+                          [f"processes/p{p}/log.txt", "checkpoints/ (with every process)"])
+        rows.append(row)
+    (run_dir.path / "processes.json").write_text(json.dumps(rows, indent=2) + "\n")
+
+
+@contextlib.contextmanager
+def _job_outputs(run_dir: RunDir, total_env_steps: int, progress: bool, resume_steps: int | None, evaluation: bool,
+                 first: bool):
+    """The job's Outputs (metrics.csv, TensorBoard, progress, PNG) on process 0; None elsewhere."""
+    if not first:
+        yield None
+        return
+    with Outputs(run_dir, total_env_steps, progress=progress, resume_env_steps=resume_steps,
+                 evaluation=evaluation) as outputs:
+        yield outputs
+
+
+@contextlib.contextmanager
+def _own_metrics(directory, resume_steps: int | None, multi: bool):
+    """A process's own metrics (processes/p<i>/metrics.csv and TensorBoard) in a multi-process job."""
+    if not multi:
+        yield None
+        return
+    with MetricsWriter(directory) as writer:
+        if resume_steps is not None:
+            writer.resume_at(resume_steps)
+        yield writer
+
+
+class JobReports:
+    """A multi-process job's report sink: each report, this process's own into its metrics, then
+    the job's totals (job_report, a collective every process reaches at the same learner
+    iteration) into process 0's outputs; `last` holds the latest totals on process 0."""
+
+    def __init__(self, own: MetricsWriter, outputs: Outputs | None):
+        self.own, self.outputs = own, outputs
+        self.last: dict[str, Any] | None = None
+
+    def __call__(self, report: dict[str, Any]) -> None:
+        self.own.write(report)
+        totals = job_report(report)
+        if totals is not None:
+            self.last = totals
+            if self.outputs is not None:
+                self.outputs(totals)

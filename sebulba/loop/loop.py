@@ -73,7 +73,8 @@ class GymnasiumLoop:
             key_actors = jax.random.fold_in(key_actors, jax.process_index())
         self.stack_plan = StackPlan.create(config.env_id, config.env_kwargs) if config.stack_on_device else None
         frame_stack = self.stack_plan.num if self.stack_plan is not None and agent.accepts_frames else 1
-        layout = ExperienceLayout(config.num_inferencers, config.num_envs // len(self.learner_devices), config.steps_per_cycle,
+        # Each learner device learns from its own process's envs: num_envs / local learner devices.
+        layout = ExperienceLayout(config.num_inferencers, config.num_envs // len(config.learner_devices), config.steps_per_cycle,
                                   frame_stack)
         self.learner = Learner(agent, self.sharding, layout, key_learner)
         self.staging = Staging(self.actor_devices)
@@ -142,7 +143,8 @@ class GymnasiumLoop:
         resume: bool = False,
     ) -> LoopContext:
         """Learn until max_env_steps env steps or max_cycles learner updates (one must be set),
-        counted from the start of training (a resumed run continues the count).
+        counted from the start of training (a resumed run continues the count); env steps are
+        the job's, every process's together, in a multi-process job.
 
         `middleware` runs after publishing the networks and before the stop check and metrics;
         `report` receives each metrics report (every `config.log_every_s` seconds, and at the end).
@@ -167,7 +169,8 @@ class GymnasiumLoop:
         save = None if checkpointer is None else (lambda c: checkpointer.save(self.state, c.env_steps, c.learner_steps))
         async_mode = self.config.async_mode
         with self.task.start(async_mode=async_mode, ctx=ctx):
-            self.task.use(fetch_trajectories(self.learner, self.inferencers, self.pop_result if async_mode else None))
+            self.task.use(fetch_trajectories(self.learner, self.inferencers, self.pop_result if async_mode else None,
+                                             jax.process_count()))
             self.task.use(learn(self.learner))
             self.task.use(publish_networks(self.learner, self.staging))
             for mw in middleware:

@@ -7,7 +7,10 @@ import time
 from collections import deque
 from typing import Any
 
+import jax
 import numpy as np
+
+from sebulba.loop.processes import allgather
 
 
 class MetricsWindow:
@@ -44,7 +47,7 @@ class MetricsWindow:
     def _reset(self, now: float, env_steps: int, learner_steps: int) -> None:
         self.start, self.env_steps0, self.learner_steps0 = now, env_steps, learner_steps
         self.learner_wait = self.lag_sum = 0.0
-        self.iterations = 0
+        self.iterations = self.own_env_steps = 0
         self.actor_wait0 = None
 
     def due(self, every_s: float) -> bool:
@@ -56,6 +59,7 @@ class MetricsWindow:
         self.returns.extend(r.episode_returns.tolist())
         self.lengths.extend(r.episode_lengths.tolist())
         self.episodes += len(r.episode_returns)
+        self.own_env_steps += r.env_steps
         self.learner_wait += ctx.fetch_wait_s
         self.lag_sum += ctx.policy_lag
         self.iterations += 1
@@ -68,7 +72,7 @@ class MetricsWindow:
             "env_steps": ctx.env_steps,
             "learner_steps": ctx.learner_steps,
             "episodes": self.episodes,
-            "sps": (ctx.env_steps - self.env_steps0) / dt,
+            "sps": self.own_env_steps / dt,  # this process's actors (the job's with one process)
             "updates_per_s": (ctx.learner_steps - self.learner_steps0) / dt,
             "policy_lag": self.lag_sum / max(self.iterations, 1),
             "learner_wait_frac": self.learner_wait / dt,
@@ -80,3 +84,25 @@ class MetricsWindow:
         self._reset(now, ctx.env_steps, ctx.learner_steps)
         self.actor_wait0 = actor_wait_s
         return out
+
+
+SUMMED = ("sps", "episodes")  # the job's is the sum over processes; others are means (counters: equal everywhere)
+
+
+def job_report(report: dict[str, Any]) -> dict[str, float] | None:
+    """The job's report from every process's own `report` (same keys everywhere, taken at the
+    same learner iteration): env steps/s and episodes summed, the rest averaged over processes
+    (counters and learner metrics are equal on every process). A collective: every process calls
+    it; process 0 gets the totals, the others None."""
+    keys = sorted(k for k, v in report.items() if isinstance(v, (int, float, np.number)))
+    rows = allgather(np.array([float(report[k]) for k in keys], np.float64))
+    if jax.process_index() != 0:
+        return None
+    totals: dict[str, float] = {}
+    for i, k in enumerate(keys):
+        column = rows[:, i]
+        totals[k] = float(column.sum()) if k in SUMMED else float(np.nanmean(column)) if np.isfinite(column).any() else float("nan")
+    for k in ("env_steps", "learner_steps", "episodes"):
+        if k in totals:
+            totals[k] = int(totals[k])
+    return {k: totals[k] for k in report if k in totals}

@@ -26,7 +26,7 @@ log = logging.getLogger("sebulba")
 class LoopContext(Context):
     """One learner iteration: one cycle's result learned from."""
 
-    env_steps: int = 0  # kept: env steps consumed by the learner so far
+    env_steps: int = 0  # kept: env steps consumed by the learner so far (every process's)
     learner_steps: int = 0  # kept: learner updates so far
     result: Any = None  # the CycleResult fetched this iteration
     fetch_wait_s: float = 0.0  # time the learner waited for it
@@ -41,9 +41,11 @@ class LoopContext(Context):
 
 
 def fetch_trajectories(learner: Learner, inferencers: Sequence[Inferencer],
-                       pop_result: Callable[[], CycleResult] | None) -> Callable[[LoopContext], None]:
+                       pop_result: Callable[[], CycleResult] | None, processes: int = 1) -> Callable[[LoopContext], None]:
     """Async (`pop_result` given): pop the next cycle from the queue. Sync: run the next
-    inferencer's cycle now, with the networks of the previous update (round robin)."""
+    inferencer's cycle now, with the networks of the previous update (round robin). In a job of
+    `processes` processes every process fetches one cycle of the same size per iteration, so the
+    job's env steps grow by `processes` times this one's."""
 
     def fetch(ctx: LoopContext) -> None:
         t = time.perf_counter()
@@ -54,7 +56,7 @@ def fetch_trajectories(learner: Learner, inferencers: Sequence[Inferencer],
             inf = inferencers[ctx.learner_steps % len(inferencers)]
             ctx.result = inf.run_cycle(learner.version, learner.networks)
             ctx.fetch_wait_s = 0.0
-        ctx.env_steps += ctx.result.env_steps
+        ctx.env_steps += ctx.result.env_steps * processes
         ctx.policy_lag = learner.version - ctx.result.policy_version
 
     return fetch

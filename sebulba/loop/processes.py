@@ -5,7 +5,8 @@ a plain local operation."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -105,3 +106,20 @@ class Votes:
         if previous is None:
             return (False,) * self.width
         return tuple(bool(v) for v in np.asarray(previous.addressable_data(0)))
+
+
+@contextlib.contextmanager
+def together(what: str) -> Iterator[None]:
+    """A block that every process runs and that holds no collective: if it raises on any
+    process, every process raises ValueError (the first failing process's message, naming it
+    on the others) when it leaves the block, so none goes on alone into the next collective.
+    With one process, a plain block."""
+    if jax.process_count() == 1:
+        yield
+        return
+    try:
+        yield
+    except Exception as e:
+        check_everywhere(str(e) or type(e).__name__, what)
+        raise  # unreachable: check_everywhere raised
+    check_everywhere(None, what)
