@@ -50,7 +50,7 @@ class PeerWatch:
         self._on_lost = on_lost or self._exit
         self._stop = threading.Event()
         self._lost = threading.Event()
-        self._thread = threading.Thread(target=self._watch, name="sebulba-peer-watch", daemon=True)
+        self._thread = threading.Thread(target=self._run, name="sebulba-peer-watch", daemon=True)
 
     def start(self) -> PeerWatch:
         self._thread.start()
@@ -64,10 +64,15 @@ class PeerWatch:
             pass
 
     def _get(self, kind: str, process: int) -> str | None:
+        return self._all(kind).get(process)
+
+    def _all(self, kind: str) -> dict[int, str]:
+        """Every process's mark of this kind, in one call to the store."""
         try:
-            return _client().key_value_try_get(f"{KEY}/{kind}/{process}")
-        except Exception:  # not set (or the coordinator is gone: JAX's client ends the process)
-            return None
+            entries = _client().key_value_dir_get(f"{KEY}/{kind}/")
+        except Exception:  # the coordinator is gone: JAX's client ends the process
+            return {}
+        return {int(key.rsplit("/", 1)[-1]): value for key, value in entries}
 
     def done(self) -> None:
         """This process finished cleanly: stop beating, and let no peer take it for lost."""
@@ -80,26 +85,29 @@ class PeerWatch:
 
     def peer_failure(self) -> tuple[int, str] | None:
         """The first other process that marked an error, and its error."""
-        for p in range(self.processes):
-            if p != self.process and (error := self._get("failed", p)) is not None:
-                return p, error
-        return None
+        failed = self._all("failed")
+        return next(((p, failed[p]) for p in sorted(failed) if p != self.process), None)
 
     # ------------------------------------------------------------------ the thread
+    def _run(self) -> None:
+        try:
+            self._watch()
+        except Exception as e:  # never silently: without the watch a lost peer would hang this process
+            log.error(f"the peer watch stopped ({type(e).__name__}: {e}); a lost process will not be detected")
+
     def _watch(self) -> None:
         beat = 0
         seen: dict[int, tuple[str | None, float]] = {}
         while not self._stop.wait(self.interval_s if beat else 0.0):
             beat += 1
             self._set("beat", str(beat))
-            now = time.monotonic()
+            now, beats, done = time.monotonic(), self._all("beat"), self._all("done")
             for p in range(self.processes):
-                if p == self.process or self._get("done", p) is not None:
+                if p == self.process or p in done:
                     continue
-                value = self._get("beat", p)
                 last = seen.get(p)
-                if last is None or last[0] != value:
-                    seen[p] = (value, now)
+                if last is None or last[0] != beats.get(p):
+                    seen[p] = (beats.get(p), now)
                 elif now - last[1] > self.timeout_s:
                     failure = self._get("failed", p)
                     why = (f"it failed: {failure}" if failure is not None else
