@@ -20,7 +20,8 @@ def free_port() -> int:
 
 
 @pytest.mark.timeout(600)
-@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.xdist_group("multihost")  # one worker: each job takes both cores
+@pytest.mark.parametrize("mode", ["async"])  # sync mode: the CLI jobs of tests/test_multihost_recovery.py
 def test_two_processes_train_one_learner(tmp_path, mode):
     address = f"127.0.0.1:{free_port()}"
     env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2", "PYTHONPATH": str(ROOT)}
