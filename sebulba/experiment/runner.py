@@ -170,18 +170,19 @@ def open_run_dir(resume: str | None, logdir: str, experiment: str, loop_config: 
     first, processes = jax.process_index() == 0, jax.process_count()
     with user_input(), together("opening the run directory"):
         if resume is not None:
-            return RunDir.open(resume) if processes == 1 else _visible(RunDir.open, resume)
+            return RunDir.open(resume) if processes == 1 else _visible(resume)
         created = RunDir.create(logdir, experiment, loop_config.env_id, loop_config.seed, flags) if first else None
     if processes == 1:
         return created
     path = broadcast_text(str(created.path) if first else "")
     with user_input(), together("finding the run directory"):
-        return created or _visible(RunDir.open, path)
+        return created or _visible(path)
 
 
-def _visible(open_dir: Callable[[str], RunDir], path: str) -> RunDir:
+def _visible(path: str) -> RunDir:
+    """RunDir.open, saying which process cannot see the directory."""
     try:
-        return open_dir(path)
+        return RunDir.open(path)
     except FileNotFoundError as e:
         raise FileNotFoundError(f"process {jax.process_index()} cannot see the run directory: {e}; every process of "
                                 "a job needs the same run directory, on a filesystem they share (--logdir)") from None
@@ -252,6 +253,7 @@ def run(
                 if resume_steps >= total_env_steps:  # finished: nothing to train, not one more cycle
                     log.info(f"{run_dir.path} is finished: {resume_steps:,} env steps of its budget of "
                              f"{total_env_steps:,}; pass a larger --total_env_steps to extend it")
+                    _finished()
                     return RunResult(last_report(run_dir), run_dir, None, checkpointer.latest_step(), finished_before=True)
             with together("building the loop"):
                 loop_in_setup = GymnasiumLoop(agent, loop_config)
@@ -273,12 +275,18 @@ def run(
             loop.run(max_env_steps=total_env_steps, middleware=middleware, report=report, checkpointer=checkpointer,
                      resume=resume is not None)
             final = report.last if multi and first else loop.reports[-1]
-    if watch is not None:
-        watch.done()
+    _finished()
     early = final["env_steps"] < total_env_steps
     interrupted = received[0] if received and early else None
     return RunResult(final, run_dir, interrupted, None if checkpointer is None else checkpointer.latest_step(),
                      stopped_by_peer=multi and early and interrupted is None)
+
+
+def _finished() -> None:
+    """This process ended its run cleanly: in a multi-process job, no peer may take it for lost."""
+    watch = distributed.watch()
+    if watch is not None:
+        watch.done()
 
 
 def resume_hint(run_dir: RunDir) -> str:
