@@ -118,3 +118,26 @@ def test_replay_is_saved_when_asked_and_async_runs_resume_their_learner(tmp_path
             jax.tree.map(np.testing.assert_array_equal, expected, jax.tree.map(np.asarray, loop.learner.experience))
             ctx = loop.run(max_cycles=8, checkpointer=Checkpointer(ckpt), resume=True)
             assert ctx.learner_steps == 8
+
+
+@pytest.mark.parametrize("change, message", [
+    (dict(num_envs=4), "checkpoint 2 was written with num_envs=8, this run has num_envs=4: resume with the run's own layout"),
+    (dict(async_mode=True), "checkpoint 2 was written in sync mode; resume with the same mode"),
+])
+def test_a_resume_with_another_layout_fails_at_start_in_one_line(tmp_path, change, message):
+    """The runner checks the checkpoint's layout before it builds any env or compiles anything."""
+    import dataclasses
+
+    from sebulba.experiment.errors import UserError
+    from sebulba.experiment.runner import CheckpointFlags, run
+
+    cfg = sebulba.LoopConfig(num_envs=8, steps_per_cycle=5, async_mode=False, inferencers_per_device=1,
+                             actor_devices=(0,), learner_devices=(0,), log_every_s=1000.0)
+    agent = MinibatchSPG(CARTPOLE, 1)
+    flags = CheckpointFlags(every_learner_steps=1)
+    first = run("layout", agent, cfg, 80, str(tmp_path), {}, progress=False, checkpoints=flags)
+    assert first.checkpoint_step == 2
+    with pytest.raises(UserError) as e:
+        run("layout", agent, dataclasses.replace(cfg, **change), 160, str(tmp_path), {}, progress=False,
+            checkpoints=flags, resume=str(first.run_dir.path))
+    assert str(e.value) == message

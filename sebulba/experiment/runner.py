@@ -25,7 +25,7 @@ from sebulba.experiment.outputs import MetricsWriter, Outputs
 from sebulba.experiment.profiling import ProfileWindow, profiled
 from sebulba.experiment.record import run_record
 from sebulba.experiment.run_dir import RunDir
-from sebulba.loop.checkpoint import CheckpointConfig, Checkpointer
+from sebulba.loop.checkpoint import CheckpointConfig, Checkpointer, loop_layout
 from sebulba.loop.config import LoopConfig
 from sebulba.loop.evaluator import Evaluator, PeriodicEvaluation
 from sebulba.loop.loop import GymnasiumLoop
@@ -188,10 +188,10 @@ def _visible(path: str) -> RunDir:
                                 "a job needs the same run directory, on a filesystem they share (--logdir)") from None
 
 
-def check_resumable(checkpointer: Checkpointer, run_dir: RunDir) -> dict[str, Any]:
+def check_resumable(checkpointer: Checkpointer, run_dir: RunDir, loop_config: LoopConfig) -> dict[str, Any]:
     """The latest complete checkpoint's metadata, after checking that every process sees the same
-    checkpoints and that the job has the checkpoint's process count (a ValueError on every process
-    together otherwise)."""
+    checkpoints, that the job has the checkpoint's process count and that the loop has its layout
+    (a ValueError on every process together otherwise, before any env or compilation)."""
     with together("finding the checkpoint"):
         meta = checkpointer.latest_meta()
         if meta is None:
@@ -207,6 +207,7 @@ def check_resumable(checkpointer: Checkpointer, run_dir: RunDir) -> dict[str, An
             raise ValueError(f"{run_dir.path} was written by {saved} process(es) and this job has {jax.process_count()}: "
                              f"relaunch it with --num_processes {saved} (each process's envs and actor state are in "
                              "the checkpoint)")
+        checkpointer.check_layout(meta, loop_config.async_mode, loop_layout(loop_config))
     return meta
 
 
@@ -249,7 +250,7 @@ def run(
                 raise ValueError("resuming needs checkpoints: checkpoint_every must be > 0")
             resume_steps = None
             if resume is not None:
-                resume_steps = check_resumable(checkpointer, run_dir)["env_steps"]
+                resume_steps = check_resumable(checkpointer, run_dir, loop_config)["env_steps"]
                 if resume_steps >= total_env_steps:  # finished: nothing to train, not one more cycle
                     log.info(f"{run_dir.path} is finished: {resume_steps:,} env steps of its budget of "
                              f"{total_env_steps:,}; pass a larger --total_env_steps to extend it")

@@ -24,6 +24,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from sebulba.loop.config import LoopConfig
 from sebulba.loop.inferencer import Inferencer, Lane
 from sebulba.loop.learner import Learner
 from sebulba.loop.metrics import MetricsWindow
@@ -64,6 +65,15 @@ class LoopState:
         """Reset every pool and build every step state now (the targets of a restore)."""
         for inf in self.inferencers:
             inf.start(self.learner.version, self.learner.networks)
+
+
+def loop_layout(config: LoopConfig) -> dict[str, Any]:
+    """What a checkpoint must match to resume a loop of this config in this job."""
+    c = config
+    return {"processes": jax.process_count(), "local_devices": len(jax.local_devices()),
+            "actor_devices": list(c.actor_devices), "learner_devices": list(c.learner_devices),
+            "inferencers_per_device": c.inferencers_per_device, "num_envs": c.num_envs, "env_lanes": c.env_lanes,
+            "steps_per_cycle": c.steps_per_cycle}
 
 
 def _is_key(x: Any) -> bool:
@@ -189,16 +199,18 @@ class Checkpointer:
             return None
         return dict(self._manager.restore(step, args=self._ocp.args.Composite(meta=self._ocp.args.JsonRestore()))["meta"])
 
-    def check_layout(self, meta: dict, loop: LoopState, step: int) -> None:
-        """Raise ValueError naming what differs when the loop cannot resume from this checkpoint."""
-        if meta["async_mode"] != loop.async_mode:
+    def check_layout(self, meta: dict, async_mode: bool, layout: Mapping[str, Any], step: int | None = None) -> None:
+        """Raise ValueError naming what differs when a loop in `async_mode` with `layout`
+        (`loop_layout`) cannot resume from the checkpoint with this metadata."""
+        step = meta.get("learner_steps") if step is None else step
+        if meta["async_mode"] != async_mode:
             raise ValueError(f"checkpoint {step} was written in {'async' if meta['async_mode'] else 'sync'} mode; "
                              "resume with the same mode")
         saved = meta.get("layout")
         if saved is None:
             raise ValueError(f"checkpoint {step} in {self.config.directory} was written by an older version of sebulba "
                              "(it has no layout); start a new run")
-        for key, now in loop.layout.items():
+        for key, now in layout.items():
             if saved.get(key) != now:
                 hint = " (relaunch with as many processes as the run had)" if key == "processes" else ""
                 raise ValueError(f"checkpoint {step} was written with {key}={saved.get(key)!r}, this run has "
@@ -212,7 +224,7 @@ class Checkpointer:
         if step is None:
             raise FileNotFoundError(f"no complete checkpoint in {self.config.directory}")
         meta = self._manager.restore(step, args=ocp.args.Composite(meta=ocp.args.JsonRestore()))["meta"]
-        self.check_layout(meta, loop, step)
+        self.check_layout(meta, loop.async_mode, loop.layout, step)
         if not loop.async_mode:
             loop.start_inferencers()  # builds step states and resets pools: the targets of the restore
         like = self._learner_state(loop)

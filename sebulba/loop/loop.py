@@ -18,7 +18,7 @@ import jax
 
 import envs
 from sebulba.agent import Agent
-from sebulba.loop.checkpoint import Checkpointer, LoopState
+from sebulba.loop.checkpoint import Checkpointer, LoopState, loop_layout
 from sebulba.loop.config import LoopConfig
 from sebulba.loop.cycle import CycleFunctions
 from sebulba.loop.framestack import StackPlan
@@ -103,17 +103,10 @@ class GymnasiumLoop:
         self._stop = threading.Event()
         self._errors: list[tuple[int, BaseException]] = []
         self.window = MetricsWindow()
-        self.state = LoopState(self.learner, self.inferencers, self.staging, self.window, config.async_mode, self._layout())
+        self.state = LoopState(self.learner, self.inferencers, self.staging, self.window, config.async_mode,
+                               loop_layout(config))
         self.stop_requested = False
         self._closed = False
-
-    def _layout(self) -> dict:
-        """What a checkpoint must match to resume this loop."""
-        c = self.config
-        return {"processes": jax.process_count(), "local_devices": len(jax.local_devices()),
-                "actor_devices": list(c.actor_devices), "learner_devices": list(c.learner_devices),
-                "inferencers_per_device": c.inferencers_per_device, "num_envs": c.num_envs, "env_lanes": c.env_lanes,
-                "steps_per_cycle": c.steps_per_cycle}
 
     def _pool_kwargs(self) -> dict:
         c = self.config
