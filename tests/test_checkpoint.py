@@ -141,3 +141,28 @@ def test_a_resume_with_another_layout_fails_at_start_in_one_line(tmp_path, chang
         run("layout", agent, dataclasses.replace(cfg, **change), 160, str(tmp_path), {}, progress=False,
             checkpoints=flags, resume=str(first.run_dir.path))
     assert str(e.value) == message
+
+
+def test_envs_that_cannot_be_captured_resume_with_fresh_episodes_and_the_actors_keys_going_on(tmp_path):
+    """Worker-process envs have no snapshot: a resumed sync run starts fresh episodes (the envs'
+    own first steps, episode sums from 0) while the actors' step states (keys) are restored."""
+    cfg = sebulba.LoopConfig(num_envs=4, steps_per_cycle=30, async_mode=False, inferencers_per_device=1,
+                             actor_devices=(0,), learner_devices=(0,), log_every_s=1000.0,
+                             env_kwargs={"backend": "process", "num_threads": 1})
+    ckpt = CheckpointConfig(str(tmp_path / "ckpt"), every_learner_steps=2)
+    with sebulba.GymnasiumLoop(MinibatchSPG(CARTPOLE, 1), cfg) as loop:
+        loop.run(max_cycles=2, checkpointer=Checkpointer(ckpt))
+        (lane,) = loop.inferencers[0].lanes
+        saved_keys = np.asarray(jax.random.key_data(jax.tree.leaves(lane.step_state)[0]))
+    with sebulba.GymnasiumLoop(MinibatchSPG(CARTPOLE, 1), cfg) as loop:
+        loop.start_inferencers()
+        (lane,) = loop.inferencers[0].lanes
+        fresh_keys = np.asarray(jax.random.key_data(jax.tree.leaves(lane.step_state)[0]))
+        assert not np.array_equal(fresh_keys, saved_keys)  # the keys moved on during the first run
+        Checkpointer(ckpt).restore(loop.state)
+        with envs.make("CartPole-v1", num_envs=4, seed=cfg.seed, backend="process", num_threads=1) as fresh:
+            first_obs, _ = fresh.reset()
+        np.testing.assert_array_equal(np.asarray(lane.env_step.obs), first_obs)  # the reset's, not the saved step
+        assert all(float(np.abs(np.asarray(x)).sum()) == 0 for x in lane.running)
+        np.testing.assert_array_equal(np.asarray(jax.random.key_data(jax.tree.leaves(lane.step_state)[0])), saved_keys)
+        assert loop.run(max_cycles=4, checkpointer=Checkpointer(ckpt), resume=True).learner_steps == 4

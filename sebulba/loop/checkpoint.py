@@ -158,15 +158,19 @@ class Checkpointer:
         try:
             return [lane.pool.snapshot() for lane in loop.lanes]
         except NotImplementedError as e:
-            log.warning(f"checkpoint without env state ({e}): a resumed run starts fresh episodes")
+            log.warning(f"checkpoint without env state ({e}): a resumed run starts fresh episodes (the actors' step "
+                        "states and keys go on)")
             return None
 
     def save(self, loop: LoopState, env_steps: int, learner_steps: int) -> None:
         """A checkpoint at learner_steps (skipped when there is one already, or in sync mode
-        before any cycle ran). Every process calls it at the same learner step."""
+        before every inferencer ran a cycle: the first round). Every process calls it at the same
+        learner step."""
         ocp = self._ocp
-        if not loop.async_mode and not all(inf.started for inf in loop.inferencers):
-            return  # nothing has run yet
+        idle = [inf.index for inf in loop.inferencers if not inf.started]
+        if not loop.async_mode and idle:  # their step states and envs do not exist yet
+            log.info(f"no checkpoint at learner step {learner_steps}: inferencer(s) {idle} have not run a cycle yet")
+            return
         step = learner_steps
         if step in self._manager.all_steps():
             return
@@ -245,10 +249,12 @@ class Checkpointer:
         loop.staging.publish(learner.version, learner.networks)
         mine = _typed_like(jax.tree.map(own_row, dict(restored["actors"])), actors)
         loop.window.load(mine["episodes"])
+        envs_restored = "pools" in items
         for lane, saved in zip(loop.lanes, mine.get("lanes", [])):
-            lane.step_state, lane.env_step, lane.stacks = saved["step_state"], saved["env_step"], saved["stacks"]
-            lane.running = tuple(saved["running"])
-        if "pools" in items:
+            lane.step_state = saved["step_state"]  # the actors' keys and carries go on
+            if envs_restored:  # the envs' own stream: only where the envs go on too
+                lane.env_step, lane.stacks, lane.running = saved["env_step"], saved["stacks"], tuple(saved["running"])
+        if envs_restored:
             pools = jax.tree.map(own_row, dict(restored["pools"]))
             for lane, size, data in zip(loop.lanes, pools["sizes"], pools["data"]):
                 lane.pool.restore(data[:int(size)].tobytes())
