@@ -63,3 +63,20 @@ def test_a_process_that_fails_is_named_with_its_error():
         for p in procs:
             p.kill()
             p.wait()
+
+
+@pytest.mark.timeout(300)
+def test_when_process_0_dies_jax_ends_the_others_at_once():
+    """Process 0 hosts JAX's coordination service: without it no process can go on, and JAX's
+    client ends the others itself, before any Python code runs (README and DESIGN.md say so)."""
+    procs = start("hang")
+    try:
+        wait_running(procs[1])
+        procs[0].kill()
+        _, err = procs[1].communicate(timeout=WAIT_S)
+        assert procs[1].returncode not in (0, EXIT_PEER_LOST), err[-3000:]
+        assert "Terminating process because the JAX distributed service detected fatal errors" in err, err[-3000:]
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()

@@ -337,12 +337,11 @@ def interrupted_message(result: RunResult, summary: str, total_env_steps: int) -
     else:
         lines.append(f"last checkpoint: {result.run_dir.checkpoint_dir / str(result.checkpoint_step)} "
                      f"(learner step {result.checkpoint_step:,})")
-        command = f"{sys.executable} -m {entry_module()} --resume {result.run_dir.path}"
         if distributed.watch() is not None:
             lines.append(f"continue it by relaunching every process of the job with its own process flags and "
                          f"--resume {result.run_dir.path}")
         else:
-            lines.append(f"continue it with: {command}")
+            lines.append(f"continue it with: {sys.executable} -m {entry_module()} --resume {result.run_dir.path}")
     return "\n".join(lines)
 
 
