@@ -282,7 +282,7 @@ def run_main(main: Callable[[list[str]], None]) -> None:
                 raise
             # Multi-process: a peer may be gone (this process's collective failed under it), or this
             # process failed alone; say which, and end without JAX's shutdown barrier.
-            abandon(watch, e, collective_failure=not isinstance(e, NonFiniteError))
+            abandon(watch, e, collective_failure=not isinstance(e, (NonFiniteError, KeyboardInterrupt)))
 
     def parse(argv: list[str]) -> list[str]:
         try:
