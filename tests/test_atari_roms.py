@@ -74,7 +74,7 @@ def _run_chain(roms: list[str], tasks: dict[str, str]) -> dict[str, str]:
     return results
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # with its tests on one worker (xdist_group): swept once
 def sweep() -> dict[str, str]:
     """Every ROM of ROM_IDS, in two subprocess chains side by side (one per core)."""
     listed = [t for t in envs.list_all_envs() if envs.is_atari(t)]
@@ -129,6 +129,7 @@ def test_every_id_form_of_an_unsupported_rom_raises_before_ale():
         assert f"{task!r} cannot run: ROM '" in message and "multi-player ROM" in message, (f, task, message)
 
 
+@pytest.mark.xdist_group("atari_rom_sweep")
 def test_the_roms_that_end_the_process_are_exactly_the_unsupported_set(sweep):
     died = {rom for rom, outcome in sweep.items() if outcome.startswith("died")}
     assert died == set(UNSUPPORTED_ROMS), {rom: sweep[rom] for rom in died ^ set(UNSUPPORTED_ROMS)}
@@ -136,6 +137,7 @@ def test_the_roms_that_end_the_process_are_exactly_the_unsupported_set(sweep):
         assert "exit code 1" in sweep[rom] and "Attempt to wrap ROM" in sweep[rom], sweep[rom]
 
 
+@pytest.mark.xdist_group("atari_rom_sweep")
 def test_every_listed_atari_task_builds_resets_and_steps(sweep):
     listed = [t for t in envs.list_all_envs() if envs.is_atari(t)]
     assert sorted(listed) == sorted(ATARI_TASKS) and len(listed) == len(ROM_IDS) - len(UNSUPPORTED_ROMS)

@@ -18,9 +18,9 @@ from tests.support.job import (
 )
 
 EXIT_PEER_LOST = 75
-IMPALA = ["--num_envs=4", "--total_env_steps=6400", "--checkpoint_every=5", "--log_every_s=0.5", "--noprogress",
+IMPALA = ["--num_envs=4", "--total_env_steps=6400", "--checkpoint_every=10", "--log_every_s=0.5", "--noprogress",
           "--peer_timeout_s=8"]  # 40 learner steps of 2 x 4 envs x 20 steps
-R2D2 = ["--num_envs=4", "--total_env_steps=2400", "--checkpoint_every=5", "--save_replay", "--replay_capacity=100",
+R2D2 = ["--num_envs=4", "--total_env_steps=2400", "--checkpoint_every=10", "--save_replay", "--replay_capacity=100",
         "--min_replay_size=8", "--optims_per_cycle=2", "--batch_size=4", "--log_every_s=0.5", "--noprogress",
         "--peer_timeout_s=10"]  # 30 learner steps of 2 x 4 envs x 10 steps
 
@@ -105,7 +105,7 @@ def test_r2d2_sigterm_to_one_process_stops_both_with_a_checkpoint_and_replay_tha
     straight = job_run("experiments.r2d2", R2D2, tmp_path / "straight")
     logdir = tmp_path / "runs"
     job = Job("experiments.r2d2", [*R2D2, f"--logdir={logdir}"], tmp_path / "first")
-    run_dir = wait_for_checkpoint(job, logdir, at_least=5)
+    run_dir = wait_for_checkpoint(job, logdir, at_least=10)
     job.procs[1].send_signal(signal.SIGTERM)
     codes = job.wait()
     assert codes == [143, 143], job.describe()  # both unfinished; process 0 stopped by process 1's signal

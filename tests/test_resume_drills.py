@@ -53,7 +53,12 @@ def assert_continuous(run_dir: Path) -> None:
     assert walls == sorted(walls), "wall_time went backwards across the resume"
 
 
-@pytest.fixture(scope="module")
+# One worker runs this module's drills and builds the reference run once (session: kept whatever
+# tests of other modules xdist interleaves).
+pytestmark = pytest.mark.xdist_group("resume_drills")
+
+
+@pytest.fixture(scope="session")
 def uninterrupted(tmp_path_factory):
     logdir = tmp_path_factory.mktemp("straight")
     out = run_experiment("experiments.impala", *ARGS, f"--logdir={logdir}")
@@ -81,7 +86,7 @@ def test_kill_9_then_resume_ends_where_an_uninterrupted_run_ends(tmp_path, unint
 
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_a_signal_stops_cleanly_says_how_to_resume_then_resumes(tmp_path, uninterrupted, sig):
+def test_a_signal_stops_cleanly_says_how_to_resume_then_resumes(tmp_path, request, sig):
     """SIGTERM or one Ctrl-C: the run saves its state, says it was interrupted, where its last
     checkpoint is and the command that continues it, and exits 143 / 130 (not finished); that
     very command (run after SIGTERM) then ends where an uninterrupted run ends."""
@@ -99,6 +104,7 @@ def test_a_signal_stops_cleanly_says_how_to_resume_then_resumes(tmp_path, uninte
     assert argv == [sys.executable, "-m", "experiments.impala", "--resume", str(run_dir)], argv
     if sig == signal.SIGINT:
         return  # the resume from a signal's checkpoint is the same for both: run once, with SIGTERM
+    uninterrupted = request.getfixturevalue("uninterrupted")
     env = {**os.environ, "XLA_FLAGS": "", "PYTHONPATH": str(ROOT)}
     out = subprocess.run([*argv, "--noprogress"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=WAIT_S)
     assert out.returncode == 0, out.stderr[-3000:]
