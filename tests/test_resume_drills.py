@@ -1,6 +1,7 @@
-"""Failure drills through the CLI, on real processes: kill -9 mid-training then --resume, and
-SIGTERM's clean stop then --resume. Sync mode, so the resumed run must end exactly where an
-uninterrupted run ends."""
+"""Failure drills through the CLI, on a real process: SIGTERM's (and Ctrl-C's) clean stop, then
+--resume. Sync mode, so the resumed run must end exactly where an uninterrupted run ends. The
+kill -9 drill is tests/test_multihost_recovery.py's (a process of a 2-process job killed, both
+relaunched); atomic writes are tests/test_checkpoint.py's."""
 
 import csv
 import os
@@ -14,7 +15,7 @@ import pytest
 
 from tests.support.cli import ROOT, last_metrics, run_experiment
 
-ARGS = ["--total_env_steps=64000", "--checkpoint_every=20", "--noprogress", "--log_every_s=0.2"]
+ARGS = ["--total_env_steps=40960", "--checkpoint_every=20", "--noprogress", "--log_every_s=0.2"]
 WAIT_S = 300  # generous: only a bound on a hang, never a measurement
 
 
@@ -64,24 +65,6 @@ def uninterrupted(tmp_path_factory):
     out = run_experiment("experiments.impala", *ARGS, f"--logdir={logdir}")
     assert out.returncode == 0, out.stderr[-3000:]
     return last_metrics(logdir)[1]
-
-
-@pytest.mark.timeout(900)
-def test_kill_9_then_resume_ends_where_an_uninterrupted_run_ends(tmp_path, uninterrupted):
-    proc = start(tmp_path)
-    run_dir = wait_for_checkpoint(proc, tmp_path, at_least=40)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=60)
-    saved = complete_checkpoints(run_dir)
-    out = run_experiment("experiments.impala", f"--resume={run_dir}", "--noprogress", f"--logdir={tmp_path}")
-    assert out.returncode == 0, out.stderr[-3000:]
-    assert f"resumed from checkpoint {saved[-1]}" in out.stderr
-    assert len(list(tmp_path.iterdir())) == 1, "the resumed run must continue in its own directory"
-    final = final_row(run_dir)
-    for key in ("env_steps", "learner_steps", "episodes", "episode_return_mean"):
-        assert final[key] == uninterrupted[key], (key, final[key], uninterrupted[key])
-    assert_continuous(run_dir)
-    assert (run_dir / "learning_curve.png").exists()
 
 
 @pytest.mark.timeout(900)
