@@ -18,11 +18,11 @@ from tests.support.job import (
 )
 
 EXIT_PEER_LOST = 75
-IMPALA = ["--num_envs=4", "--total_env_steps=6400", "--checkpoint_every=10", "--log_every_s=0.5", "--noprogress",
-          "--peer_timeout_s=8"]  # 40 learner steps of 2 x 4 envs x 20 steps
-R2D2 = ["--num_envs=4", "--total_env_steps=2400", "--checkpoint_every=10", "--save_replay", "--replay_capacity=100",
+IMPALA = ["--num_envs=4", "--total_env_steps=4800", "--checkpoint_every=10", "--log_every_s=0.5", "--noprogress",
+          "--peer_timeout_s=8"]  # 30 learner steps of 2 x 4 envs x 20 steps
+R2D2 = ["--num_envs=4", "--total_env_steps=2000", "--checkpoint_every=10", "--save_replay", "--replay_capacity=100",
         "--min_replay_size=8", "--optims_per_cycle=2", "--batch_size=4", "--log_every_s=0.5", "--noprogress",
-        "--peer_timeout_s=10"]  # 30 learner steps of 2 x 4 envs x 10 steps
+        "--peer_timeout_s=10"]  # 25 learner steps of 2 x 4 envs x 10 steps
 
 pytestmark = pytest.mark.xdist_group("multihost")  # one worker: each job takes both cores
 
@@ -59,13 +59,13 @@ def test_a_job_writes_one_run_directory_that_says_which_process_wrote_what(impal
     assert "metrics.csv" in processes[0]["writes"] and "processes/p1/metrics.csv" in processes[1]["writes"]
     job, own = rows(run_dir / "metrics.csv"), [rows(run_dir / "processes" / f"p{i}" / "metrics.csv") for i in range(2)]
     assert (run_dir / "learning_curve.png").exists() and (run_dir / "processes" / "p1" / "log.txt").exists()
-    assert int(job[-1]["env_steps"]) == 6400 and int(job[-1]["learner_steps"]) == 40  # the job's budget, not each's
+    assert int(job[-1]["env_steps"]) == 4800 and int(job[-1]["learner_steps"]) == 30  # the job's budget, not each's
     for r, a, b in zip(job, *own):  # each process reports at the same learner steps; process 0 writes the totals
         assert r["env_steps"] == a["env_steps"] == b["env_steps"]
         assert int(r["episodes"]) == int(a["episodes"]) + int(b["episodes"])
         assert float(r["sps"]) == pytest.approx(float(a["sps"]) + float(b["sps"]))
         assert float(r["loss"]) == pytest.approx(float(a["loss"])) and a["loss"] == b["loss"]  # one learner
-    assert complete_checkpoints(run_dir)[-1] == 40
+    assert complete_checkpoints(run_dir)[-1] == 30
 
 
 @pytest.mark.timeout(900)
@@ -81,7 +81,7 @@ def test_kill_9_one_process_the_other_stops_naming_it_then_both_resume_exactly(t
            "process 0 stops too." in err, err[-3000:]
     assert f"Relaunch every process with --resume {run_dir}." in err, err[-3000:]
     saved = complete_checkpoints(run_dir)
-    assert saved and saved[-1] < 40, saved
+    assert saved and saved[-1] < 30, saved
 
     # A resume with another process count fails at start, with one line.
     single = run_experiment("experiments.impala", f"--resume={run_dir}", "--noprogress")
@@ -93,7 +93,7 @@ def test_kill_9_one_process_the_other_stops_naming_it_then_both_resume_exactly(t
     resumed.assert_ok()
     assert f"resumed from checkpoint {saved[-1]}" in resumed.output(0)[1]
     assert len(list(logdir.iterdir())) == 1, "the resumed job must continue in its own directory"
-    assert complete_checkpoints(run_dir)[-1] == 40
+    assert complete_checkpoints(run_dir)[-1] == 30
     assert_trees_equal(checkpoint_state(run_dir), checkpoint_state(impala_straight), "final learner states")
     for own in ("metrics.csv", "processes/p0/metrics.csv", "processes/p1/metrics.csv"):
         assert_continuous(run_dir / own)
@@ -110,7 +110,7 @@ def test_r2d2_sigterm_to_one_process_stops_both_with_a_checkpoint_and_replay_tha
     codes = job.wait()
     assert codes == [143, 143], job.describe()  # both unfinished; process 0 stopped by process 1's signal
     stopped_at = complete_checkpoints(run_dir)[-1]
-    assert stopped_at < 30, "the job ran to its end before the signal"
+    assert stopped_at < 25, "the job ran to its end before the signal"
     assert "interrupted by SIGTERM at " in job.output(1)[0], job.describe()
     assert "interrupted by a signal to another process of the job at " in job.output(0)[0], job.describe()
     assert f"--resume {run_dir}" in job.output(0)[0]
