@@ -1,11 +1,13 @@
 """A lost process in a multi-process job (sebulba/experiment/peers.py), on 2 real processes
 running collectives: the other stops within the peer timeout with an error naming it."""
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 
 import pytest
 
@@ -16,11 +18,19 @@ EXIT_PEER_LOST = 75
 WAIT_S = 120  # a bound on a hang (the peer timeout is 3 s), never a measurement
 
 
-def start(mode: str) -> list[subprocess.Popen]:
+@contextlib.contextmanager
+def started(mode: str) -> Iterator[list[subprocess.Popen]]:
+    """The 2 worker processes, killed on the way out whatever happened."""
     address = f"127.0.0.1:{free_port()}"
     env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=1", "PYTHONPATH": str(ROOT)}
-    return [subprocess.Popen([sys.executable, "-m", "tests.support.peer_worker", address, str(i), mode], cwd=ROOT, env=env,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]
+    procs = [subprocess.Popen([sys.executable, "-m", "tests.support.peer_worker", address, str(i), mode], cwd=ROOT,
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]
+    try:
+        yield procs
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
 
 
 def wait_running(proc: subprocess.Popen) -> None:
@@ -35,48 +45,33 @@ def wait_running(proc: subprocess.Popen) -> None:
 
 @pytest.mark.timeout(300)
 def test_a_hung_process_is_named_and_the_other_stops():
-    procs = start("hang")
-    try:
+    with started("hang") as procs:
         wait_running(procs[0])
         procs[1].send_signal(signal.SIGSTOP)  # hangs: alive, but silent
         _, err = procs[0].communicate(timeout=WAIT_S)
         assert procs[0].returncode == EXIT_PEER_LOST, err[-3000:]
         assert "error: process 1 of 2 was lost (no heartbeat for 3 s: it died, hung, or its host cannot be reached); " \
                "process 0 stops too." in err, err[-3000:]
-    finally:
-        for p in procs:
-            p.kill()
-            p.wait()
 
 
 @pytest.mark.timeout(300)
 def test_a_process_that_fails_is_named_with_its_error():
-    procs = start("fail")
-    try:
+    with started("fail") as procs:
         _, err1 = procs[1].communicate(timeout=WAIT_S)
         _, err0 = procs[0].communicate(timeout=WAIT_S)
         assert procs[1].returncode == 1 and "RuntimeError: boom in process 1" in err1, err1[-3000:]
         assert procs[0].returncode == EXIT_PEER_LOST, err0[-3000:]
         assert "error: process 1 of 2 was lost (it failed: RuntimeError: boom in process 1); process 0 stops too." in err0, \
             err0[-3000:]
-    finally:
-        for p in procs:
-            p.kill()
-            p.wait()
 
 
 @pytest.mark.timeout(300)
 def test_when_process_0_dies_jax_ends_the_others_at_once():
     """Process 0 hosts JAX's coordination service: without it no process can go on, and JAX's
     client ends the others itself, before any Python code runs (README and DESIGN.md say so)."""
-    procs = start("hang")
-    try:
+    with started("hang") as procs:
         wait_running(procs[1])
         procs[0].kill()
         _, err = procs[1].communicate(timeout=WAIT_S)
         assert procs[1].returncode not in (0, EXIT_PEER_LOST), err[-3000:]
         assert "Terminating process because the JAX distributed service detected fatal errors" in err, err[-3000:]
-    finally:
-        for p in procs:
-            p.kill()
-            p.wait()
