@@ -1,13 +1,13 @@
 """The actor side alone (no learner), IMPALA Pong: our inferencers vs issue 6's naive actor loop,
 in the same run, with where our inferencer threads spend their time.
 
-    python benchmarks/bench_actors.py --out DIR [--seconds 20] [--settings 32x1x2,64x2x2]
+    python benchmarks/bench_actors.py --out DIR [--seconds 20] [--settings 32x2,64x3]
 
 Ours: a GymnasiumLoop built from `experiments.impala`'s Atari preset; each inferencer runs
 `run_cycle` back to back in its own thread with the initial networks (nothing is learned).
 Peer: issue 6's naive actor-only loop: per thread ALE's AtariVectorEnv with async batch
 num_envs / 2, and per batch one jitted act (the same policy, same device), then send, then recv.
-Settings are ENVSxLANESxINFERENCERS, optionally tTHREADS: each env pool's threads (`--env_threads`;
+Settings are ENVSxINFERENCERS, optionally tTHREADS: each env pool's threads (`--env_threads`;
 ALE's default is min(envs, cores)); the peer runs with the same envs and threads. frames/s is
 env steps x frame skip (4) after one warm-up cycle per thread.
 
@@ -50,7 +50,9 @@ from experiments import impala  # noqa: E402
 from sebulba.agents.impala.agent import Impala  # noqa: E402
 from sebulba.loop import inferencer as inferencer_module  # noqa: E402
 from sebulba.loop.cycle import host_env_step  # noqa: E402
+from sebulba.loop.evaluator import acting  # noqa: E402
 from sebulba.loop.loop import GymnasiumLoop  # noqa: E402
+from sebulba.types import EnvStep  # noqa: E402
 
 FRAME_SKIP = 4
 
@@ -140,18 +142,18 @@ class PhaseClock:
         return timed
 
 
-def ours(num_envs: int, lanes: int, inferencers: int, seconds: float, env_threads: int | None,
+def ours(num_envs: int, inferencers: int, seconds: float, env_threads: int | None,
          stack_on_device: bool = False) -> tuple[Rate, dict[str, float]]:
-    exp = impala.make_experiment("Pong-v5", num_envs=num_envs, env_lanes=lanes, inferencers_per_device=inferencers,
+    exp = impala.make_experiment("Pong-v5", num_envs=num_envs, inferencers_per_device=inferencers,
                                  env_threads=env_threads,
                                  stack_on_device=stack_on_device)
     agent = Impala(envs.make_spec("Pong-v5", **exp.loop.env_kwargs), exp.agent)
     with CPU.building_envs():
         loop = GymnasiumLoop(agent, exp.loop)
     clock = PhaseClock()
-    lane_cls = inferencer_module.Lane
-    orig = lane_cls.recv, lane_cls.send
-    lane_cls.recv, lane_cls.send = clock.wrap("recv (env wait + pool)", orig[0]), clock.wrap("send (action to host + pool)", orig[1])
+    cls = inferencer_module.Inferencer
+    orig = cls._recv, cls._send
+    cls._recv, cls._send = clock.wrap("recv (env wait + pool)", orig[0]), clock.wrap("send (action to host + pool)", orig[1])
     loop.cycle.step_and_record = clock.wrap("act (jit dispatch)", loop.cycle.step_and_record)
     try:
         version, networks = loop.learner.version, loop.learner.networks
@@ -162,27 +164,28 @@ def ours(num_envs: int, lanes: int, inferencers: int, seconds: float, env_thread
         rate = _threads_rate(len(inferencers), seconds, 0.0,
                              lambda i: inferencers[i].run_cycle(version, networks).env_steps)
     finally:
-        lane_cls.recv, lane_cls.send = orig
+        cls._recv, cls._send = orig
         loop.close()
     per_thread = {k: v / rate.elapsed / len(loop.inferencers) for k, v in clock.total.items()}
     return rate, per_thread
 
 
 def policy(num_envs: int):
-    """The Atari preset's agent, initial networks, compiled cycle functions and env options: the
-    same policy and jitted act our inferencers use, for the loops measured beside them."""
+    """The Atari preset's agent, initial networks, compiled cycle functions, plain jitted act
+    (`Agent.step` on an EnvStep, no recording) and env options: the same policy our inferencers
+    use, for the loops measured beside them."""
     exp = impala.make_experiment("Pong-v5", num_envs=num_envs)
     agent = Impala(envs.make_spec("Pong-v5", **exp.loop.env_kwargs), exp.agent)
     loop = GymnasiumLoop(agent, exp.loop)
     networks, cycle = loop.learner.networks, loop.cycle
     loop.close()
-    return agent, networks, cycle, exp.loop.env_kwargs
+    return agent, networks, cycle, acting(agent, greedy=False), exp.loop.env_kwargs
 
 
 def naive(num_envs: int, threads_n: int, seconds: float, env_threads: int | None) -> Rate:
     from ale_py.vector_env import AtariVectorEnv
 
-    agent, networks, cycle, _ = policy(num_envs)
+    agent, networks, _, act, _ = policy(num_envs)
     batch = num_envs // 2
     with CPU.building_envs():
         vecs = [AtariVectorEnv("pong", num_envs, batch_size=batch, num_threads=env_threads or 0, reward_clipping=False)
@@ -195,8 +198,8 @@ def naive(num_envs: int, threads_n: int, seconds: float, env_threads: int | None
 
     def body(i: int) -> int:
         state, obs, reward, done, info = carry[i]
-        out, state, _ = cycle.step(networks, state, (), host_env_step(obs, reward, done, done, info["episode_frame_number"]))
-        vecs[i].send(np.asarray(out.action, np.int32))
+        action, state = act(networks, state, EnvStep(obs, reward, done, done, info["episode_frame_number"] == 0))
+        vecs[i].send(np.asarray(action, np.int32))
         obs, reward, done, _, info = vecs[i].recv()
         carry[i] = [state, obs, reward.astype(np.float32), done, info]
         return batch
@@ -286,25 +289,30 @@ def act_alone(num_envs: int, threads_n: int, seconds: float) -> tuple[Rate, Rate
     Measured three times: the naive loop's plain act, the same with the observations already on
     the device (no host-to-device copy), and the loop's own act, which also writes the step into
     the cycle's trajectory buffers (donated)."""
-    agent, networks, cycle, env_kwargs = policy(num_envs)
+    agent, networks, cycle, act, env_kwargs = policy(num_envs)
     pool = envs.make("Pong-v5", num_envs=num_envs, **env_kwargs)
     obs, info = pool.reset()
     pool.close()
     zeros = np.zeros(num_envs, np.float32)
+    first = info["elapsed_step"] == 0
+    plain_step = EnvStep(obs, zeros, zeros.astype(bool), zeros.astype(bool), first)
     env_step = host_env_step(obs, zeros, zeros.astype(bool), zeros.astype(bool), info["elapsed_step"])
+    plain_states = [agent.init_step_state(networks, num_envs, jax.random.key(i)) for i in range(threads_n)]
     states = [cycle.carry(agent.init_step_state(networks, num_envs, jax.random.key(i))) for i in range(threads_n)]
-    buffers = [cycle.new_buffers(networks, s, (), env_step) for s in states]
+    act_networks = cycle.act_networks(networks, states[0], (), env_step)
+    buffers = [cycle.new_buffers(act_networks, s, (), env_step) for s in states]
     calls = [0] * threads_n
 
-    on_device = jax.device_put(env_step)
+    on_device = jax.device_put(plain_step)
 
-    def plain(i: int, env_step=env_step) -> int:
-        out, states[i], _ = cycle.step(networks, states[i], (), env_step)
-        np.asarray(out.action)
+    def plain(i: int, env_step=plain_step) -> int:
+        action, plain_states[i] = act(networks, plain_states[i], env_step)
+        np.asarray(action)
         return num_envs
 
     def recording(i: int) -> int:
-        action, states[i], _, buffers[i] = cycle.step_and_record(networks, states[i], (), env_step, buffers[i], calls[i] % cycle.steps)
+        action, states[i], _, buffers[i] = cycle.step_and_record(act_networks, states[i], (), env_step, buffers[i],
+                                                                 calls[i] % cycle.steps)
         calls[i] += 1
         np.asarray(action)
         return num_envs
@@ -317,14 +325,14 @@ def act_alone(num_envs: int, threads_n: int, seconds: float) -> tuple[Rate, Rate
 MEASUREMENTS = ("ours", "ours_s", "naive", "env", "transfer", "act")
 
 
-def measure(n: int, lanes: int, k: int, threads: int | None, seconds: float, only: set[str]) -> dict[str, tuple[Rate, str]]:
+def measure(n: int, k: int, threads: int | None, seconds: float, only: set[str]) -> dict[str, tuple[Rate, str]]:
     """The chosen measurements of one setting: name -> (rate, what the threads' time went to)."""
     out: dict[str, tuple[Rate, str]] = {}
     if "naive" in only:
         out["naive loop"] = naive(n, k, seconds, threads), ""
     for name, on_device in (("ours", False), ("ours_s", True)):
         if name in only:
-            rate, phases = ours(n, lanes, k, seconds, threads, stack_on_device=on_device)
+            rate, phases = ours(n, k, seconds, threads, stack_on_device=on_device)
             title = "ours, stacking on the device" if on_device else "ours"
             out[title] = rate, ", ".join(f"{phase} {frac:.0%}" for phase, frac in phases.items())
     if "env" in only:
@@ -345,8 +353,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--seconds", type=float, default=20.0)
-    ap.add_argument("--settings", default="32x1x2",
-                    help="comma-separated ENVSxLANESxINFERENCERS[tTHREADS] (THREADS: each env pool's threads, "
+    ap.add_argument("--settings", default="32x2",
+                    help="comma-separated ENVSxINFERENCERS[tTHREADS] (THREADS: each env pool's threads, "
                          "--env_threads; default ALE's, min(envs, cores))")
     ap.add_argument("--only", default=",".join(MEASUREMENTS), help=f"comma-separated, of {', '.join(MEASUREMENTS)}")
     args = ap.parse_args()
@@ -357,14 +365,14 @@ def main() -> None:
     rows = []
     for s in args.settings.split(","):
         layout, _, threads = s.partition("t")
-        n, lanes, k = (int(x) for x in layout.split("x"))
+        n, k = (int(x) for x in layout.split("x"))
         threads = int(threads) if threads else None
-        results = measure(n, lanes, k, threads, args.seconds, only)
+        results = measure(n, k, threads, args.seconds, only)
         peer = results.get("naive loop")
         for title, (rate, phases) in results.items():
             c = rate.cpu
             vs_peer = "—" if peer is None else f"{rate.fps / peer[0].fps:.2f}x"
-            rows.append(f"| {k} x {n} envs, {lanes} lane(s){f', {threads} env threads' if threads else ''} | {title} | {rate.fps:,.0f} | {vs_peer} "
+            rows.append(f"| {k} x {n} envs{f', {threads} env threads' if threads else ''} | {title} | {rate.fps:,.0f} | {vs_peer} "
                         f"| {c['timed threads']:.2f} | {c['env threads']:.2f} | {c['other threads']:.2f} "
                         f"| {c['busiest other']} | {c['gil']} | {phases or '—'} |")
             print(rows[-1], flush=True)

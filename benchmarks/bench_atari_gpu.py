@@ -1,11 +1,11 @@
 """Atari on a GPU host: raw env frames/s of the host's cores, and end-to-end IMPALA Pong frames/s
 of `python -m experiments.impala --env Pong-v5`, measured in the same run (issue 6).
 
-    python benchmarks/bench_atari_gpu.py --out DIR [--seconds 180] [--settings 64x1x2x1,64x1x2x2,64x1x2x2s]
+    python benchmarks/bench_atari_gpu.py --out DIR [--seconds 180] [--settings 64x2x1,64x2x2,64x2x2s]
 
 Raw env: ALE's own AtariVectorEnv and our `envs` pool on top of it, 64 envs, async batch 32,
 16 threads, random actions, interleaved repeats (median). End to end: the CLI in a fresh process
-per setting (envs per inferencer x env lanes x inferencers [x learner minibatches per trajectory,
+per setting (envs per inferencer x inferencers [x learner minibatches per trajectory,
 default the preset's 2] [s: stacking frames on the device]), stopped after --seconds; frames/s is the
 slope of env steps x frame_skip (4) over the metrics rows after --warmup seconds (compilation and
 warm-up excluded); the run's CPU use over the same window (cores busy: CPU seconds per wall second,
@@ -85,10 +85,10 @@ def cpu_window(pid: int, start_s: float, end_s: float) -> dict[str, object]:
     return out
 
 
-def end_to_end(num_envs: int, lanes: int, inferencers: int, minibatches: int | None, seconds: float, warmup: float,
+def end_to_end(num_envs: int, inferencers: int, minibatches: int | None, seconds: float, warmup: float,
                logdir: Path, cli_flags: list[str]) -> dict[str, float]:
     logdir.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "experiments.impala", "--env=Pong-v5", f"--num_envs={num_envs}", f"--env_lanes={lanes}",
+    cmd = [sys.executable, "-m", "experiments.impala", "--env=Pong-v5", f"--num_envs={num_envs}",
            f"--inferencers_per_device={inferencers}", "--total_env_steps=1000000000", f"--logdir={logdir}", "--noprogress",
            "--log_every_s=5", "--checkpoint_every=0"] + ([f"--num_minibatches={minibatches}"] if minibatches else []) + cli_flags
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
@@ -138,8 +138,8 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--seconds", type=float, default=180.0, help="wall time of each end-to-end run")
     ap.add_argument("--warmup", type=float, default=30.0, help="seconds of each run left out of its frames/s")
-    ap.add_argument("--settings", default="64x1x2",
-                    help="comma-separated ENVSxLANESxINFERENCERS[xMINIBATCHES][s] (envs per inferencer, env lanes, "
+    ap.add_argument("--settings", default="64x2",
+                    help="comma-separated ENVSxINFERENCERS[xMINIBATCHES][s] (envs per inferencer, "
                          "inferencers, learner minibatches per trajectory; s: --stack_on_device), one end-to-end run each")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--cli_flags", default="", help="more flags for every end-to-end run, e.g. '--rmsprop_eps_in_sqrt=false'")
@@ -150,16 +150,16 @@ def main() -> None:
     rows = []
     for setting in args.settings.split(","):
         stacked = setting.endswith("s")
-        n, lanes, inferencers, minibatches = ([int(x) for x in setting.removesuffix("s").split("x")] + [0])[:4]
+        n, inferencers, minibatches = ([int(x) for x in setting.removesuffix("s").split("x")] + [0])[:3]
         # metrics.csv is written as the run goes, so a run cut short still has it
         try:
-            e2e = end_to_end(n, lanes, inferencers, minibatches or None, args.seconds, args.warmup, args.out / f"runs{setting}",
+            e2e = end_to_end(n, inferencers, minibatches or None, args.seconds, args.warmup, args.out / f"runs{setting}",
                              args.cli_flags.split() + ["--stack_on_device"] * stacked)
         except RuntimeError as e:  # one failed setting still leaves the others' figures
             print(f"setting {setting} failed: {e}", flush=True)
             continue
         ratio = e2e["fps"] / raw["ALE AtariVectorEnv (raw)"]
-        rows.append(f"| {inferencers} x {n} envs, {lanes} lane(s) of {n // lanes}, {minibatches or 'preset'}"
+        rows.append(f"| {inferencers} x {n} envs, {minibatches or 'preset'}"
                     f"{', stacked on the device' * stacked} | "
                     f"{e2e['fps']:,.0f} | {ratio:.2f}x | "
                     f"{e2e['learner_wait']:.2f} | {e2e['frames'] / 1e6:.2f}M in {e2e['wall']:.0f} s | {e2e['return']:.1f} | {e2e['return_at_peer']} | "
@@ -174,7 +174,7 @@ def main() -> None:
         "the Atari preset: IMPALA ResNet, "
         f"unroll 20; actors and learner share the one GPU), frames/s after the first {args.warmup:.0f} s; target >= {TARGET_FPS:,}:\n\n"
     )
-    header = ("| inferencers x envs, lanes, learner minibatches | frames/s | of raw ALE | learner wait | frames seen | return (last 20 episodes) "
+    header = ("| inferencers x envs, learner minibatches | frames/s | of raw ALE | learner wait | frames seen | return (last 20 episodes) "
               "| return at 7.7M frames (peer: -2) | CPU cores busy (busiest thread names) | target met? |\n"
               "|---|---:|---:|---:|---|---:|---:|---|---|")
     _report.device_section(args.out, "bench_atari_gpu.py", "Atari on a GPU host", text, header, rows)

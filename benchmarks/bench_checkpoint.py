@@ -119,7 +119,7 @@ def measure(async_mode: bool, num_envs: int, saves: int, restores: int, tmp: Pat
         return {"save": stats(save_s), "restore": stats(restore_s), "sizes": sizes, "in_memory": in_memory, "exact": exact,
                 "plain_save": stats(plain_save_s), "plain_restore": stats(plain_restore_s),
                 "plain_bytes": disk_bytes(root / "plain" / str(saves)), "networks": count(learner.networks),
-                "opt_state": count(learner.opt_state), "lanes": len(loop.state.lanes), "envs": num_envs * exp.loop.num_inferencers}
+                "opt_state": count(learner.opt_state), "inferencers": len(loop.state.inferencers), "envs": num_envs * exp.loop.num_inferencers}
 
 
 def mib(n: int) -> str:
@@ -135,7 +135,7 @@ def section(results: dict[str, dict[str, Any]], args: argparse.Namespace) -> str
         f"`{' '.join(['python benchmarks/bench_checkpoint.py', *sys.argv[1:]])}`  \n"
         f"Machine: {platform.platform()}, {os.cpu_count()} cores, CPU only (jax {jax.__version__}, orbax-checkpoint "
         f"{ocp.__version__}); the cores may have been shared with other work. Pong-v5 with the Atari preset (IMPALA "
-        f"ResNet, RMSProp, 2 inferencers) but {args.envs} envs per inferencer ({r['envs']} in all, {r['lanes']} lanes), "
+        f"ResNet, RMSProp, 2 inferencers) but {args.envs} envs per inferencer ({r['envs']} in all, {r['inferencers']} inferencers), "
         f"one learner update per inferencer, then {args.saves} timed saves after a warm-up and {args.restores} timed "
         f"restores of the last (seconds: median, min-max), written under {tempfile.gettempdir()} (local disk).\n\n"
         f"Networks: {n_params:,} parameters, {mib(net_bytes)}; optimizer state: {n_opt:,} values, {mib(opt_bytes)}.\n\n"
@@ -143,7 +143,7 @@ def section(results: dict[str, dict[str, Any]], args: argparse.Namespace) -> str
     rows = ["| | async (preset) | sync (`async_mode=False`) |", "|---|---:|---:|"]
     cell = lambda f: " | ".join(f(results[m]) for m in ("async", "sync"))  # noqa: E731
     span = lambda s: f"{s['median']:.3f} ({s['min']:.3f}-{s['max']:.3f})"  # noqa: E731
-    for item, what in (("state", "learner: networks, optimizer, key"), ("actors", "episode stats; sync: lanes' step state"),
+    for item, what in (("state", "learner: networks, optimizer, key"), ("actors", "episode stats; sync: inferencers' step state"),
                        ("pools", "env snapshots"), ("meta", "counters, layout"), ("total", "the step's directory")):
         rows.append(f"| on disk: `{item}` ({what}) | {cell(lambda x: mib(x['sizes'][item]))} |")
     rows += [
@@ -163,7 +163,7 @@ def section(results: dict[str, dict[str, Any]], args: argparse.Namespace) -> str
         "\n\n**Reading these figures.** The learner state dominates both size and time: the networks and RMSProp's "
         "accumulator (one value per parameter) in float32, which orbax's zstd-compressed format stores in "
         f"{mib(r['sizes']['state'])} of the {mib(r['in_memory']['state'])} in memory. The actors' item is episode "
-        f"statistics in async mode; in sync mode it also holds every lane's step state and last observations "
+        f"statistics in async mode; in sync mode it also holds every inferencer's step state and last observations "
         f"({mib(sync['in_memory']['actors'])} in memory, {mib(sync['sizes']['actors'])} on disk: Pong's frames compress "
         "well). Sync mode writes no `pools` item for Pong: ALE's env state cannot be captured (`EnvPool.snapshot` "
         "supports the native backend only), so `save` logs a warning and a resumed sync run starts fresh episodes. "

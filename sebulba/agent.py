@@ -33,7 +33,7 @@ import jax
 import optax
 
 import envs
-from sebulba.sharding import LEARNER_AXIS, LearnerSharding
+from sebulba.sharding import LEARNER_AXIS, LearnerSharding, env_axes_of
 from sebulba.types import ActorOutput, EnvStep, ExperienceLayout, Metrics, Trajectory
 
 N = TypeVar("N")  # networks
@@ -95,10 +95,21 @@ class Agent(abc.ABC, Generic[N, O, E, S]):
         return self.step(networks, step_state, env_step)
 
     def shard_step_state(self, step_state: S, sharding: LearnerSharding) -> S:
-        """Move a step state to the learner devices. Default: leaves with a leading env axis are
-        split over the devices like the trajectory; everything else (e.g. one RNG key) is
-        replicated. Override when the state has another layout."""
-        return sharding.per_env(step_state)
+        """Move a step state to the learner devices. Default: per-env leaves (those whose shape
+        follows `num_envs` in `init_step_state`, `step_state_env_axes`) are split over the devices
+        like the trajectory, along that axis; everything else (e.g. one RNG key) is replicated.
+        Override when the state has another layout."""
+        return sharding.put(step_state, self.step_state_env_axes(sharding.num_envs))
+
+    def step_state_env_axes(self, num_envs: int) -> Any:
+        """Per leaf of a step state for num_envs envs, its env axis (-1: not per env), read off
+        `init_step_state` by tracing it for num_envs and num_envs + 1 envs (once per num_envs)."""
+        cache = self.__dict__.setdefault("_step_state_env_axes", {})
+        if num_envs not in cache:
+            key = jax.eval_shape(jax.random.key, 0)
+            networks = jax.eval_shape(self.init_networks, key)
+            cache[num_envs] = env_axes_of(lambda n, nets, k: self.init_step_state(nets, n, k), num_envs, networks, key)
+        return cache[num_envs]
 
     # ---------------------------------------------------------------- learning
     @abc.abstractmethod

@@ -9,9 +9,11 @@ import pytest
 import envs
 import sebulba
 from sebulba.agents import RandomAgent, SimplePolicyGradient, SPGConfig
-from sebulba.loop.cycle import CycleFunctions, episode_stats
+from sebulba.episodes import episode_stats
+from sebulba.loop.cycle import CycleFunctions
 from sebulba.types import EnvStep
 from tests.support.agents import CountingAgent
+from tests.support.reference import ReferenceCycle
 
 CARTPOLE = envs.make_spec("CartPole-v1")
 
@@ -28,6 +30,7 @@ def test_donated_slots_are_consumed_and_results_correct():
     nets = agent.init_networks(jax.random.key(0))
     ss = jnp.arange(4, dtype=jnp.int32)
     es = env_step(4)
+    nets = c.act_networks(nets, ss, (), es)
     bufs = c.new_buffers(nets, ss, (), es)
     for t in range(3):
         old_ss, old_bufs = ss, bufs
@@ -42,15 +45,19 @@ def test_donated_slots_are_consumed_and_results_correct():
     np.testing.assert_array_equal(np.asarray(ret), 3.0)  # three rewards of 1 since the cycle began
 
 
-def test_donation_on_and_off_give_identical_trajectories():
-    trajs = []
-    for donate in (True, False):
-        cfg = sebulba.LoopConfig(num_envs=4, steps_per_cycle=12, async_mode=False, donate=donate, inferencers_per_device=1)
-        with sebulba.GymnasiumLoop(SimplePolicyGradient(CARTPOLE, SPGConfig(hidden_sizes=(16,))), cfg) as loop:
-            inf = loop.inferencers[0]
-            out = [inf.run_cycle(0, loop.learner.networks).trajectory for _ in range(3)]
-            trajs.append(jax.tree.map(np.asarray, out))
-    jax.tree.map(np.testing.assert_array_equal, *trajs)
+def test_the_cycle_gives_the_trajectories_of_a_plain_reference_cycle():
+    """The donated, packed cycle with carried keys against `tests/support/reference.py`: jitted
+    `Agent.step` per env step, the trajectory stacked and the episodes summed with numpy."""
+    agent = SimplePolicyGradient(CARTPOLE, SPGConfig(hidden_sizes=(16,)))
+    cfg = sebulba.LoopConfig(num_envs=4, steps_per_cycle=12, async_mode=False, inferencers_per_device=1, seed=3)
+    with sebulba.GymnasiumLoop(agent, cfg) as loop:
+        inf, networks = loop.inferencers[0], loop.learner.networks
+        got = [jax.tree.map(np.asarray, inf.run_cycle(0, networks).trajectory) for _ in range(3)]
+        reference = ReferenceCycle(agent, jax.device_get(networks), "CartPole-v1", 4, cfg.seed, inf.key)
+        want = [reference.run(12) for _ in range(3)]
+        reference.close()
+    assert sum(int(t.env_step.first[1:].sum()) for t in want) >= 1  # an episode restarts within the 36 steps
+    jax.tree.map(np.testing.assert_array_equal, got, want)
 
 
 def test_learner_donates_optimizer_and_experience_but_not_networks():
@@ -64,15 +71,14 @@ def test_learner_donates_optimizer_and_experience_but_not_networks():
         assert all(np.isfinite(np.asarray(x)).all() for x in jax.tree.leaves(loop.learner.networks))
 
 
-@pytest.mark.parametrize("donate", [True, False])
-def test_no_retrace_once_warm(donate):
+def test_no_retrace_once_warm():
     """The first cycles compile (the experience pytree changes once, from its initial value);
     after that neither the inference cycle nor the learner may retrace."""
-    cfg = sebulba.LoopConfig(num_envs=4, steps_per_cycle=5, async_mode=False, donate=donate, log_every_s=1e3)
+    cfg = sebulba.LoopConfig(num_envs=4, steps_per_cycle=5, async_mode=False, log_every_s=1e3)
     with sebulba.GymnasiumLoop(SimplePolicyGradient(CARTPOLE, SPGConfig(hidden_sizes=(16,))), cfg) as loop:
         loop.run(max_cycles=4)
         c = loop.cycle
-        fns = [c.step, c.step_and_record, c.finish, c.stack, c.new_buffers, c.cycle_start, c.copy, *loop.learner._compiled.values()]
+        fns = [c.step_and_record, c.finish, c.new_buffers, c.cycle_start, c.from_carry, *loop.learner._compiled.values()]
         sizes = [f._cache_size() for f in fns]
         compiled = len(loop.learner._compiled)
         loop.run(max_cycles=6)
@@ -122,6 +128,6 @@ def test_step_state_with_one_array_twice_is_donated_safely():
     with sebulba.GymnasiumLoop(Aliased(CARTPOLE), cfg) as loop:
         inf = loop.inferencers[0]
         inf.run_cycle(0, loop.learner.networks)
-        a, b = inf.lanes[0].step_state
+        a, b = inf.step_state
         np.testing.assert_array_equal(np.asarray(a), 5)
         np.testing.assert_array_equal(np.asarray(b), 10)

@@ -265,24 +265,24 @@ def test_num_threads_is_the_number_of_ales_workers(num_threads):
         pool.reset()
 
 
-def test_env_threads_flag_sets_every_lanes_pool():
+def test_env_threads_flag_sets_every_inferencers_pool():
     """--env_threads (make_experiment's env_threads) is EnvPool's num_threads of each pool: every
-    inferencer's lanes, with frames stacked by the env or on the device."""
+    inferencer's, with frames stacked by the env or on the device."""
     from experiments import impala
     from sebulba.agents.impala.agent import Impala
     from sebulba.loop.loop import GymnasiumLoop
 
     assert "num_threads" not in impala.make_experiment("Pong-v5").loop.env_kwargs
     for stack_on_device in (False, True):
-        exp = impala.make_experiment("Pong-v5", env_threads=1, num_envs=4, env_lanes=2, async_mode=False,
+        exp = impala.make_experiment("Pong-v5", env_threads=1, num_envs=4, async_mode=False,
                                      stack_on_device=stack_on_device)
         assert exp.loop.env_kwargs == {"reward_clip": True, "episodic_life": True, "num_threads": 1}
         before = _threads()
         # a small MLP torso: what is tested is the pools, and the ResNet's compile would take most of the time
         agent = dataclasses.replace(exp.agent, torso="mlp", hidden_sizes=(8,))
         with GymnasiumLoop(Impala(envs.make_spec("Pong-v5", **exp.loop.env_kwargs), agent), exp.loop) as loop:
-            pools = [lane.pool for inf in loop.inferencers for lane in inf.lanes]
-            assert len(pools) == 2 * 2 and all(p.config["num_threads"] == 1 for p in pools)
+            pools = [inf.pool for inf in loop.inferencers]
+            assert len(pools) == 2 and all(p.config["num_threads"] == 1 for p in pools)
             assert len(_threads() - before) >= len(pools)  # at least ALE's one worker per pool
 
 

@@ -25,18 +25,17 @@ def networks(loop):
 
 
 @pytest.mark.parametrize("minibatches", [1, 2])
-def test_interrupted_and_resumed_run_is_bit_identical(tmp_path, minibatches, lanes=2):
-    """(Two lanes per inferencer: the most actor state to get right; the CLI drills cover one.
-    With 2 minibatches the learner's key and optimizer count advance twice per update.)"""
-    with make_loop(minibatches, env_lanes=lanes) as loop:
+def test_interrupted_and_resumed_run_is_bit_identical(tmp_path, minibatches):
+    """(With 2 minibatches the learner's key and optimizer count advance twice per update.)"""
+    with make_loop(minibatches) as loop:
         loop.run(max_cycles=12)
         straight = networks(loop)
         straight_report = loop.reports[-1]
     ckpt = CheckpointConfig(str(tmp_path / "ckpt"), every_learner_steps=5, keep=2)
-    with make_loop(minibatches, env_lanes=lanes) as loop:
+    with make_loop(minibatches) as loop:
         loop.run(max_cycles=7, checkpointer=Checkpointer(ckpt))  # saves at 5 and at the end (7)
     assert Checkpointer(ckpt).latest_step() == 7
-    with make_loop(minibatches, env_lanes=lanes) as loop:  # a fresh process would build exactly this
+    with make_loop(minibatches) as loop:  # a fresh process would build exactly this
         ctx = loop.run(max_cycles=12, checkpointer=Checkpointer(ckpt), resume=True)
         resumed = networks(loop)
         assert ctx.learner_steps == 12 and ctx.env_steps == 12 * 8 * 10
@@ -153,11 +152,11 @@ def test_envs_that_cannot_be_captured_resume_with_fresh_episodes_and_the_actors_
     ckpt = CheckpointConfig(str(tmp_path / "ckpt"), every_learner_steps=2)
     with sebulba.GymnasiumLoop(MinibatchSPG(CARTPOLE, 1), cfg) as loop:
         loop.run(max_cycles=2, checkpointer=Checkpointer(ckpt))
-        (lane,) = loop.inferencers[0].lanes
+        lane = loop.inferencers[0]
         saved_keys = np.asarray(jax.random.key_data(jax.tree.leaves(lane.step_state)[0]))
     with sebulba.GymnasiumLoop(MinibatchSPG(CARTPOLE, 1), cfg) as loop:
         loop.start_inferencers()
-        (lane,) = loop.inferencers[0].lanes
+        lane = loop.inferencers[0]
         fresh_keys = np.asarray(jax.random.key_data(jax.tree.leaves(lane.step_state)[0]))
         assert not np.array_equal(fresh_keys, saved_keys)  # the keys moved on during the first run
         Checkpointer(ckpt).restore(loop.state)

@@ -29,9 +29,9 @@ def one_cycle(num_envs: int) -> tuple:
         return jax.tree.map(host, (r.initial_step_state, r.final_step_state, r.trajectory))
 
 
-def place(cycle, sharding: LearnerSharding):
+def place(cycle, sharding: LearnerSharding, agent=MinibatchSPG(CARTPOLE, 1)):
     initial, final, traj = cycle
-    return sharding.per_env(initial), sharding.per_env(final), sharding.per_env(traj, axis=1)
+    return agent.shard_step_state(initial, sharding), agent.shard_step_state(final, sharding), sharding.trajectory(traj)
 
 
 def env_slice(cycle, envs_kept: list[int], num_envs: int):

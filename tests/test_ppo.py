@@ -174,7 +174,8 @@ def update_on(devices, agent, cycle, num_envs=8, steps=16):
     layout = ExperienceLayout(1, num_envs // len(devices), steps)
     learner = Learner(agent, sharding, layout, jax.random.key(0))
     initial, final, traj = cycle
-    metrics = learner.update(sharding.per_env(initial), sharding.per_env(final), sharding.per_env(traj, axis=1))
+    metrics = learner.update(agent.shard_step_state(initial, sharding), agent.shard_step_state(final, sharding),
+                             sharding.trajectory(traj))
     return jax.tree.map(np.asarray, (learner.networks, learner.opt_state, metrics))
 
 
@@ -209,7 +210,8 @@ def test_epochs_are_plain_optimizer_steps_on_the_samples_begin_update_makes():
     sharding = LearnerSharding.create(jax.devices()[:1], 8)
     learner = Learner(agent, sharding, ExperienceLayout(1, 8, 16), jax.random.key(0))
     networks, opt_state = jax.tree.map(np.asarray, (learner.networks, learner.opt_state))
-    learner.update(sharding.per_env(initial), sharding.per_env(final), sharding.per_env(traj, axis=1))
+    learner.update(agent.shard_step_state(initial, sharding), agent.shard_step_state(final, sharding),
+                   sharding.trajectory(traj))
 
     def reference(networks, opt_state, traj):
         networks, samples = agent.begin_update(networks, traj, jax.random.key(0))

@@ -30,7 +30,7 @@ FLAGS = flags.FLAGS
 # Entry points log at INFO through absl; jax's INFO lines (e.g. "Unable to initialize backend
 # 'tpu'" on every CPU host) would read like errors.
 logging.getLogger("jax").setLevel(logging.WARNING)
-LOOP_FLAGS = ("num_envs", "total_env_steps", "inferencers_per_device", "env_lanes", "env_threads", "stack_on_device",
+LOOP_FLAGS = ("num_envs", "total_env_steps", "inferencers_per_device", "env_threads", "stack_on_device",
               "async_mode", "log_every_s")
 
 
@@ -45,10 +45,8 @@ def define_loop_flags(default_env: str) -> None:
     flags.DEFINE_string("actor_devices", None, "Comma-separated jax device indices that act (default: 0).")
     flags.DEFINE_string("learner_devices", None, "Comma-separated device indices that learn (default: the others, or 0).")
     flags.DEFINE_integer("inferencers_per_device", None, "Inferencer threads per actor device.", lower_bound=1)
-    flags.DEFINE_integer("env_lanes", None, "Split each inferencer's envs into this many sync pools stepped in turn, "
-                         "so one lane's envs step while another's actions are inferred (default 1).")
     flags.DEFINE_integer("env_threads", None, "Threads (worker processes for the process backend) of each env pool, "
-                         "i.e. of each inferencer's lane: EnvPool's num_threads (default: the backend's; ALE: "
+                         "i.e. of each inferencer's: EnvPool's num_threads (default: the backend's; ALE: "
                          "min(envs, cores), and at most one per core).", lower_bound=0)
     flags.DEFINE_bool("stack_on_device", None, "Atari: the envs send single frames and each inferencer stacks them on "
                       "its device (the agent sees the same stacks; 1/stack_num of the bytes cross to it).")
@@ -110,7 +108,7 @@ def build(env: str, seed: int, preset: dict, overrides: dict, steps_per_cycle: C
     loop = LoopConfig(
         env_id=env, env_kwargs=env_kwargs, num_envs=get("num_envs"), steps_per_cycle=steps_per_cycle(agent), seed=seed,
         actor_devices=o.get("actor_devices") or actors, learner_devices=o.get("learner_devices") or learners,
-        inferencers_per_device=get("inferencers_per_device"), env_lanes=get("env_lanes") or 1,
+        inferencers_per_device=get("inferencers_per_device"),
         stack_on_device=bool(get("stack_on_device")),
         async_mode=get("async_mode"), log_every_s=get("log_every_s"),
     )

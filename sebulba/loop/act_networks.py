@@ -61,26 +61,3 @@ def used_leaves(fn: Callable, networks: Any, *args: Any) -> tuple[bool, ...]:
         if eqn.effects or any(v in live for v in eqn.outvars):
             live.update(v for v in eqn.invars if isinstance(v, Var))
     return tuple(v in live for v in jaxpr.invars[:len(jax.tree.leaves(networks))])
-
-
-class Act:
-    """A jitted act `fn(networks, step_state, stacks, env_step, ...)` that takes the networks as
-    `ActNetworks` (which `fn` unpacks with `full()`). Called or lowered with the networks pytree,
-    it makes them first (the inferencer passes them made, once per networks version)."""
-
-    def __init__(self, jitted: Any, make: Callable[..., ActNetworks]):
-        self.jitted = jitted
-        self._make = make  # (networks, step_state, stacks, env_step) -> ActNetworks
-
-    def __call__(self, networks: Any, *args: Any) -> Any:
-        if not isinstance(networks, ActNetworks):
-            networks = self._make(networks, *args[:3])
-        return self.jitted(networks, *args)
-
-    def lower(self, networks: Any, *args: Any) -> Any:
-        if not isinstance(networks, ActNetworks):
-            networks = self._make(networks, *args[:3])
-        return self.jitted.lower(networks, *args)
-
-    def _cache_size(self) -> int:
-        return self.jitted._cache_size()

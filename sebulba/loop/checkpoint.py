@@ -4,7 +4,7 @@ jax.distributed job.
 A checkpoint holds the learner state once (networks, optimizer state, RNG key: identical on every
 process, written by one replica), the agent's experience state when asked (R2D2's replay: each
 process writes its learner devices' shards), each process's actor state as its own row of
-per-process arrays (episode statistics; in sync mode also every lane's step state, running sums
+per-process arrays (episode statistics; in sync mode also every inferencer's step state, running sums
 and env pool snapshot, so a resumed run is bit-identical to an uninterrupted one), and the
 counters and layout as JSON. Every process calls `save` and `restore` at the same learner step.
 
@@ -24,8 +24,9 @@ from typing import Any
 import jax
 import numpy as np
 
+from sebulba import keys
 from sebulba.loop.config import LoopConfig
-from sebulba.loop.inferencer import Inferencer, Lane
+from sebulba.loop.inferencer import Inferencer
 from sebulba.loop.learner import Learner
 from sebulba.loop.metrics import MetricsWindow
 from sebulba.loop.processes import allgather, own_row, per_process, process_sharding
@@ -57,10 +58,6 @@ class LoopState:
     async_mode: bool
     layout: Mapping[str, Any]  # processes, devices, envs: JSON values
 
-    @property
-    def lanes(self) -> list[Lane]:
-        return [lane for inf in self.inferencers for lane in inf.lanes]
-
     def start_inferencers(self) -> None:
         """Reset every pool and build every step state now (the targets of a restore)."""
         for inf in self.inferencers:
@@ -72,47 +69,22 @@ def loop_layout(config: LoopConfig) -> dict[str, Any]:
     c = config
     return {"processes": jax.process_count(), "local_devices": len(jax.local_devices()),
             "actor_devices": list(c.actor_devices), "learner_devices": list(c.learner_devices),
-            "inferencers_per_device": c.inferencers_per_device, "num_envs": c.num_envs, "env_lanes": c.env_lanes,
-            "steps_per_cycle": c.steps_per_cycle}
-
-
-def _is_key(x: Any) -> bool:
-    return isinstance(x, jax.Array) and jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key)
-
-
-def _raw(x: Any) -> Any:
-    """Typed PRNG keys as their raw key data (orbax stores plain arrays)."""
-    return jax.random.key_data(x) if _is_key(x) else x
+            "inferencers_per_device": c.inferencers_per_device, "num_envs": c.num_envs, "steps_per_cycle": c.steps_per_cycle}
 
 
 def _abstract(tree: Any) -> Any:
     """What to restore learner state into: the same shapes, dtypes and shardings."""
-    return jax.tree.map(lambda x: jax.ShapeDtypeStruct(_raw(x).shape, _raw(x).dtype, sharding=x.sharding), tree)
-
-
-def _typed_like(restored: Any, like: Any) -> Any:
-    """Restored arrays back into `like`'s leaf types: raw key data into typed keys, host values
-    onto the device (and sharding) of `like`'s jax arrays, numpy kept numpy."""
-    def back(r, x):
-        if _is_key(x):
-            r = jax.random.wrap_key_data(jax.device_put(r, x.sharding) if isinstance(r, np.ndarray) else r,
-                                         impl=jax.random.key_impl(x))
-            return r
-        if isinstance(x, jax.Array) and isinstance(r, np.ndarray):
-            return jax.device_put(r, x.sharding)
-        return r
-
-    return jax.tree.map(back, restored, like)
+    return jax.tree.map(lambda x: jax.ShapeDtypeStruct(keys.raw(x).shape, keys.raw(x).dtype, sharding=x.sharding), tree)
 
 
 def _rows(tree: Any) -> Any:
     """This process's actor state as rows of per-process global arrays."""
-    return jax.tree.map(lambda x: per_process(np.asarray(_raw(x))), tree)
+    return jax.tree.map(lambda x: per_process(np.asarray(keys.raw(x))), tree)
 
 
 def _abstract_rows(tree: Any) -> Any:
     sharding = process_sharding()
-    return jax.tree.map(lambda x: jax.ShapeDtypeStruct((jax.process_count(), *np.shape(_raw(x))), np.asarray(_raw(x)).dtype,
+    return jax.tree.map(lambda x: jax.ShapeDtypeStruct((jax.process_count(), *np.shape(keys.raw(x))), np.asarray(keys.raw(x)).dtype,
                                                        sharding=sharding), tree)
 
 
@@ -143,20 +115,20 @@ class Checkpointer:
     def _actor_state(loop: LoopState) -> dict:
         state: dict[str, Any] = {"episodes": loop.window.state()}
         if not loop.async_mode:
-            state["lanes"] = [
-                {"step_state": lane.step_state, "env_step": jax.tree.map(np.asarray, lane.env_step),
-                 "running": lane.running, "stacks": lane.stacks}
-                for lane in loop.lanes
+            state["lanes"] = [  # one per inferencer (the name checkpoints have always had)
+                {"step_state": inf.step_state, "env_step": jax.tree.map(np.asarray, inf.env_step),
+                 "running": inf.running, "stacks": inf.stacks}
+                for inf in loop.inferencers
             ]
         return state
 
     @staticmethod
     def _pool_snapshots(loop: LoopState) -> list[bytes] | None:
-        """Sync mode: every lane's env pool, when its backend can be captured (native tasks)."""
+        """Sync mode: every inferencer's env pool, when its backend can be captured (native tasks)."""
         if loop.async_mode:
             return None
         try:
-            return [lane.pool.snapshot() for lane in loop.lanes]
+            return [inf.pool.snapshot() for inf in loop.inferencers]
         except NotImplementedError as e:
             log.warning(f"checkpoint without env state ({e}): a resumed run starts fresh episodes (the actors' step "
                         "states and keys go on)")
@@ -177,7 +149,7 @@ class Checkpointer:
         meta = {"env_steps": env_steps, "learner_steps": learner_steps, "version": loop.learner.version,
                 "async_mode": loop.async_mode, "has_experience": self.config.save_experience,
                 "layout": dict(loop.layout)}
-        items = {"state": ocp.args.StandardSave(jax.tree.map(_raw, self._learner_state(loop))),
+        items = {"state": ocp.args.StandardSave(keys.raw(self._learner_state(loop))),
                  "actors": ocp.args.StandardSave(_rows(self._actor_state(loop)))}
         pools = self._pool_snapshots(loop)
         if pools is not None:  # each process's snapshots as one row of bytes, padded to the longest
@@ -237,27 +209,27 @@ class Checkpointer:
         actors = self._actor_state(loop)
         items = {"state": ocp.args.StandardRestore(_abstract(like)), "actors": ocp.args.StandardRestore(_abstract_rows(actors))}
         if "pool_bytes" in meta and not loop.async_mode:
-            pools_like = {"sizes": np.zeros(len(loop.lanes), np.int64), "data": np.zeros((len(loop.lanes), meta["pool_bytes"]), np.uint8)}
+            pools_like = {"sizes": np.zeros(len(loop.inferencers), np.int64), "data": np.zeros((len(loop.inferencers), meta["pool_bytes"]), np.uint8)}
             items["pools"] = ocp.args.StandardRestore(_abstract_rows(pools_like))
         restored = self._manager.restore(step, args=ocp.args.Composite(**items))
-        state = _typed_like(dict(restored["state"]), like)
+        state = keys.typed_like(dict(restored["state"]), like)
         learner = loop.learner
         learner.networks, learner.opt_state, learner._key = state["networks"], state["opt_state"], state["key"]
         if "experience" in state:
             learner.experience = state["experience"]
         learner.version = meta["version"]
         loop.staging.publish(learner.version, learner.networks)
-        mine = _typed_like(jax.tree.map(own_row, dict(restored["actors"])), actors)
+        mine = keys.typed_like(jax.tree.map(own_row, dict(restored["actors"])), actors)
         loop.window.load(mine["episodes"])
         envs_restored = "pools" in items
-        for lane, saved in zip(loop.lanes, mine.get("lanes", [])):
-            lane.step_state = saved["step_state"]  # the actors' keys and carries go on
+        for inf, saved in zip(loop.inferencers, mine.get("lanes", [])):
+            inf.step_state = saved["step_state"]  # the actors' keys and carries go on
             if envs_restored:  # the envs' own stream: only where the envs go on too
-                lane.env_step, lane.stacks, lane.running = saved["env_step"], saved["stacks"], tuple(saved["running"])
+                inf.env_step, inf.stacks, inf.running = saved["env_step"], saved["stacks"], tuple(saved["running"])
         if envs_restored:
             pools = jax.tree.map(own_row, dict(restored["pools"]))
-            for lane, size, data in zip(loop.lanes, pools["sizes"], pools["data"]):
-                lane.pool.restore(data[:int(size)].tobytes())
+            for inf, size, data in zip(loop.inferencers, pools["sizes"], pools["data"]):
+                inf.pool.restore(data[:int(size)].tobytes())
         log.info(f"resumed from checkpoint {step} ({meta['env_steps']:,} env steps)")
         return meta
 

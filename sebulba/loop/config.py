@@ -19,10 +19,8 @@ class LoopConfig:
     actor_devices: tuple[int, ...] = (0,)
     learner_devices: tuple[int, ...] = (0,)
     inferencers_per_device: int = 2  # double buffering: one steps envs while the other infers
-    env_lanes: int = 1  # an inferencer's envs as this many sync pools: one lane's envs step while another's actions are inferred
     queue_size: int = 2  # bounded trajectory queue: a slow learner makes actors wait
     async_mode: bool = True  # False: one cycle then one update, in order, bit-reproducible
-    donate: bool = True  # in-place, donated trajectory bookkeeping inside the jitted step
     # Atari: pools send single frames and each inferencer stacks them on its actor device
     # (agents see the same stacked observations; 1/stack_num of the bytes cross to the device).
     stack_on_device: bool = False
@@ -30,7 +28,7 @@ class LoopConfig:
     log_every_s: float = 5.0
 
     def __post_init__(self) -> None:
-        for name in ("num_envs", "steps_per_cycle", "inferencers_per_device", "env_lanes", "queue_size"):
+        for name in ("num_envs", "steps_per_cycle", "inferencers_per_device", "queue_size"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
                 raise ValueError(f"{name} must be a positive int, got {getattr(self, name)!r}")
         for name in ("actor_devices", "learner_devices"):
@@ -43,8 +41,6 @@ class LoopConfig:
                 f"num_envs={self.num_envs} must be divisible by the {len(self.learner_devices)} learner devices "
                 "(each learner device takes an equal share of every trajectory)"
             )
-        if self.num_envs % self.env_lanes:
-            raise ValueError(f"num_envs={self.num_envs} must be divisible by env_lanes={self.env_lanes}")
         if not isinstance(self.stack_on_device, bool):
             raise ValueError(f"stack_on_device must be a bool, got {self.stack_on_device!r}")
         if self.log_every_s <= 0:

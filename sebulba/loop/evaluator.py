@@ -18,6 +18,7 @@ import jax
 import numpy as np
 
 import envs
+from sebulba.episodes import advance
 from sebulba.agent import Agent
 from sebulba.types import EnvStep
 
@@ -83,8 +84,7 @@ class Evaluator:
                 action, step_state = self._act(networks, step_state, env_step)
                 obs, reward, terminated, truncated, info = self.pool.step(np.asarray(action))
                 first = info["elapsed_step"] == 0
-                running = np.where(first, 0.0, running + reward)
-                length = np.where(first, 0, length + 1)
+                running, length = advance(running, length, reward, first, np)
                 done = terminated | truncated
                 for i in np.flatnonzero(done & (counts < targets)):
                     returns.append(running[i])

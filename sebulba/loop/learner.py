@@ -4,11 +4,15 @@ steps. Networks and optimizer state are replicated; experience state is one shar
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec as P
 
+from sebulba import keys
 from sebulba.agent import Agent
 from sebulba.loop import framestack
 from sebulba.sharding import LEARNER_AXIS, LearnerSharding
@@ -80,31 +84,66 @@ def _minibatch(tree, env_axes, index: jax.Array, count: int):
     return jax.tree.map(take, tree, env_axes)
 
 
-def _check_minibatches(agent: Agent, layout: ExperienceLayout) -> tuple[int, int]:
-    """(minibatches, epochs) of the agent's on-policy learning, validated against the layout."""
-    name = type(agent).__name__
-    m, epochs = agent.num_minibatches(), agent.num_epochs()
-    for hook, value in (("num_minibatches", m), ("num_epochs", epochs)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"{name}.{hook}() must be a positive int, got {value!r}")
-    if agent.minibatch_over not in ("envs", "steps"):
-        raise ValueError(f"{name}.minibatch_over must be 'envs' or 'steps', got {agent.minibatch_over!r}")
-    on_policy_only = [what for what, used in (("num_minibatches() > 1", m > 1), ("num_epochs() > 1", epochs > 1),
-                                              ("minibatch_over='steps'", agent.minibatch_over == "steps")) if used]
-    if on_policy_only and agent.num_off_policy_optims_per_cycle() > 0:
-        raise ValueError(f"{name}: {' and '.join(on_policy_only)} is for on-policy agents; an off-policy agent "
-                         "samples its own batches from its experience state")
-    if epochs > 1 and agent.minibatch_over != "steps":
-        raise ValueError(f"{name}: num_epochs() > 1 needs minibatch_over='steps' (several passes over minibatches "
-                         "of envs, for sequence agents, are not supported yet)")
-    if agent.minibatch_over == "steps":
-        if layout.steps_per_cycle % m:
+@dataclasses.dataclass(frozen=True)
+class Schedule:
+    """How a learner step turns one cycle into optimizer steps: the agent's four knobs
+    (`num_minibatches`, `num_epochs`, `minibatch_over`, `num_off_policy_optims_per_cycle`),
+    checked once, against the rules below, each with its own error.
+
+    - on-policy, minibatches of envs (the default, `minibatch_over="envs"`): the cycle is learned
+      as `minibatches` slices of each device's envs, one learner call each (`calls`), each one
+      `update_experience`, `begin_update` and one optimizer step;
+    - on-policy, minibatches of steps (`minibatch_over="steps"`, PPO): one call, one
+      `update_experience` and `begin_update`, then `epochs` passes of `minibatches` freshly
+      shuffled minibatches of every env's steps, one optimizer step each;
+    - off-policy (`num_off_policy_optims_per_cycle() = K > 0`): one call, `update_experience`,
+      `begin_update`, then K optimizer steps on the experience state (the agent samples its own
+      batches).
+
+    Rules: (1) `num_minibatches()` and `num_epochs()` are positive ints and
+    `num_off_policy_optims_per_cycle()` a non-negative int; (2) `minibatch_over` is "envs" or
+    "steps"; (3) an off-policy agent uses none of the on-policy knobs; (4) `num_epochs() > 1`
+    needs minibatches of steps; (5) minibatches divide what they split: the cycle's steps, or each
+    learner device's envs.
+    """
+
+    minibatches: int  # M: of envs (one call each) or of steps (all in one call)
+    epochs: int
+    over_steps: bool
+    optims: int  # off-policy optimizer steps per call; 0 on-policy
+
+    @staticmethod
+    def of(agent: Agent, layout: ExperienceLayout) -> Schedule:
+        name = type(agent).__name__
+        m, epochs, optims = agent.num_minibatches(), agent.num_epochs(), agent.num_off_policy_optims_per_cycle()
+        for hook, value, least in (("num_minibatches", m, 1), ("num_epochs", epochs, 1),
+                                   ("num_off_policy_optims_per_cycle", optims, 0)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < least:
+                kind = "a positive" if least else "a non-negative"
+                raise ValueError(f"{name}.{hook}() must be {kind} int, got {value!r}")
+        if agent.minibatch_over not in ("envs", "steps"):
+            raise ValueError(f"{name}.minibatch_over must be 'envs' or 'steps', got {agent.minibatch_over!r}")
+        over_steps = agent.minibatch_over == "steps"
+        on_policy_only = [what for what, used in (("num_minibatches() > 1", m > 1), ("num_epochs() > 1", epochs > 1),
+                                                  ("minibatch_over='steps'", over_steps)) if used]
+        if on_policy_only and optims > 0:
+            raise ValueError(f"{name}: {' and '.join(on_policy_only)} is for on-policy agents; an off-policy agent "
+                             "samples its own batches from its experience state")
+        if epochs > 1 and not over_steps:
+            raise ValueError(f"{name}: num_epochs() > 1 needs minibatch_over='steps' (several passes over minibatches "
+                             "of envs, for sequence agents, are not supported yet)")
+        if over_steps and layout.steps_per_cycle % m:
             raise ValueError(f"num_minibatches={m} must divide the {layout.steps_per_cycle} steps of a trajectory "
                              "(steps_per_cycle): each minibatch takes an equal share of every env's steps")
-    elif layout.num_envs % m:
-        raise ValueError(f"num_minibatches={m} must divide each learner device's {layout.num_envs} envs of a "
-                         "trajectory (num_envs / learner devices)")
-    return m, epochs
+        if not over_steps and layout.num_envs % m:
+            raise ValueError(f"num_minibatches={m} must divide each learner device's {layout.num_envs} envs of a "
+                             "trajectory (num_envs / learner devices)")
+        return Schedule(m, epochs, over_steps, optims)
+
+    @property
+    def calls(self) -> int:
+        """Learner calls per cycle: one per minibatch of envs, else one."""
+        return 1 if self.over_steps else self.minibatches
 
 
 def _shuffled_minibatches(samples, key: jax.Array, minibatches: int):
@@ -127,6 +166,73 @@ def _shuffled_minibatches(samples, key: jax.Array, minibatches: int):
     return jax.tree.map(take, samples)
 
 
+def learner_step(agent: Agent, schedule: Schedule, networks: Any, opt_state: Any, experience: Any, initial: Any,
+                 final: Any, traj: Trajectory, key: jax.Array, minibatch: jax.Array | int = 0,
+                 env_axes: Any = None) -> tuple[Any, Any, Any, Metrics, jax.Array, jax.Array]:
+    """One learner step on one learner device: fold a cycle (this device's envs) into the
+    experience state, `begin_update`, then the schedule's optimizer steps; with a non-finite
+    metric or network on any device, the networks and optimizer state given.
+
+    Call it inside a program mapped over the learner devices with axis name LEARNER_AXIS
+    (`jax.shard_map`; hooks `pmean` over it). Arguments are per device: replicated networks,
+    optimizer state and key, the device's own experience state (no device axis), and its share of
+    the cycle. `minibatch` and `env_axes` (the env axis of each leaf of (initial, final, traj),
+    -1 for a whole leaf) pick the minibatch of envs this call learns, when the schedule has
+    minibatches of envs. Returns (networks, opt_state, experience, metrics (averaged over the
+    devices), finite, next key)."""
+    next_key, key = jax.random.split(key)  # in the jitted call: no eager op per update
+    # begin_update's key differs per device; the shuffle's is the same on every device
+    begin_key, shuffle_key = jax.random.split(jax.random.fold_in(key, 1 << 30))
+    if schedule.minibatches > 1 and not schedule.over_steps:
+        initial, final, traj = _minibatch((initial, final, traj), env_axes, minibatch, schedule.minibatches)
+    if not agent.accepts_frames:  # stacked on the actor device: the agent sees the stacks
+        traj = framestack.restacked(traj)
+    experience = agent.update_experience(experience, initial, final, traj)
+    device = jax.lax.axis_index(LEARNER_AXIS)
+    key = jax.random.fold_in(key, device)
+    begun, experience = agent.begin_update(networks, experience, jax.random.fold_in(begin_key, device))
+
+    def optim_step(carry, k):
+        networks, opt_state, experience, metrics = agent.optimize(*carry, k)
+        return (networks, opt_state, experience), metrics
+
+    if schedule.over_steps:
+        # Epochs of shuffled minibatches of steps; the experience state kept is what begin_update
+        # returned (the optimizer steps see minibatches of it).
+        def epoch(carry, e):
+            batches = _shuffled_minibatches(experience, jax.random.fold_in(shuffle_key, e), schedule.minibatches)
+
+            def minibatch_step(carry, xs):
+                batch, k = xs
+                (networks, opt_state, _), metrics = optim_step((*carry, batch), k)
+                return (networks, opt_state), metrics
+
+            keys = jax.random.split(jax.random.fold_in(key, e), schedule.minibatches)
+            return jax.lax.scan(minibatch_step, carry, (batches, keys))
+
+        (new_networks, new_opt_state), metrics = jax.lax.scan(epoch, (begun, opt_state), jnp.arange(schedule.epochs))
+        metrics = jax.tree.map(lambda m: jnp.mean(m, (0, 1)), metrics)
+    elif schedule.optims <= 1:
+        # No loop around a single step: XLA:CPU runs convolution gradients inside a loop body
+        # 10-15x slower than outside one (jax-ml/jax#12868; benchmarks/bench_learner.py).
+        (new_networks, new_opt_state, experience), metrics = optim_step((begun, opt_state, experience),
+                                                                        jax.random.split(key, 1)[0])
+    else:
+        (new_networks, new_opt_state, experience), metrics = jax.lax.scan(
+            optim_step, (begun, opt_state, experience), jax.random.split(key, schedule.optims))
+        metrics = jax.tree.map(lambda m: jnp.mean(m, 0), metrics)
+    metrics = jax.tree.map(lambda m: jax.lax.pmean(m, LEARNER_AXIS), metrics)
+    # A NaN or Inf in a metric (loss, gradient norm, ...) or in the new networks keeps the last
+    # good networks and optimizer state.
+    finite = jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves((metrics, new_networks))
+                                if jnp.issubdtype(x.dtype, jnp.inexact)] or [jnp.bool_(True)]))
+    finite = jax.lax.pmin(finite.astype(jnp.int32), LEARNER_AXIS).astype(bool)
+    keep = lambda new, old: jnp.where(finite, new, old)  # noqa: E731
+    networks = jax.tree.map(keep, new_networks, networks)
+    opt_state = jax.tree.map(keep, new_opt_state, opt_state)
+    return networks, opt_state, experience, metrics, finite, next_key
+
+
 class Learner:
     """Holds the learner state on the learner devices and updates it from trajectories."""
 
@@ -134,7 +240,7 @@ class Learner:
         self.agent = agent
         self.sharding = sharding
         k_net, k_exp, learner_key = jax.random.split(key, 3)
-        self._key = self.place_key(learner_key)
+        self._key = keys.put(learner_key, sharding.replicated)
         networks = jax.jit(agent.init_networks)(k_net)  # one compiled program, not one per eager op
         host = (lambda t: jax.tree.map(np.asarray, t)) if jax.process_count() > 1 else (lambda t: t)
         # (several processes: every process passes the same host values, from the same key)
@@ -142,106 +248,46 @@ class Learner:
         self.opt_state = jax.jit(agent.init_optimizer_state, out_shardings=sharding.replicated)(self.networks)
         self.experience = self._init_experience(layout, jax.random.split(k_exp, sharding.num_devices))
         self.version = 0  # learner updates so far; the policy version of `networks`
-        self.num_optims = max(1, agent.num_off_policy_optims_per_cycle())
-        self.minibatches, self.epochs = _check_minibatches(agent, layout)
-        self.over_steps = agent.minibatch_over == "steps"
+        self.schedule = Schedule.of(agent, layout)
         self._compiled: dict = {}
         self._mean_metrics = jax.jit(lambda ms: jax.tree.map(lambda *xs: sum(xs) / len(xs), *ms))
-
-    def place_key(self, key: jax.Array) -> jax.Array:
-        """The learner's RNG key replicated on the learner devices, where each update leaves its
-        next key, so that every update (and minibatch) calls one compiled function."""
-        typed = jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key)
-        data = jax.device_put(np.asarray(jax.random.key_data(key) if typed else key), self.sharding.replicated)
-        return jax.random.wrap_key_data(data, impl=jax.random.key_impl(key)) if typed else data
 
     @property
     def _experience_sharding(self) -> jax.sharding.NamedSharding:
         """Where an update leaves the experience state: one shard per learner device."""
         return self.sharding.envs(0)
 
-    def _init_experience(self, layout: ExperienceLayout, keys: jax.Array):
+    def _init_experience(self, layout: ExperienceLayout, device_keys: jax.Array):
         """Each learner device's experience state, built in place on that device (a replay of
         many GiB is never staged on the host or on one device), with a leading device axis.
         Raises ValueError, before allocating, if it cannot fit in the devices' free memory."""
         agent = self.agent
         init = lambda networks, key: agent.init_experience(networks, layout, key)  # noqa: E731
-        check_fits_in_memory(jax.eval_shape(init, self.networks, keys[0]), self.sharding.local_devices)
-        typed = jax.dtypes.issubdtype(keys.dtype, jax.dtypes.prng_key)
-        impl = jax.random.key_impl(keys) if typed else None
-        key_data = np.asarray(jax.random.key_data(keys) if typed else keys)  # host: same value on every process
+        check_fits_in_memory(jax.eval_shape(init, self.networks, device_keys[0]), self.sharding.local_devices)
+        carried = keys.KeyData.of(device_keys)
 
         def one_device(networks, key_data):
-            key = jax.random.wrap_key_data(key_data[0], impl=impl) if typed else key_data[0]
-            return jax.tree.map(lambda x: x[None], init(networks, key))
+            return jax.tree.map(lambda x: x[None], init(networks, carried.typed(key_data[0])))
 
         build = jax.shard_map(one_device, mesh=self.sharding.mesh, in_specs=(P(), P(LEARNER_AXIS)),
                               out_specs=P(LEARNER_AXIS), check_vma=False)
-        return jax.jit(build)(self.networks, jax.device_put(key_data, self.sharding.envs(0)))
+        # through the host: the same value on every process
+        return jax.jit(build)(self.networks, keys.put(keys.raw(device_keys), self.sharding.envs(0)))
 
     def _update_fn(self, experience, inputs, specs):
-        """Built per layout: the experience pytree's (it changes once, from its initial value)
-        and that of the cycle's inputs (initial, final, traj): their structure and `specs`."""
+        """`learner_step` mapped over the learner devices and jitted, built per layout: the
+        experience pytree's (it changes once, from its initial value) and that of the cycle's
+        inputs (initial, final, traj): their structure and `specs`."""
         layout = (jax.tree.structure(experience), jax.tree.structure(inputs), str(specs))
         fn = self._compiled.get(layout)
         if fn is not None:
             return fn
-        agent, num_optims, minibatches, epochs, over_steps = (self.agent, self.num_optims, self.minibatches,
-                                                              self.epochs, self.over_steps)
-        env_axes = _env_axes(specs)
+        agent, schedule, env_axes = self.agent, self.schedule, _env_axes(specs)
 
-        def optim_step(carry, k):
-            networks, opt_state, experience, metrics = agent.optimize(*carry, k)
-            return (networks, opt_state, experience), metrics
-
-        def body(networks, opt_state, experience, initial, final, traj, learner_key, minibatch):
-            next_key, key = jax.random.split(learner_key)  # in the jitted call: no eager op per update
-            # begin_update's key differs per device; the shuffle's is the same on every device
-            begin_key, shuffle_key = jax.random.split(jax.random.fold_in(key, 1 << 30))
-            experience = jax.tree.map(lambda x: x[0], experience)  # drop the device axis
-            if minibatches > 1 and not over_steps:
-                initial, final, traj = _minibatch((initial, final, traj), env_axes, minibatch, minibatches)
-            if not agent.accepts_frames:  # stacked on the actor device: the agent sees the stacks
-                traj = framestack.restacked(traj)
-            experience = agent.update_experience(experience, initial, final, traj)
-            key = jax.random.fold_in(key, jax.lax.axis_index(LEARNER_AXIS))
-            begun, experience = agent.begin_update(networks, experience,
-                                                   jax.random.fold_in(begin_key, jax.lax.axis_index(LEARNER_AXIS)))
-
-            if over_steps:
-                # Epochs of shuffled minibatches of steps, all in this call; the experience state
-                # kept is what begin_update returned (the optimizer steps see minibatches of it).
-                def epoch(carry, e):
-                    batches = _shuffled_minibatches(experience, jax.random.fold_in(shuffle_key, e), minibatches)
-
-                    def minibatch_step(carry, xs):
-                        batch, k = xs
-                        (networks, opt_state, _), metrics = optim_step((*carry, batch), k)
-                        return (networks, opt_state), metrics
-
-                    return jax.lax.scan(minibatch_step, carry, (batches, jax.random.split(jax.random.fold_in(key, e),
-                                                                                          minibatches)))
-
-                (new_networks, new_opt_state), metrics = jax.lax.scan(epoch, (begun, opt_state), jnp.arange(epochs))
-                metrics = jax.tree.map(lambda m: jnp.mean(m, (0, 1)), metrics)
-            elif num_optims == 1:
-                # No loop around a single step: XLA:CPU runs convolution gradients inside a loop
-                # body 10-15x slower than outside one (jax-ml/jax#12868; benchmarks/bench_learner.py).
-                (new_networks, new_opt_state, experience), metrics = optim_step(
-                    (begun, opt_state, experience), jax.random.split(key, 1)[0])
-            else:
-                (new_networks, new_opt_state, experience), metrics = jax.lax.scan(
-                    optim_step, (begun, opt_state, experience), jax.random.split(key, num_optims))
-                metrics = jax.tree.map(lambda m: jnp.mean(m, 0), metrics)
-            metrics = jax.tree.map(lambda m: jax.lax.pmean(m, LEARNER_AXIS), metrics)
-            # A NaN or Inf in a metric (loss, gradient norm, ...) or in the new networks keeps the
-            # last good networks and optimizer state; the host raises NonFiniteError.
-            finite = jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves((metrics, new_networks))
-                                        if jnp.issubdtype(x.dtype, jnp.inexact)] or [jnp.bool_(True)]))
-            finite = jax.lax.pmin(finite.astype(jnp.int32), LEARNER_AXIS).astype(bool)
-            keep = lambda new, old: jnp.where(finite, new, old)
-            networks = jax.tree.map(keep, new_networks, networks)
-            opt_state = jax.tree.map(keep, new_opt_state, opt_state)
+        def body(networks, opt_state, experience, initial, final, traj, key, minibatch):
+            experience = jax.tree.map(lambda x: x[0], experience)  # this device's: drop the device axis
+            networks, opt_state, experience, metrics, finite, next_key = learner_step(
+                agent, schedule, networks, opt_state, experience, initial, final, traj, key, minibatch, env_axes)
             return networks, opt_state, jax.tree.map(lambda x: x[None], experience), metrics, finite, next_key
 
         mapped = jax.shard_map(
@@ -288,7 +334,7 @@ class Learner:
         metrics = []
         inputs = (initial, final, traj)
         specs = _specs(inputs)
-        calls = 1 if self.over_steps else self.minibatches  # minibatches of steps: all in one call
+        calls = self.schedule.calls
         for i in range(calls):
             fn = self._update_fn(self.experience, inputs, specs)
             # Each call is awaited (the finite flag) before the next is dispatched: on an

@@ -24,7 +24,7 @@ from sebulba.loop.cycle import CycleFunctions
 from sebulba.loop.framestack import StackPlan
 from sebulba.loop.inferencer import CycleResult, Inferencer, InferencerThread
 from sebulba.loop.learner import Learner, NonFiniteError
-from sebulba.loop.precompile import Compiling, lower_first_cycle
+from sebulba.loop.precompile import CompilingAhead
 from sebulba.loop.metrics import MetricsWindow
 from sebulba.loop.middleware import (
     LoopContext,
@@ -82,15 +82,14 @@ class GymnasiumLoop:
         self.cycle = CycleFunctions(agent, config.steps_per_cycle, self.stack_plan)
         actor_keys = jax.random.split(key_actors, config.num_inferencers)
         self.inferencers: list[Inferencer] = []
-        compiling = Compiling(lower_first_cycle(
-            agent, self.cycle, self.learner, self.sharding, envs.make_spec(config.env_id, **self._pool_kwargs()),
-            self.actor_devices, config.env_lanes, config.num_envs // config.env_lanes, config.donate))
+        compiling = CompilingAhead(agent, self.cycle, self.learner, self.sharding,
+                                   envs.make_spec(config.env_id, **self._pool_kwargs()), self.actor_devices,
+                                   config.num_envs)
         try:
-            for i in range(config.num_inferencers):  # while the act and the update compile
+            for i in range(config.num_inferencers):  # while the cycle and the update compile
                 device = self.actor_devices[i // config.inferencers_per_device]
-                self.inferencers.append(
-                    Inferencer(i, agent, self.cycle, device, self._pool_factories(i), self.sharding, actor_keys[i], config.donate)
-                )
+                self.inferencers.append(Inferencer(i, agent, self.cycle, device, self._pool_factory(i), self.sharding,
+                                                   actor_keys[i]))
             compiling.join()
         except BaseException:
             compiling.join(raise_errors=False)
@@ -112,18 +111,13 @@ class GymnasiumLoop:
         c = self.config
         return dict(c.env_kwargs) if self.stack_plan is None else self.stack_plan.pool_kwargs(c.env_kwargs)
 
-    def _pool_factories(self, i: int) -> list[Callable[[], envs.EnvPool]]:
-        """Inferencer i's lanes: sync pools of num_envs / env_lanes envs; env j of the
-        inferencer is seeded seed + i * num_envs + j whatever the number of lanes."""
+    def _pool_factory(self, i: int) -> Callable[[], envs.EnvPool]:
+        """Inferencer i's pool: env j of it is seeded seed + i * num_envs + j (distinct envs in
+        every process)."""
         c = self.config
-        n = c.num_envs // c.env_lanes
-        first = (jax.process_index() * c.num_inferencers + i) * c.num_envs  # distinct envs in every process
+        first = (jax.process_index() * c.num_inferencers + i) * c.num_envs
         kwargs = self._pool_kwargs()
-
-        def make(lane: int) -> Callable[[], envs.EnvPool]:
-            return lambda: envs.make(c.env_id, num_envs=n, seed=c.seed + first + lane * n, **kwargs)
-
-        return [make(lane) for lane in range(c.env_lanes)]
+        return lambda: envs.make(c.env_id, num_envs=c.num_envs, seed=c.seed + first, **kwargs)
 
     # ------------------------------------------------------------------ running
     def run(

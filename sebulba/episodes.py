@@ -1,0 +1,36 @@
+"""Episode returns and lengths from env steps: one rule, used on a cycle's trajectory (a scan on
+the actor device) and step by step on the host (evaluation).
+
+An observation marked `first` starts an episode (return 0, length 0); every other step adds its
+reward and 1. An episode's return and length are read at its last observation (terminated or
+truncated).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from sebulba.types import EnvStep
+
+
+def advance(running_return: Any, running_length: Any, reward: Any, first: Any, xp: Any = jnp) -> tuple[Any, Any]:
+    """The running return and length after one env step; xp: jax.numpy or numpy."""
+    return xp.where(first, 0.0, running_return + reward), xp.where(first, 0, running_length + 1)
+
+
+def episode_stats(env_step: EnvStep, running_return: jax.Array, running_length: jax.Array):
+    """Returns and lengths of the episodes that end in env_step[1:] (NaN and 0 elsewhere),
+    carrying running sums over cycles: (returns [T, B], lengths [T, B], return, length).
+    env_step[0] was already counted in the previous cycle."""
+
+    def body(carry, es):
+        ret, length = advance(*carry, es.reward, es.first)
+        done = es.terminated | es.truncated
+        return (ret, length), (jnp.where(done, ret, jnp.nan), jnp.where(done, length, 0))
+
+    rest = jax.tree.map(lambda x: x[1:], env_step)
+    (ret, length), (ep_ret, ep_len) = jax.lax.scan(body, (running_return, running_length), rest)
+    return ep_ret, ep_len.astype(jnp.int32), ret, length
