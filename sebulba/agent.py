@@ -26,7 +26,9 @@ On-policy minibatches, two ways (`minibatch_over`):
 from __future__ import annotations
 
 import abc
+import dataclasses
 import functools
+import inspect
 from typing import Any, Generic, TypeVar
 
 import jax
@@ -34,6 +36,7 @@ import optax
 
 import envs
 from sebulba.sharding import LEARNER_AXIS, LearnerSharding, env_axes_of
+from sebulba.target_networks import TargetNetworks, periodic_copy, polyak
 from sebulba.types import ActorOutput, EnvStep, ExperienceLayout, Metrics, Trajectory
 
 N = TypeVar("N")  # networks
@@ -54,6 +57,11 @@ class Agent(abc.ABC, Generic[N, O, E, S]):
     accepts_frames: bool = False
     # On-policy minibatches: of the trajectory's "envs", or of its "steps" (see the module docstring).
     minibatch_over: str = "envs"
+    # With `TargetNetworks` (sebulba.target_networks), how the default `update_target` moves the
+    # target after each optimizer step: set one. Copy online every this many steps ...
+    target_update_period: int | None = None
+    # ... or average: target <- tau * online + (1 - tau) * target.
+    target_update_tau: float | None = None
 
     def __init__(self, env_spec: envs.EnvSpec):
         self.env_spec = env_spec
@@ -72,7 +80,8 @@ class Agent(abc.ABC, Generic[N, O, E, S]):
         return self.optimizer()
 
     def init_optimizer_state(self, networks: N) -> O:
-        return self.tx.init(networks)
+        """The optimizer's state for the learned networks (`online` of `TargetNetworks`)."""
+        return self.tx.init(networks.online if isinstance(networks, TargetNetworks) else networks)
 
     def init_experience(self, networks: N, layout: ExperienceLayout, key: jax.Array) -> E:
         """One learner device's experience state (e.g. its replay shard). Default: nothing."""
@@ -147,17 +156,53 @@ class Agent(abc.ABC, Generic[N, O, E, S]):
         return networks, experience
 
     def optimize(self, networks: N, opt_state: O, experience: E, key: jax.Array) -> tuple[N, O, E, Metrics]:
-        """One optimizer step; gradients are averaged over learner devices. Override to also
-        update the experience (e.g. replay priorities) or target networks."""
-        (loss, metrics), grads = jax.value_and_grad(self.loss, has_aux=True)(networks, experience, key)
+        """One optimizer step; gradients are averaged over learner devices. With
+        `TargetNetworks`, the step learns `online` and then calls `update_target`. Override to
+        also update the experience (e.g. replay priorities)."""
+        with_target = isinstance(networks, TargetNetworks)
+        learned = networks.online if with_target else networks
+        loss_of = (lambda online: self.loss(networks._replace(online=online), experience, key)) if with_target else (
+            lambda nets: self.loss(nets, experience, key))
+        (loss, metrics), grads = jax.value_and_grad(loss_of, has_aux=True)(learned)
         grads = jax.lax.pmean(grads, LEARNER_AXIS)
-        updates, opt_state = self.tx.update(grads, opt_state, networks)
-        networks = optax.apply_updates(networks, updates)
+        updates, opt_state = self.tx.update(grads, opt_state, learned)
+        learned = optax.apply_updates(learned, updates)
+        if with_target:
+            learned = self.update_target(networks._replace(online=learned, updates=networks.updates + 1))
         metrics = dict(metrics)
         metrics["loss"] = loss
         metrics["grad_norm"] = optax.tree.norm(grads)
-        return networks, opt_state, experience, metrics
+        return learned, opt_state, experience, metrics
+
+    def update_target(self, networks: TargetNetworks) -> TargetNetworks:
+        """After each optimizer step of the default `optimize` (`networks.updates` counts them):
+        copy online into target every `target_update_period` steps, or average them with
+        `target_update_tau`. Override for another rule."""
+        period, tau = self.target_update_period, self.target_update_tau
+        if (period is None) == (tau is None):
+            raise ValueError(f"{type(self).__name__} has TargetNetworks: set one of target_update_period (copy every "
+                             f"N optimizer steps) or target_update_tau (Polyak averaging), or override update_target; "
+                             f"got target_update_period={period!r}, target_update_tau={tau!r}")
+        return periodic_copy(networks, period) if period is not None else polyak(networks, tau)
 
     # ---------------------------------------------------------------- helpers
     def as_actor_output(self, out: Any) -> ActorOutput:
         return out if isinstance(out, ActorOutput) else ActorOutput(out)
+
+
+def reload_problem(cls: type) -> str | None:
+    """Why `sebulba.load_policy` and `experiments.evaluate` could not rebuild an agent of this
+    class from a run's config.json (None: they can). They import the class by its module and
+    name, and call `cls(env_spec, config)` with `config` the default of `__init__`'s `config`
+    parameter (a dataclass instance) with the run's values: the constructor form
+    `__init__(self, env_spec, config=Config())`, in an importable module."""
+    where = f"{cls.__module__}.{cls.__qualname__}"
+    if cls.__module__ == "__main__" or "<locals>" in cls.__qualname__:
+        return (f"{where} cannot be imported by name (it is defined in a script or a function): define it in a "
+                "module that can be imported")
+    config = inspect.signature(cls.__init__).parameters.get("config")
+    default = None if config is None else config.default
+    if not dataclasses.is_dataclass(default) or isinstance(default, type):
+        return (f"{where} takes no config dataclass: it cannot be rebuilt from config.json (give it the form "
+                "__init__(self, env_spec, config=Config()) with Config a dataclass)")
+    return None

@@ -131,3 +131,33 @@ def test_step_state_with_one_array_twice_is_donated_safely():
         a, b = inf.step_state
         np.testing.assert_array_equal(np.asarray(a), 5)
         np.testing.assert_array_equal(np.asarray(b), 10)
+
+
+def test_the_constructor_form_a_reloadable_agent_needs_is_checked_by_name():
+    from sebulba.agent import reload_problem
+    from sebulba.agents import RandomAgent
+    from sebulba.agents.ppo import PPO
+
+    assert reload_problem(PPO) is None and reload_problem(SimplePolicyGradient) is None
+
+    class Local(CountingAgent):
+        pass
+
+    assert "cannot be imported by name (it is defined in a script or a function)" in reload_problem(Local)
+    assert "RandomAgent takes no config dataclass: it cannot be rebuilt from config.json" in reload_problem(RandomAgent)
+
+
+def test_per_env_step_state_is_what_follows_num_envs_not_what_happens_to_have_its_size():
+    """Two envs and a step state holding a raw key (2 uint32s): the key is replicated, the
+    per-env counter split over the two learner devices."""
+
+    class RawKey(CountingAgent):
+        def init_step_state(self, networks, num_envs, key):
+            return {"count": jnp.zeros(num_envs, jnp.int32), "key": jax.random.key_data(key)}
+
+    agent = RawKey(CARTPOLE)
+    assert agent.step_state_env_axes(2) == {"count": 0, "key": -1}
+    sharding = sebulba.LearnerSharding.create(jax.devices()[:2], 2)
+    placed = agent.shard_step_state(agent.init_step_state((), 2, jax.random.key(0)), sharding)
+    assert placed["count"].sharding.spec == jax.sharding.PartitionSpec(sebulba.LEARNER_AXIS)
+    assert placed["key"].sharding.is_fully_replicated

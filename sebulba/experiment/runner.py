@@ -18,7 +18,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from sebulba.agent import Agent
+from sebulba.agent import Agent, reload_problem
 from sebulba.experiment import distributed
 from sebulba.experiment.errors import user_input
 from sebulba.experiment.outputs import MetricsWriter, Outputs
@@ -241,6 +241,10 @@ def run(
         write_processes(run_dir)
     with log_file(run_dir.path / LOG_FILE if first else own_dir / LOG_FILE):
         log.info(f"run directory: {run_dir.path}")
+        problem = reload_problem(type(agent))
+        if problem is not None and first:
+            log.warning(f"experiments.evaluate and sebulba.load_policy will not be able to rebuild this run's agent: "
+                        f"{problem}")
         with user_input():  # the run's input: a mistake here is the user's, told in one line
             checkpointer = None
             if checkpoints.every_learner_steps > 0:

@@ -17,7 +17,7 @@ import numpy as np
 
 import envs
 from sebulba import observations
-from sebulba.agent import Agent
+from sebulba.agent import Agent, reload_problem
 from sebulba.experiment.run_dir import RunDir
 from sebulba.loop.evaluator import acting
 from sebulba.types import EnvStep
@@ -64,11 +64,10 @@ def _build_agent(record: dict, env_kwargs: dict[str, Any] | None) -> Agent:
     except (ImportError, AttributeError) as e:
         raise ValueError(f"the run's agent {spec['class']} cannot be imported here ({e}); evaluate it where its "
                          "module is importable") from None
-    default = inspect.signature(cls.__init__).parameters.get("config")
-    default = None if default is None else default.default
-    if not dataclasses.is_dataclass(default):
-        raise ValueError(f"the run's agent {spec['class']} takes no config dataclass: it cannot be rebuilt from "
-                         "config.json")
+    problem = reload_problem(cls)
+    if problem is not None:
+        raise ValueError(f"the run's agent {problem}")
+    default = inspect.signature(cls.__init__).parameters["config"].default
     fields = {f.name for f in dataclasses.fields(default)}
     values = {k: tuple(v) if isinstance(v, list) else v for k, v in spec["config"].items() if k in fields}
     loop = record["loop"]

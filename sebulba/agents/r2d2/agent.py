@@ -25,12 +25,9 @@ from sebulba.agents.r2d2.config import R2D2Config
 from sebulba.agents.r2d2.networks import CoreState, make_network, unroll
 from sebulba.agents.r2d2.returns import n_step_double_q_targets, sequence_priority
 from sebulba.sharding import LEARNER_AXIS
+from sebulba.target_networks import TargetNetworks, periodic_copy
 from sebulba.types import EnvStep, ExperienceLayout, Metrics, Trajectory
 
-
-class Networks(NamedTuple):
-    online: dict
-    target: dict
 
 
 class StepState(NamedTuple):
@@ -43,9 +40,11 @@ class StepState(NamedTuple):
     key: jax.Array  # one typed key
 
 
+Networks = TargetNetworks  # online Q-network, its periodically copied target, optimizer steps taken
+
+
 class Experience(NamedTuple):
     replay: rp.SequenceReplay
-    learner_steps: jax.Array  # int32 []: optimizer steps taken (target copies follow it)
 
 
 def apex_epsilons(num_envs: int, base: float, alpha: float) -> jax.Array:
@@ -70,16 +69,13 @@ class R2D2(Agent[Networks, optax.OptState, Experience, StepState]):
         space = self.env_spec.observation_space
         params = self.net.init(key, observations.zeros(space), jnp.zeros(1, jnp.int32),
                                jnp.zeros(1), self.net.initial_state(1))
-        return Networks(params, params)
+        return TargetNetworks.of(params)
 
     def optimizer(self) -> optax.GradientTransformation:
         c = self.config
         lr = c.learning_rate if c.lr_decay_steps is None else optax.linear_schedule(c.learning_rate, 0.0, c.lr_decay_steps)
         adam = optax.adam(lr, eps=c.adam_eps)
         return adam if c.max_grad_norm is None else optax.chain(optax.clip_by_global_norm(c.max_grad_norm), adam)
-
-    def init_optimizer_state(self, networks: Networks) -> optax.OptState:
-        return self.tx.init(networks.online)
 
     def init_step_state(self, networks: Networks, num_envs: int, key: jax.Array) -> StepState:
         c = self.config
@@ -108,7 +104,7 @@ class R2D2(Agent[Networks, optax.OptState, Experience, StepState]):
         env_row = EnvStep(obs_row, f32, b, b, b)
         replay = rp.init(c.replay_capacity, layout.num_envs, layout.steps_per_cycle, env_row,
                          jax.ShapeDtypeStruct((), jnp.int32), state_row, num_sources=layout.num_actors)
-        return Experience(replay, jnp.zeros((), jnp.int32))
+        return Experience(replay)
 
     # ---------------------------------------------------------------- acting
     def step(self, networks: Networks, step_state: StepState, env_step: EnvStep) -> tuple[jax.Array, StepState]:
@@ -206,13 +202,12 @@ class R2D2(Agent[Networks, optax.OptState, Experience, StepState]):
         grads = jax.lax.pmean(grads, LEARNER_AXIS)
         updates, new_opt = self.tx.update(grads, opt_state, networks.online)
         online = optax.apply_updates(networks.online, updates)
-        steps = experience.learner_steps + 1
-        target = jax.tree.map(lambda t, o: jnp.where(steps % c.target_update_period == 0, o, t), networks.target, online)
         ready = jax.lax.pmin(replay.size, LEARNER_AXIS) >= c.min_replay_size
         pick = lambda new, old: jax.tree.map(lambda n, o: jnp.where(ready, n, o), new, old)
-        networks = pick(Networks(online, target), networks)
+        stepped = periodic_copy(TargetNetworks(online, networks.target, networks.updates + 1), c.target_update_period)
+        networks = pick(stepped, networks)  # the steps (and target copies) count only once the replay is ready
         opt_state = pick(new_opt, opt_state)
         replay = pick(rp.update_priorities(replay, idx, priorities), replay)
-        experience = Experience(replay, jnp.where(ready, steps, experience.learner_steps))
+        experience = Experience(replay)
         metrics = {**metrics, "loss": loss, "replay_size": replay.size.astype(jnp.float32), "learning": ready.astype(jnp.float32)}
         return networks, opt_state, experience, metrics
