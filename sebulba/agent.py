@@ -3,24 +3,28 @@
 An agent is generic over four pieces of state: networks (N), optimizer state (O), experience
 state (E: a replay buffer, the latest trajectory, or nothing) and step state (S: per-env actor
 state such as RNG keys and recurrent state). The user writes small pure hooks; the loop jits
-them with buffer donation (`sebulba.loop`), so an agent never calls `jax.jit` itself.
+them with buffer donation (`sebulba.loop`), so an agent never calls `jax.jit` itself, and no
+hook knows which loop runs it.
 
 Where each hook runs:
-- actor device, once per env step, inside a jitted call: `step`.
-- learner devices, once per cycle, inside one jitted, sharded call (`shard_map` over the learner
-  mesh, the pmap semantics): `update_experience`, `begin_update`, then `optimize` (which calls
-  `loss`) once (on-policy, `num_off_policy_optims_per_cycle() == 0`) or that many times.
-  Experience state is per learner device: hooks see the local shard, and
-  `lax.pmean(..., LEARNER_AXIS)` averages.
+- actor device, once per env step, inside one jitted call: `step` (`evaluation_step` when
+  evaluating or playing a trained agent).
+- learner devices, once per learner step (one cycle learned), inside one jitted, sharded
+  program (`shard_map` over the learner devices, the pmap semantics; `learner_step` in
+  `sebulba.loop.learner`): `update_experience`, `begin_update`, then `optimize` (which calls
+  `loss`) as the agent's schedule says. The schedule's knobs (`num_minibatches`, `num_epochs`,
+  `minibatch_over`, `num_off_policy_optims_per_cycle`) and their rules are stated once, in
+  `sebulba.loop.learner.Schedule`. Experience state is per learner device: hooks see the local
+  shard, and `lax.pmean(..., LEARNER_AXIS)` averages.
 
-On-policy minibatches, two ways (`minibatch_over`):
-- "envs" (the default): each trajectory is learned as `num_minibatches()` minibatches of its envs
-  (whole sequences, as V-trace and recurrent agents need); the three hooks run once per
-  minibatch, one jitted call each.
-- "steps" (PPO): `update_experience` and `begin_update` run once on the device's whole share;
-  `begin_update` returns independent samples, leaves [T, B, ...]; then `num_epochs()` passes,
-  each splitting every env's T steps, freshly shuffled, into `num_minibatches()` minibatches of
-  T / M steps x B envs, one `optimize` each, all in one jitted call.
+The contract beyond the hooks:
+- a run's agent can be rebuilt (`sebulba.load_policy`, `experiments.evaluate`) when its class is
+  importable by name and has the form `__init__(self, env_spec, config=Config())` with `Config`
+  a dataclass (`reload_problem` says what is missing);
+- a target network lives in the networks as `TargetNetworks` (`sebulba.target_networks`): the
+  optimizer then sees `online` only and `update_target` moves the target;
+- per-env step state is what follows `num_envs` in `init_step_state` (`step_state_env_axes`):
+  that is split over the learner devices like the trajectory, the rest replicated.
 """
 
 from __future__ import annotations
@@ -55,7 +59,7 @@ class Agent(abc.ABC, Generic[N, O, E, S]):
     # stack) and the agent rebuilds the stacks itself (`sebulba.frames.restack`), e.g. R2D2's replay
     # keeps single frames: 1/S of the memory.
     accepts_frames: bool = False
-    # On-policy minibatches: of the trajectory's "envs", or of its "steps" (see the module docstring).
+    # On-policy minibatches: of the trajectory's "envs", or of its "steps" (`sebulba.loop.learner.Schedule`).
     minibatch_over: str = "envs"
     # With `TargetNetworks` (sebulba.target_networks), how the default `update_target` moves the
     # target after each optimizer step: set one. Copy online every this many steps ...

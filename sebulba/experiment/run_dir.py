@@ -91,7 +91,7 @@ class RunDir:
         _write_json(self.flags_path, flags)
 
     def write_config(self, record: Mapping[str, Any]) -> None:
-        """config.json: what ran (`sebulba.experiment.record.run_record`)."""
+        """config.json: what ran (`sebulba.experiment.run_record.run_record`)."""
         _write_json(self.config_path, record, sort_keys=False)
 
     @classmethod

@@ -23,7 +23,7 @@ from sebulba.experiment import distributed
 from sebulba.experiment.errors import user_input
 from sebulba.experiment.outputs import MetricsWriter, Outputs
 from sebulba.experiment.profiling import ProfileWindow, profiled
-from sebulba.experiment.record import run_record
+from sebulba.experiment.run_record import run_record
 from sebulba.experiment.run_dir import RunDir
 from sebulba.loop.checkpoint import CheckpointConfig, Checkpointer, loop_layout
 from sebulba.loop.config import LoopConfig

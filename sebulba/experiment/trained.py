@@ -19,6 +19,7 @@ import envs
 from sebulba import observations
 from sebulba.agent import Agent, reload_problem
 from sebulba.experiment.run_dir import RunDir
+from sebulba.loop.checkpoint import complete_steps, read_networks
 from sebulba.loop.evaluator import acting
 from sebulba.types import EnvStep
 
@@ -36,11 +37,7 @@ def open_run(path: str | os.PathLike) -> tuple[RunDir, dict]:
 
 def checkpoint_steps(run: RunDir) -> list[int]:
     """The learner steps of the run's complete checkpoints, oldest first."""
-    ckpt = run.checkpoint_dir
-    if not ckpt.is_dir():
-        return []
-    return sorted(int(d.name) for d in ckpt.iterdir()
-                  if d.name.isdigit() and (d / "_CHECKPOINT_METADATA").exists() and (d / "state").is_dir())
+    return complete_steps(run.checkpoint_dir)
 
 
 def build_agent(record: dict, env_kwargs: dict[str, Any] | None = None, run: RunDir | None = None) -> Agent:
@@ -77,8 +74,6 @@ def _build_agent(record: dict, env_kwargs: dict[str, Any] | None) -> Agent:
 
 def restore_networks(run: RunDir, agent: Agent, step: int | None = None) -> tuple[int, Any]:
     """(step, networks as host arrays) of checkpoint `step` (default: the latest complete one)."""
-    import orbax.checkpoint as ocp
-
     steps = checkpoint_steps(run)
     if not steps:
         raise FileNotFoundError(f"{run.path} has no complete checkpoint in {run.checkpoint_dir}")
@@ -88,15 +83,11 @@ def restore_networks(run: RunDir, agent: Agent, step: int | None = None) -> tupl
         raise FileNotFoundError(f"{run.path} has no checkpoint at learner step {step}; it has {steps}")
     shapes = jax.eval_shape(agent.init_networks, jax.random.key(0))
     like = jax.tree.map(lambda x: np.zeros(x.shape, x.dtype), shapes)
-    with ocp.CheckpointManager(run.checkpoint_dir.resolve()) as manager:
-        try:
-            restored = manager.restore(step, args=ocp.args.Composite(
-                state=ocp.args.PyTreeRestore(item={"networks": like}, partial_restore=True, restore_args=jax.tree.map(
-                    lambda _: ocp.RestoreArgs(restore_type=np.ndarray), {"networks": like}))))
-        except (ValueError, KeyError, TypeError) as e:
-            raise ValueError(f"checkpoint {step} of {run.path} does not match the run's agent "
-                             f"({type(agent).__name__} as config.json describes it): {e}") from None
-    networks = restored["state"]["networks"]
+    try:
+        networks = read_networks(run.checkpoint_dir, step, like)
+    except (ValueError, KeyError, TypeError) as e:
+        raise ValueError(f"checkpoint {step} of {run.path} does not match the run's agent "
+                         f"({type(agent).__name__} as config.json describes it): {e}") from None
     if jax.tree.structure(networks) != jax.tree.structure(like):  # e.g. NamedTuples restored as dicts
         networks = jax.tree.unflatten(jax.tree.structure(like), jax.tree.leaves(networks))
     for got, want in zip(jax.tree.leaves(networks), jax.tree.leaves(like)):

@@ -88,6 +88,32 @@ def _abstract_rows(tree: Any) -> Any:
                                                        sharding=sharding), tree)
 
 
+# On disk: one directory per checkpoint, named by its learner step, holding the orbax items
+# "state" (learner: networks, opt_state, key, optionally experience), "actors" (per-process rows),
+# "pools" (sync mode, env snapshots) and "meta" (JSON: counters and layout). These two read it
+# without a loop (`sebulba.experiment.trained`: evaluation, `load_policy`).
+def complete_steps(directory: str | Path) -> list[int]:
+    """The learner steps of the complete checkpoints under directory, oldest first (a checkpoint
+    being written is in a temporary directory until orbax commits it)."""
+    root = Path(directory)
+    if not root.is_dir():
+        return []
+    return sorted(int(d.name) for d in root.iterdir()
+                  if d.name.isdigit() and (d / "_CHECKPOINT_METADATA").exists() and (d / "state").is_dir())
+
+
+def read_networks(directory: str | Path, step: int, like: Any) -> Any:
+    """Only the networks of checkpoint `step`, as host arrays in the structure orbax gives back
+    (e.g. NamedTuples as dicts) for networks shaped like `like` (host arrays)."""
+    import orbax.checkpoint as ocp
+
+    with ocp.CheckpointManager(Path(directory).resolve()) as manager:
+        restored = manager.restore(step, args=ocp.args.Composite(
+            state=ocp.args.PyTreeRestore(item={"networks": like}, partial_restore=True, restore_args=jax.tree.map(
+                lambda _: ocp.RestoreArgs(restore_type=np.ndarray), {"networks": like}))))
+    return restored["state"]["networks"]
+
+
 class Checkpointer:
     """Saves and restores a loop's state under `config.directory` (one orbax step per save,
     numbered by learner steps)."""

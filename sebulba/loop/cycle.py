@@ -2,7 +2,7 @@
 (stacking the trajectory) done in place on donated buffers.
 
 The act takes the networks as the leaves it uses (`ActNetworks`, `sebulba.loop.act_networks`)
-and a `HostStep`, and records into `Buffers` (`sebulba.loop.record`): few arrays per call, each of
+and a `HostStep`, and records into `Buffers` (`sebulba.loop.trajectory_buffers`): few arrays per call, each of
 which costs a jitted call microseconds on the CPU. Between steps the step state is carried with
 typed PRNG keys as their raw key data (`CycleFunctions.carry`, `sebulba.keys`): a typed key costs
 each call Python work to flatten and rebuild. The inferencer (`sebulba.loop.inferencer`) is the
@@ -20,9 +20,9 @@ import numpy as np
 from sebulba import keys
 from sebulba.agent import Agent
 from sebulba.episodes import episode_stats
-from sebulba.loop import framestack, record
+from sebulba.loop import framestack, trajectory_buffers
 from sebulba.loop.act_networks import ActNetworks, used_leaves
-from sebulba.loop.record import Buffers, HostStep, RecordLayout, env_step_of
+from sebulba.loop.trajectory_buffers import Buffers, HostStep, RecordLayout, env_step_of
 from sebulba.types import ActorOutput, EnvStep, Trajectory
 
 
@@ -56,11 +56,11 @@ class CycleFunctions:
 
         def step_and_record(networks, step_state, stacks, env_step, buffers: Buffers, t):
             out, step_state, stacks, env_step = act(networks, step_state, stacks, env_step)
-            return out.action, step_state, stacks, record.write(buffers, (env_step, out.action, out.extras), t)
+            return out.action, step_state, stacks, trajectory_buffers.write(buffers, (env_step, out.action, out.extras), t)
 
         def finish(loose, packed, layout: RecordLayout, last, running_return, running_length, version, actor,
                    obs_history):
-            env_step, action, extras = record.read(layout, packed, loose, env_step_of(last), steps)
+            env_step, action, extras = trajectory_buffers.read(layout, packed, loose, env_step_of(last), steps)
             ep_ret, ep_len, running_return, running_length = episode_stats(env_step, running_return, running_length)
             traj = Trajectory(env_step, action, extras, ep_ret, ep_len, version, actor, obs_history)
             return traj, running_return, running_length
@@ -73,7 +73,7 @@ class CycleFunctions:
 
         def new_buffers(networks, step_state, stacks, env_step) -> Buffers:
             out, _, _, env_step = jax.eval_shape(act, networks, step_state, stacks, env_step)
-            return record.zeros(RecordLayout.create(env_step, out.action, out.extras), steps)
+            return trajectory_buffers.zeros(RecordLayout.create(env_step, out.action, out.extras), steps)
 
         self._act = act
         # Donation: the step state, the stacks and the buffers are updated in place, step after step.
@@ -133,4 +133,4 @@ class Finish:
 def host_env_step(obs: Any, reward: np.ndarray, terminated: np.ndarray, truncated: np.ndarray,
                   elapsed: np.ndarray) -> HostStep:
     """The HostStep of the pool's outputs (the jit call moves it to the device)."""
-    return record.host_step(obs, reward, terminated, truncated, elapsed == 0)
+    return trajectory_buffers.host_step(obs, reward, terminated, truncated, elapsed == 0)

@@ -20,7 +20,7 @@ from sebulba.agent import Agent
 from sebulba.loop import framestack
 from sebulba.loop.act_networks import ActNetworks
 from sebulba.loop.cycle import CycleFunctions, host_env_step
-from sebulba.loop.record import HostStep
+from sebulba.loop.trajectory_buffers import HostStep
 from sebulba.loop.staging import Staging
 from sebulba.sharding import LearnerSharding, local_copy
 from sebulba.types import Trajectory

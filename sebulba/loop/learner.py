@@ -145,6 +145,14 @@ class Schedule:
         """Learner calls per cycle: one per minibatch of envs, else one."""
         return 1 if self.over_steps else self.minibatches
 
+    @property
+    def optimizer_steps(self) -> int:
+        """Optimizer steps in one learner step (one cycle learned); an off-policy agent may skip
+        some (R2D2 until its replay is ready)."""
+        if self.optims:
+            return self.optims
+        return self.epochs * self.minibatches
+
 
 def _shuffled_minibatches(samples, key: jax.Array, minibatches: int):
     """samples (leaves [T, B, ...], this device's envs) as [M, T / M, B, ...]: each env's T steps

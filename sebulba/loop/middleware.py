@@ -27,7 +27,7 @@ class LoopContext(Context):
     """One learner iteration: one cycle's result learned from."""
 
     env_steps: int = 0  # kept: env steps consumed by the learner so far (every process's)
-    learner_steps: int = 0  # kept: learner updates so far
+    learner_steps: int = 0  # kept: learner steps so far, i.e. cycles learned (each `Schedule.optimizer_steps` optimizer steps)
     result: Any = None  # the CycleResult fetched this iteration
     fetch_wait_s: float = 0.0  # time the learner waited for it
     policy_lag: int = 0  # learner version minus the version that acted
