@@ -122,6 +122,28 @@ def test_minibatches_are_validated():
         sebulba.GymnasiumLoop(MinibatchSPG(CARTPOLE, 1.5), cfg)
 
 
+def test_the_schedule_states_each_rule_once_and_counts_optimizer_steps():
+    """`Schedule.of` checks the agent's knobs without a loop, one error per broken rule, and says
+    how many optimizer steps a learner step holds."""
+    from sebulba.agents.ppo import PPO, PPOConfig
+    from sebulba.loop.learner import Schedule
+
+    layout = ExperienceLayout(num_actors=1, num_envs=8, steps_per_cycle=16)
+    assert Schedule.of(MinibatchSPG(CARTPOLE, 4), layout).optimizer_steps == 4
+    assert Schedule.of(MinibatchSPG(CARTPOLE, 4), layout).calls == 4
+    ppo = Schedule.of(PPO(CARTPOLE, PPOConfig(num_epochs=3, num_minibatches=4)), layout)
+    assert (ppo.calls, ppo.optimizer_steps) == (1, 12)
+
+    class Negative(CountingAgent):
+        def num_off_policy_optims_per_cycle(self) -> int:
+            return -1
+
+    with pytest.raises(ValueError, match=r"Negative.num_off_policy_optims_per_cycle\(\) must be a non-negative int"):
+        Schedule.of(Negative(CARTPOLE), layout)
+    with pytest.raises(ValueError, match=r"num_minibatches=3 must divide the 16 steps of a trajectory"):
+        Schedule.of(PPO(CARTPOLE, PPOConfig(num_minibatches=3)), layout)
+
+
 def test_minibatches_compile_twice_and_never_retrace_once_warm():
     """As with one call per cycle, the learner compiles once per experience layout (initial, then
     steady); the minibatch index is an argument, not a constant, so no minibatch adds a program."""
