@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from absl import flags
-
 from sebulba.agents.impala import Impala, ImpalaConfig
-from sebulba.experiment import cli
-from sebulba.experiment.cli import Experiment, build, define_loop_flags, overrides_from_flags, train
 from sebulba.distributions import check_action_space
 from sebulba.experiment.env_kind import env_kind
+from sebulba.experiment.recipe import Algorithm, Flag
+from sebulba.networks import TORSO_KINDS
 
 # ---------------------------------------------------------------- presets
 # CartPole: the learning bar's configuration (mean return >= 475 over the last 20 episodes).
@@ -83,52 +81,32 @@ def preset(env_id: str, env_kwargs: dict | None = None) -> dict:
     return {"atari": ATARI, "tabular": TABULAR, "structured": TABULAR}.get(kind.observations, CARTPOLE)
 
 
-# ---------------------------------------------------------------- flags
-define_loop_flags("CartPole-v1")
-flags.adopt_module_key_flags(cli)  # list the shared flags in --help
-flags.DEFINE_integer("steps_per_cycle", None, "Unroll length T of each trajectory.")
-flags.DEFINE_float("learning_rate", None, "RMSProp learning rate (decays linearly to 0 over the run).")
-flags.DEFINE_float("entropy_cost", None, "Weight of the entropy bonus.")
-flags.DEFINE_float("baseline_cost", None, "Weight of the baseline (value) loss.")
-flags.DEFINE_float("discount", None, "Discount gamma.")
-flags.DEFINE_float("vtrace_lambda", None, "V-trace lambda.")
-flags.DEFINE_float("max_grad_norm", None, "Global gradient-norm clip.")
-flags.DEFINE_enum("torso", None, ["auto", "mlp", "nature_cnn", "impala_resnet"], "Network torso.")
-flags.DEFINE_list("hidden_sizes", None, "MLP torso layer sizes, e.g. 64,64.")
-flags.DEFINE_enum("loss_reduction", None, ["mean", "sum"],
-                  "Loss over the batch's steps: mean, or sum as in the paper's code (the Atari preset).")
-flags.DEFINE_bool("rmsprop_eps_in_sqrt", None, "RMSProp's epsilon inside the square root (the paper's TensorFlow "
-                  "RMSProp; the default) or added after it (PyTorch's, as the Cleanba peer).")
-flags.DEFINE_integer("num_minibatches", None, "Learn each trajectory as this many minibatches of its envs, one "
-                     "optimizer step each (must divide num_envs / learner devices).")
-flags.DEFINE_float("reward_scale", None, "Multiply rewards by this in the loss (large dense rewards, e.g. Pendulum's).")
-FLAGS = flags.FLAGS
-AGENT_FLAGS = {"learning_rate": "learning_rate", "entropy_cost": "entropy_cost", "baseline_cost": "baseline_cost",
-               "discount": "discount", "vtrace_lambda": "lambda_", "max_grad_norm": "max_grad_norm", "torso": "torso",
-               "hidden_sizes": "hidden_sizes", "loss_reduction": "loss_reduction", "num_minibatches": "num_minibatches",
-               "rmsprop_eps_in_sqrt": "rmsprop_eps_in_sqrt", "reward_scale": "reward_scale"}
-cli.describe_presets({"vector/image": CARTPOLE, "tabular/structured": TABULAR, "continuous": CONTROL, "Atari": ATARI},
-                     AGENT_FLAGS)
-
-
-def make_experiment(env: str, seed: int = 0, **overrides) -> Experiment:
-    """The preset for env with overrides (None values are ignored); what the flags map onto."""
-    p = preset(env, overrides.get("env_kwargs"))
-    T = overrides.get("steps_per_cycle") or p["steps_per_cycle"]
-    exp = build(env, seed, p, overrides, lambda agent: T)
-    optimizer_steps = cli.learner_updates(exp) * exp.agent.num_minibatches
-    return dataclasses.replace(exp, agent=dataclasses.replace(exp.agent, lr_decay_steps=optimizer_steps))
-
-
-def main(argv: list[str]) -> None:
-    del argv
-    cli.start_distributed()
-    with cli.user_input():
-        cli.adopt_resumed_flags()
-        overrides = overrides_from_flags(AGENT_FLAGS)
-        exp = make_experiment(FLAGS.env, FLAGS.seed, steps_per_cycle=FLAGS.steps_per_cycle, **overrides)
-    train("impala", exp, Impala)
-
+# ---------------------------------------------------------------- the recipe (sebulba.experiment.recipe)
+ALGORITHM = Algorithm(
+    "impala", Impala, preset,
+    presets={"vector/image": CARTPOLE, "tabular/structured": TABULAR, "continuous": CONTROL, "Atari": ATARI},
+    flags={
+        "steps_per_cycle": Flag(int, "Unroll length T of each trajectory."),
+        "learning_rate": Flag(float, "RMSProp learning rate (decays linearly to 0 over the run)."),
+        "entropy_cost": Flag(float, "Weight of the entropy bonus."),
+        "baseline_cost": Flag(float, "Weight of the baseline (value) loss."),
+        "discount": Flag(float, "Discount gamma."),
+        "vtrace_lambda": Flag(float, "V-trace lambda.", field="lambda_"),
+        "max_grad_norm": Flag(float, "Global gradient-norm clip."),
+        "torso": Flag(TORSO_KINDS, "Network torso."),
+        "hidden_sizes": Flag(list, "MLP torso layer sizes, e.g. 64,64."),
+        "loss_reduction": Flag(("mean", "sum"), "Loss over the batch's steps: mean, or sum as in the paper's code (the "
+                               "Atari preset)."),
+        "rmsprop_eps_in_sqrt": Flag(bool, "RMSProp's epsilon inside the square root (the paper's TensorFlow RMSProp; "
+                                    "the default) or added after it (PyTorch's, as the Cleanba peer)."),
+        "num_minibatches": Flag(int, "Learn each trajectory as this many minibatches of its envs, one optimizer step "
+                                "each (must divide num_envs / learner devices)."),
+        "reward_scale": Flag(float, "Multiply rewards by this in the loss (large dense rewards, e.g. Pendulum's)."),
+    },
+    optimizer_steps_per_update=lambda config: config.num_minibatches,
+)
+ALGORITHM.define_flags()
+make_experiment = ALGORITHM.make_experiment
 
 if __name__ == "__main__":
-    cli.run_main(main)
+    ALGORITHM.main()

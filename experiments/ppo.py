@@ -12,15 +12,12 @@ learning_curve.png.
 
 from __future__ import annotations
 
-import dataclasses
-
-from absl import flags
-
 from sebulba.agents.ppo import PPO, PPOConfig
 from sebulba.distributions import check_action_space
-from sebulba.experiment import cli
-from sebulba.experiment.cli import Experiment, build, define_loop_flags, overrides_from_flags, train
+from sebulba.experiment.cli import Experiment
 from sebulba.experiment.env_kind import env_kind
+from sebulba.experiment.recipe import Algorithm, Flag
+from sebulba.networks import TORSO_KINDS
 
 # ---------------------------------------------------------------- presets
 # CartPole (and other vector or tabular tasks with discrete actions): CleanRL's ppo.py (4 epochs
@@ -71,59 +68,43 @@ def preset(env_id: str, env_kwargs: dict | None = None) -> dict:
     return CARTPOLE
 
 
-# ---------------------------------------------------------------- flags
-define_loop_flags("CartPole-v1")
-flags.adopt_module_key_flags(cli)  # list the shared flags in --help
-flags.DEFINE_integer("steps_per_cycle", None, "Steps per env in each rollout (PPO's num_steps).", lower_bound=1)
-flags.DEFINE_float("learning_rate", None, "Adam learning rate (decays linearly to 0 over the run).")
-flags.DEFINE_integer("num_epochs", None, "Passes over each rollout (update_epochs).", lower_bound=1)
-flags.DEFINE_integer("num_minibatches", None, "Minibatches per epoch; each takes steps_per_cycle / num_minibatches "
-                     "of every env's steps, so it must divide steps_per_cycle.", lower_bound=1)
-flags.DEFINE_float("clip_coef", None, "The surrogate's ratio clip epsilon (> 0).")
-flags.DEFINE_bool("clip_value_loss", None, "Clip the value's change around its value before the update.")
-flags.DEFINE_float("entropy_cost", None, "Weight of the entropy bonus.")
-flags.DEFINE_float("value_cost", None, "Weight of the value loss.")
-flags.DEFINE_float("discount", None, "Discount gamma.")
-flags.DEFINE_float("gae_lambda", None, "GAE lambda.")
-flags.DEFINE_float("max_grad_norm", None, "Global gradient-norm clip.")
-flags.DEFINE_bool("normalize_advantages", None, "Normalise advantages per minibatch (over all learner devices).")
-flags.DEFINE_bool("normalize_observations", None, "Normalise observations by running mean and variance.")
-flags.DEFINE_bool("scale_rewards", None, "Divide rewards by the running std of the discounted return.")
-flags.DEFINE_enum("torso", None, ["auto", "mlp", "nature_cnn", "impala_resnet"], "Network torso.")
-flags.DEFINE_list("hidden_sizes", None, "MLP torso layer sizes, e.g. 64,64.")
-FLAGS = flags.FLAGS
-AGENT_FLAGS = {"learning_rate": "learning_rate", "num_epochs": "num_epochs", "num_minibatches": "num_minibatches",
-               "clip_coef": "clip_coef", "clip_value_loss": "clip_value_loss", "entropy_cost": "entropy_cost",
-               "value_cost": "value_cost", "discount": "discount", "gae_lambda": "gae_lambda",
-               "max_grad_norm": "max_grad_norm", "normalize_advantages": "normalize_advantages",
-               "normalize_observations": "normalize_observations", "scale_rewards": "scale_rewards",
-               "torso": "torso", "hidden_sizes": "hidden_sizes"}
-cli.describe_presets({"discrete": CARTPOLE, "built-in continuous": CONTROL, "MuJoCo": MUJOCO, "Atari": ATARI},
-                     AGENT_FLAGS)
-
-
-def make_experiment(env: str, seed: int = 0, **overrides) -> Experiment:
-    """The preset for env with overrides (None values are ignored); what the flags map onto."""
-    p = preset(env, overrides.get("env_kwargs"))
-    T = overrides.get("steps_per_cycle") or p["steps_per_cycle"]
-    exp = build(env, seed, p, overrides, lambda agent: T, minibatches_of_envs=False)
-    agent = exp.agent
-    if T % agent.num_minibatches:
-        raise ValueError(f"--num_minibatches={agent.num_minibatches} must divide --steps_per_cycle={T}: each "
+def check_minibatches(exp: Experiment) -> None:
+    """Each minibatch takes an equal share of every env's steps."""
+    T, minibatches = exp.loop.steps_per_cycle, exp.agent.num_minibatches
+    if T % minibatches:
+        raise ValueError(f"--num_minibatches={minibatches} must divide --steps_per_cycle={T}: each "
                          "minibatch takes an equal share of every env's steps")
-    optimizer_steps = cli.learner_updates(exp) * agent.num_epochs * agent.num_minibatches
-    return dataclasses.replace(exp, agent=dataclasses.replace(agent, lr_decay_steps=optimizer_steps))
 
 
-def main(argv: list[str]) -> None:
-    del argv
-    cli.start_distributed()
-    with cli.user_input():
-        cli.adopt_resumed_flags()
-        overrides = overrides_from_flags(AGENT_FLAGS)
-        exp = make_experiment(FLAGS.env, FLAGS.seed, steps_per_cycle=FLAGS.steps_per_cycle, **overrides)
-    train("ppo", exp, PPO)
-
+# ---------------------------------------------------------------- the recipe (sebulba.experiment.recipe)
+ALGORITHM = Algorithm(
+    "ppo", PPO, preset,
+    presets={"discrete": CARTPOLE, "built-in continuous": CONTROL, "MuJoCo": MUJOCO, "Atari": ATARI},
+    flags={
+        "steps_per_cycle": Flag(int, "Steps per env in each rollout (PPO's num_steps).", lower_bound=1),
+        "learning_rate": Flag(float, "Adam learning rate (decays linearly to 0 over the run)."),
+        "num_epochs": Flag(int, "Passes over each rollout (update_epochs).", lower_bound=1),
+        "num_minibatches": Flag(int, "Minibatches per epoch; each takes steps_per_cycle / num_minibatches of every "
+                                "env's steps, so it must divide steps_per_cycle.", lower_bound=1),
+        "clip_coef": Flag(float, "The surrogate's ratio clip epsilon (> 0)."),
+        "clip_value_loss": Flag(bool, "Clip the value's change around its value before the update."),
+        "entropy_cost": Flag(float, "Weight of the entropy bonus."),
+        "value_cost": Flag(float, "Weight of the value loss."),
+        "discount": Flag(float, "Discount gamma."),
+        "gae_lambda": Flag(float, "GAE lambda."),
+        "max_grad_norm": Flag(float, "Global gradient-norm clip."),
+        "normalize_advantages": Flag(bool, "Normalise advantages per minibatch (over all learner devices)."),
+        "normalize_observations": Flag(bool, "Normalise observations by running mean and variance."),
+        "scale_rewards": Flag(bool, "Divide rewards by the running std of the discounted return."),
+        "torso": Flag(TORSO_KINDS, "Network torso."),
+        "hidden_sizes": Flag(list, "MLP torso layer sizes, e.g. 64,64."),
+    },
+    optimizer_steps_per_update=lambda config: config.num_epochs * config.num_minibatches,
+    minibatches_of_envs=False,  # PPO's minibatches split each env's steps
+    check=check_minibatches,
+)
+ALGORITHM.define_flags()
+make_experiment = ALGORITHM.make_experiment
 
 if __name__ == "__main__":
-    cli.run_main(main)
+    ALGORITHM.main()

@@ -12,14 +12,9 @@ learning_curve.png. Loop cycles are half a sequence (sequence_length / 2 env ste
 
 from __future__ import annotations
 
-import dataclasses
-
-from absl import flags
-
 from sebulba.agents.r2d2 import R2D2, R2D2Config
-from sebulba.experiment import cli
-from sebulba.experiment.cli import Experiment, build, define_loop_flags, overrides_from_flags, train
 from sebulba.experiment.env_kind import env_kind, require_discrete_actions
+from sebulba.experiment.recipe import Algorithm, Flag
 
 # ---------------------------------------------------------------- presets
 # CartPole-v1: the paper's values scaled down to a 2-core CPU budget:
@@ -77,7 +72,7 @@ MEMORY = dict(
 # sequences take 13.9 GiB per learner device instead of 53.4 GiB (--nostack_on_device).
 ATARI = dict(
     total_env_steps=50_000_000, num_envs=32, async_mode=True, inferencers_per_device=2, log_every_s=10.0,
-    env_kwargs=dict(reward_clip=False, episodic_life=False), stack_on_device=True,
+    env_kwargs=dict(reward_clip=False, episodic_life=False), stack_on_device=True, lr_decay=False,
     agent=R2D2Config(torso="nature_cnn", replay_capacity=25_000, min_replay_size=1_000, td_reduction="sum"),
 )
 
@@ -93,49 +88,33 @@ def preset(env_id: str, env_kwargs: dict | None = None) -> dict:
     return MEMORY if env_id == "CartPoleNoVelocity-v1" else CARTPOLE
 
 
-# ---------------------------------------------------------------- flags
-define_loop_flags("CartPole-v1")
-flags.adopt_module_key_flags(cli)  # list the shared flags in --help
-flags.DEFINE_enum("core", None, ["lstm", "mlp"], "Recurrent core, or a Dense layer (the memory ablation).")
-flags.DEFINE_integer("sequence_length", None, "Replay sequence length m (cycles are m / 2 steps).")
-flags.DEFINE_integer("burn_in", None, "Burn-in steps l at the start of each sequence (no gradients).")
-flags.DEFINE_integer("n_step", None, "n of the n-step double-Q targets.")
-flags.DEFINE_float("discount", None, "Discount gamma.")
-flags.DEFINE_float("learning_rate", None, "Adam learning rate.")
-flags.DEFINE_integer("batch_size", None, "Sequences per optimizer step, per learner device.")
-flags.DEFINE_integer("optims_per_cycle", None, "Learner steps per actor cycle.")
-flags.DEFINE_integer("target_update_period", None, "Learner steps between target-network copies.")
-flags.DEFINE_integer("replay_capacity", None, "Sequences per learner device.")
-flags.DEFINE_integer("min_replay_size", None, "Sequences per learner device before learning starts.")
-flags.DEFINE_float("epsilon_base", None, "Ape-X exploration: env i of N uses epsilon_base ** (1 + 7 i / (N - 1)).")
-flags.DEFINE_enum("td_reduction", None, ["mean", "sum"],
-                  "A sequence's loss over its steps: mean, or sum as acme does (the Atari preset).")
-FLAGS = flags.FLAGS
-AGENT_FLAGS = {name: name for name in ("core", "sequence_length", "burn_in", "n_step", "discount", "learning_rate",
-                                       "batch_size", "optims_per_cycle", "target_update_period", "replay_capacity",
-                                       "min_replay_size", "epsilon_base", "td_reduction")}
-cli.describe_presets({"vector/image/tabular": CARTPOLE, "CartPoleNoVelocity-v1": MEMORY, "Atari": ATARI}, AGENT_FLAGS)
-
-
-def make_experiment(env: str, seed: int = 0, **overrides) -> Experiment:
-    """The preset for env with overrides (None values are ignored); what the flags map onto.
-    A CartPole run (memory task included) decays its learning rate to 0 over the run's learner steps."""
-    p = preset(env, overrides.get("env_kwargs"))
-    exp = build(env, seed, p, overrides, lambda agent: agent.cycle_length)
-    if p is not ATARI:
-        cycles = -(-exp.total_env_steps // (exp.loop.num_envs * exp.agent.cycle_length))
-        exp = dataclasses.replace(exp, agent=dataclasses.replace(exp.agent, lr_decay_steps=cycles * exp.agent.optims_per_cycle))
-    return exp
-
-
-def main(argv: list[str]) -> None:
-    del argv
-    cli.start_distributed()
-    with cli.user_input():
-        cli.adopt_resumed_flags()
-        exp = make_experiment(FLAGS.env, FLAGS.seed, **overrides_from_flags(AGENT_FLAGS))
-    train("r2d2", exp, R2D2)
-
+# ---------------------------------------------------------------- the recipe (sebulba.experiment.recipe)
+# A CartPole run (memory task included) decays its learning rate to 0 over the run's learner
+# steps; the Atari preset keeps the paper's constant one (lr_decay=False).
+ALGORITHM = Algorithm(
+    "r2d2", R2D2, preset,
+    presets={"vector/image/tabular": CARTPOLE, "CartPoleNoVelocity-v1": MEMORY, "Atari": ATARI},
+    flags={
+        "core": Flag(("lstm", "mlp"), "Recurrent core, or a Dense layer (the memory ablation)."),
+        "sequence_length": Flag(int, "Replay sequence length m (cycles are m / 2 steps)."),
+        "burn_in": Flag(int, "Burn-in steps l at the start of each sequence (no gradients)."),
+        "n_step": Flag(int, "n of the n-step double-Q targets."),
+        "discount": Flag(float, "Discount gamma."),
+        "learning_rate": Flag(float, "Adam learning rate."),
+        "batch_size": Flag(int, "Sequences per optimizer step, per learner device."),
+        "optims_per_cycle": Flag(int, "Learner steps per actor cycle."),
+        "target_update_period": Flag(int, "Learner steps between target-network copies."),
+        "replay_capacity": Flag(int, "Sequences per learner device."),
+        "min_replay_size": Flag(int, "Sequences per learner device before learning starts."),
+        "epsilon_base": Flag(float, "Ape-X exploration: env i of N uses epsilon_base ** (1 + 7 i / (N - 1))."),
+        "td_reduction": Flag(("mean", "sum"), "A sequence's loss over its steps: mean, or sum as acme does (the Atari "
+                             "preset)."),
+    },
+    optimizer_steps_per_update=lambda config: config.optims_per_cycle,
+    steps_per_cycle=lambda config: config.cycle_length,  # half a sequence
+)
+ALGORITHM.define_flags()
+make_experiment = ALGORITHM.make_experiment
 
 if __name__ == "__main__":
-    cli.run_main(main)
+    ALGORITHM.main()

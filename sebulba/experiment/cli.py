@@ -1,5 +1,6 @@
 """What the experiment entry points share: the loop's flags, presets plus overrides into
-configs, and the run itself. Each entry point adds its agent's hyperparameter flags."""
+configs, and the run itself. sebulba.experiment.recipe puts them together with an algorithm's
+presets, agent flags and agent into an entry point."""
 
 from __future__ import annotations
 

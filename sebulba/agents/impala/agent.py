@@ -17,6 +17,7 @@ from sebulba.agents.impala.config import ImpalaConfig
 from sebulba.agents.impala.losses import impala_loss
 from sebulba.agents.impala.networks import make_network
 from sebulba.distributions import check_action_space, clip_to_space
+from sebulba.schedules import linear_decay
 from sebulba.sharding import LEARNER_AXIS
 from sebulba.types import ActorOutput, EnvStep, Metrics, Trajectory
 
@@ -46,7 +47,7 @@ class Impala(Agent[dict, optax.OptState, Trajectory, jax.Array]):
 
     def optimizer(self) -> optax.GradientTransformation:
         c = self.config
-        lr = c.learning_rate if c.lr_decay_steps is None else optax.linear_schedule(c.learning_rate, 0.0, c.lr_decay_steps)
+        lr = linear_decay(c.learning_rate, c.lr_decay_steps)
         return optax.chain(
             optax.clip_by_global_norm(c.max_grad_norm),
             optax.rmsprop(lr, decay=c.rmsprop_decay, eps=c.rmsprop_eps, eps_in_sqrt=c.rmsprop_eps_in_sqrt,

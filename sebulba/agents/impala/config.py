@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from sebulba.schedules import check_decay_steps
+
 
 @dataclasses.dataclass(frozen=True)
 class ImpalaConfig:
@@ -60,5 +62,4 @@ class ImpalaConfig:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if not 0.0 < self.rmsprop_decay < 1.0:
             raise ValueError(f"rmsprop_decay must be in (0, 1), got {self.rmsprop_decay}")
-        if self.lr_decay_steps is not None and self.lr_decay_steps < 1:
-            raise ValueError(f"lr_decay_steps must be >= 1 or None, got {self.lr_decay_steps}")
+        check_decay_steps(self.lr_decay_steps)

@@ -27,6 +27,7 @@ from sebulba.agents.ppo.gae import episode_gae
 from sebulba.agents.ppo.losses import normalize_advantages, ppo_loss
 from sebulba.agents.ppo.networks import make_network
 from sebulba.distributions import check_action_space, clip_to_space
+from sebulba.schedules import linear_decay
 from sebulba.sharding import LEARNER_AXIS
 from sebulba.types import ActorOutput, EnvStep, Metrics, Trajectory
 
@@ -78,7 +79,7 @@ class PPO(Agent[dict, optax.OptState, Samples, StepState]):
 
     def optimizer(self) -> optax.GradientTransformation:
         c = self.config
-        lr = c.learning_rate if c.lr_decay_steps is None else optax.linear_schedule(c.learning_rate, 0.0, c.lr_decay_steps)
+        lr = linear_decay(c.learning_rate, c.lr_decay_steps)
         tx = optax.chain(optax.clip_by_global_norm(c.max_grad_norm), optax.adam(lr, eps=c.adam_eps))
         return normalization.frozen_outside(tx, "params")
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 from sebulba.networks import TORSO_KINDS
+from sebulba.schedules import check_decay_steps
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,5 +59,4 @@ class PPOConfig:
         for name in ("value_cost", "entropy_cost"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
-        if self.lr_decay_steps is not None and self.lr_decay_steps < 1:
-            raise ValueError(f"lr_decay_steps must be >= 1 or None, got {self.lr_decay_steps}")
+        check_decay_steps(self.lr_decay_steps)

@@ -24,6 +24,7 @@ from sebulba.agents.r2d2 import replay as rp
 from sebulba.agents.r2d2.config import R2D2Config
 from sebulba.agents.r2d2.networks import CoreState, make_network, unroll
 from sebulba.agents.r2d2.returns import n_step_double_q_targets, sequence_priority
+from sebulba.schedules import linear_decay
 from sebulba.sharding import LEARNER_AXIS
 from sebulba.target_networks import TargetNetworks, periodic_copy
 from sebulba.types import EnvStep, ExperienceLayout, Metrics, Trajectory
@@ -73,7 +74,7 @@ class R2D2(Agent[Networks, optax.OptState, Experience, StepState]):
 
     def optimizer(self) -> optax.GradientTransformation:
         c = self.config
-        lr = c.learning_rate if c.lr_decay_steps is None else optax.linear_schedule(c.learning_rate, 0.0, c.lr_decay_steps)
+        lr = linear_decay(c.learning_rate, c.lr_decay_steps)
         adam = optax.adam(lr, eps=c.adam_eps)
         return adam if c.max_grad_norm is None else optax.chain(optax.clip_by_global_norm(c.max_grad_norm), adam)
 

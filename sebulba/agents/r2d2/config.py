@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from sebulba.schedules import check_decay_steps
+
 
 @dataclasses.dataclass(frozen=True)
 class R2D2Config:
@@ -53,8 +55,7 @@ class R2D2Config:
                      "target_update_period", "replay_capacity"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
-        if self.lr_decay_steps is not None and self.lr_decay_steps < 1:
-            raise ValueError(f"lr_decay_steps must be >= 1 or None, got {self.lr_decay_steps}")
+        check_decay_steps(self.lr_decay_steps)
         if not 1 <= self.min_replay_size <= self.replay_capacity:
             raise ValueError(f"min_replay_size must be in [1, replay_capacity={self.replay_capacity}], got {self.min_replay_size}")
         if not 0.0 <= self.priority_eta <= 1.0:

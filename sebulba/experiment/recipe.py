@@ -1,0 +1,124 @@
+"""The recipe every experiment entry point follows (`python -m experiments.<name>`): the loop's
+flags and the agent's, presets by env kind plus the flags' overrides into an `Experiment`, the
+learning rate's decay over the run's budget, resume, and `main()`. An entry point declares only
+what differs, an `Algorithm`:
+
+    ALGORITHM = Algorithm("impala", Impala, preset, presets={"vector/image": CARTPOLE, "Atari": ATARI},
+                          flags={"learning_rate": Flag(float, "RMSProp learning rate."), ...},
+                          optimizer_steps_per_update=lambda config: config.num_minibatches)
+    ALGORITHM.define_flags()
+    make_experiment = ALGORITHM.make_experiment
+
+    if __name__ == "__main__":
+        ALGORITHM.main()
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+from absl import flags
+
+import envs
+from sebulba.agent import Agent
+from sebulba.experiment import cli
+from sebulba.experiment.cli import Experiment
+from sebulba.experiment.errors import user_input
+
+# The flags define_flags() defines belong to the entry point that calls it (its --help lists them).
+flags.disclaim_key_flags()
+
+DEFAULT_ENV = "CartPole-v1"
+
+
+@dataclasses.dataclass(frozen=True)
+class Flag:
+    """An agent flag (default None: the preset's value): its type (int, float, bool, list for
+    comma-separated ints, or a tuple of an enum's choices), its help, the agent-config field it
+    sets (default: its own name; a loop value such as steps_per_cycle is set the same way), and
+    for int and float flags a lower bound."""
+
+    type: type | tuple[str, ...]
+    help: str
+    field: str | None = None
+    lower_bound: float | None = None
+
+    def define(self, name: str) -> None:
+        if isinstance(self.type, tuple):
+            flags.DEFINE_enum(name, None, list(self.type), self.help)
+        elif self.type in (int, float):
+            define = flags.DEFINE_integer if self.type is int else flags.DEFINE_float
+            define(name, None, self.help, lower_bound=self.lower_bound)
+        else:
+            {bool: flags.DEFINE_bool, list: flags.DEFINE_list}[self.type](name, None, self.help)
+
+
+@dataclasses.dataclass(frozen=True)
+class Algorithm:
+    """What an entry point's algorithm declares.
+
+    name: the run directories' prefix. agent: `agent(env_spec, config)` builds it. preset: the
+    preset for `(env_id, env_kwargs)`, a dict of loop values (num_envs, steps_per_cycle,
+    total_env_steps, ...), optional `env_kwargs` for envs.make, `agent` (its config dataclass)
+    and optional `lr_decay` (False: a constant learning rate; otherwise it decays linearly to 0
+    over the run's optimizer steps, sebulba.schedules.linear_decay). presets: every preset, by
+    the kind of env it is for (listed in each flag's --help). flags: the agent's flags.
+    optimizer_steps_per_update: optimizer steps per learner update (one per inferencer cycle)
+    of a config. steps_per_cycle: a config's cycle length; None: the steps_per_cycle flag or
+    preset value. minibatches_of_envs: the config's num_minibatches splits the envs (the default
+    learner devices leave each a multiple of it), not the steps. check: raises a ValueError for
+    an experiment the agent cannot run."""
+
+    name: str
+    agent: Callable[[envs.EnvSpec, Any], Agent]
+    preset: Callable[[str, dict | None], dict]
+    presets: dict[str, dict]
+    flags: dict[str, Flag]
+    optimizer_steps_per_update: Callable[[Any], int]
+    steps_per_cycle: Callable[[Any], int] | None = None
+    minibatches_of_envs: bool = True
+    check: Callable[[Experiment], None] | None = None
+
+    @property
+    def flag_fields(self) -> dict[str, str]:
+        """{agent flag: the field it sets}."""
+        return {name: flag.field or name for name, flag in self.flags.items()}
+
+    def define_flags(self) -> None:
+        """The loop's flags and the agent's, each agent flag's help ending with its presets' values."""
+        cli.define_loop_flags(DEFAULT_ENV)
+        flags.adopt_module_key_flags(cli)  # list the shared flags in --help
+        for name, flag in self.flags.items():
+            flag.define(name)
+        cli.describe_presets(self.presets, self.flag_fields)
+
+    def make_experiment(self, env: str, seed: int = 0, **overrides) -> Experiment:
+        """The preset for env with overrides (None values are ignored); what the flags map onto."""
+        p = self.preset(env, overrides.get("env_kwargs"))
+        steps_per_cycle = self.steps_per_cycle
+        if steps_per_cycle is None:
+            T = overrides.get("steps_per_cycle") or p["steps_per_cycle"]
+            steps_per_cycle = lambda config: T  # noqa: E731
+        exp = cli.build(env, seed, p, overrides, steps_per_cycle, self.minibatches_of_envs)
+        if self.check is not None:
+            self.check(exp)
+        if not p.get("lr_decay", True):
+            return exp
+        decay_steps = cli.learner_updates(exp) * self.optimizer_steps_per_update(exp.agent)
+        return dataclasses.replace(exp, agent=dataclasses.replace(exp.agent, lr_decay_steps=decay_steps))
+
+    def main(self) -> None:
+        """Run from the command line: the flags (or, with --resume, the run's own) into an
+        experiment, then train it (`cli.train`)."""
+
+        def main(argv: list[str]) -> None:
+            del argv
+            cli.start_distributed()
+            with user_input():
+                cli.adopt_resumed_flags()
+                exp = self.make_experiment(cli.FLAGS.env, cli.FLAGS.seed, **cli.overrides_from_flags(self.flag_fields))
+            cli.train(self.name, exp, self.agent)
+
+        cli.run_main(main)
