@@ -4,7 +4,6 @@ happens (inputs are consumed), results stay correct, and nothing retraces once w
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pytest
 
 import envs
 import sebulba

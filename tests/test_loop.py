@@ -11,7 +11,6 @@ import envs
 import sebulba
 from sebulba.agents import RandomAgent, SimplePolicyGradient, SPGConfig
 from tests.support import toy_envs
-from sebulba.types import ActorOutput
 from tests.support.agents import BrokenAgent, CountingAgent, FailsInThreadAgent
 
 toy_envs.register_all()
