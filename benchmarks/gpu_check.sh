@@ -38,7 +38,7 @@
 #      and the learning bars (the PPO stage is the learning run). What remains is the layout a
 #      1-GPU host runs (actors and learner share device 0: default_devices), through the GPU's
 #      allocator, donation, transfers, memory checks, compile counts and frames stacked on the
-#      device. XLA_PYTHON_CLIENT_PREALLOCATE=false: several pytest workers share the GPU.
+#      device (73 tests today, 12 workers). XLA_PYTHON_CLIENT_PREALLOCATE=false: the workers share the GPU.
 #   2. the several-device tests on 4 fake CPU devices (JAX_PLATFORMS=cpu), with the host's own jax:
 #      the sharding over learner devices is the same code on any platform, and a 1-GPU host cannot
 #      give it several devices; this run catches a jax version the CPU machine does not have.
@@ -187,7 +187,7 @@ pytest_cmd() {  # workers, per-test timeout, then pytest's arguments
 stage_tests_gpu() {
     local deselect=() t
     for t in "${MULTI_DEVICE[@]}"; do deselect+=(--deselect "$t"); done
-    XLA_PYTHON_CLIENT_PREALLOCATE=false pytest_cmd 8 120 "${DEVICE_TEST_FILES[@]}" -k "not learning_bar" "${deselect[@]}"
+    XLA_PYTHON_CLIENT_PREALLOCATE=false pytest_cmd 12 120 "${DEVICE_TEST_FILES[@]}" -k "not learning_bar" "${deselect[@]}"
 }
 
 stage_tests_multi() {
