@@ -102,7 +102,11 @@ def end_to_end(num_envs: int, inferencers: int, minibatches: int | None, seconds
         sampler.join()
         proc.terminate()
         out, _ = proc.communicate(timeout=60)
-    (run_dir,) = list(logdir.iterdir())
+    runs = list(logdir.iterdir())
+    if len(runs) != 1 or not (runs[0] / "metrics.csv").exists():  # the CLI failed before its first metrics row
+        print(out[-4000:])
+        raise RuntimeError(f"end-to-end run with {num_envs} envs exited with {proc.returncode} and wrote no metrics")
+    (run_dir,) = runs
     # keep only the metrics and a profile's summary and trace (a device host returns few files)
     metrics = logdir.with_suffix(".csv")
     shutil.copyfile(run_dir / "metrics.csv", metrics)

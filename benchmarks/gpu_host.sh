@@ -6,8 +6,9 @@
 #               with `carry: [".whl"]` on the device call.
 set -e
 if [ "${1:-}" = "fetch" ]; then
-    mkdir -p .git/info
-    grep -qx '/.whl/' .git/info/exclude 2>/dev/null || printf '/.whl/\n/.site/\n' >> .git/info/exclude
+    exclude="$(git rev-parse --git-path info/exclude)"  # .git/info/exclude; in a worktree, the shared one
+    mkdir -p "$(dirname "$exclude")"
+    grep -qx '/.whl/' "$exclude" 2>/dev/null || printf '/.whl/\n/.site/\n' >> "$exclude"
     pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
         --platform manylinux_2_28_x86_64 --platform manylinux2014_x86_64 -d .whl \
         gymnasium==1.4.0 farama-notifications ale-py==0.12.1 dm-env dm-tree tensorboardX

@@ -1,0 +1,222 @@
+"""The Python stages of `benchmarks/gpu_check.sh` (see its header): each writes a one-line
+figures cell (FIG) and, for the measured runs, a markdown detail section (MD) for the summary.
+
+    python benchmarks/_gpu_check.py env  --fig FIG
+    python benchmarks/_gpu_check.py pong --fig FIG --md MD --work DIR [--frames 4000000] [--settings 64x1x2x2] ...
+    python benchmarks/_gpu_check.py ppo  --fig FIG --md MD --work DIR [--total_env_steps N] [--timeout S]
+    python benchmarks/_gpu_check.py paste SUMMARY.md          # into BENCHMARKS.md, between its section's markers
+
+The IMPALA Pong stage reuses `bench_atari_gpu.py` (its raw-env measurement and its end-to-end run
+of the CLI), with the run ended by a frame budget instead of a wall time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+# The 2026-11-23 00:52 UTC call of bench_atari_gpu.py on the H100 host (BENCHMARKS.md, "Atari on a GPU
+# host"): the preset (2 inferencers x 64 envs, 2 learner minibatches), jax 0.11.2, 16 cores.
+REF_DATE = "2026-11-23"
+REF_SETTING = "64x1x2x2"
+REF_FPS = 54_336
+REF_RAW_ALE = (94_252, 124_149)  # raw ALE frames/s over that night's four calls (one 3 s repeat each)
+REF_RETURNS = {1e6: -20.1, 2e6: -19.0, 3e6: -16.4, 4e6: -13.6, 5e6: 8.4, 6e6: 15.3, 7.7e6: 17.2, 10e6: 16.6, 15e6: 18.9}
+# The same night's other layouts at 4M frames ranged from -16.6 to 13.1: take-off varies by ~1M frames.
+REF_SPREAD_4M = (-16.6, 13.1)
+# PPO CartPole, `python -m experiments.ppo` (the preset, 200k env steps), bench_ppo 2026-11-25 on a
+# 2-core CPU host: 500.0 in 12.3-12.7 s for seeds 0-2; the learning bar (tests/test_ppo.py) is 475.
+PPO_BAR = 475.0
+PPO_REF = "500.0 in 12.3-12.7 s (seeds 0-2, 2-core CPU host, bench_ppo 2026-11-25)"
+
+
+def write(path: str | None, text: str) -> None:
+    if path:
+        Path(path).write_text(text)
+
+
+def _env() -> dict[str, str]:
+    """The child's environment: the repo root ahead of what PYTHONPATH already holds (the wheels)."""
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in [str(ROOT), os.environ.get("PYTHONPATH", "")] if p)}
+
+
+# ---------------------------------------------------------------- env
+def cmd_env(args: argparse.Namespace) -> None:
+    import importlib.metadata
+
+    import jax
+
+    def version(name: str) -> str:
+        try:
+            return importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            return "missing"
+
+    devices = jax.devices()
+    print(f"python {platform.python_version()} ({sys.executable}), {platform.platform()}, {os.cpu_count()} CPU cores")
+    print(f"jax {jax.__version__}, default backend {jax.default_backend()}, devices: {devices}")
+    for d in devices:
+        stats = d.memory_stats() if d.platform != "cpu" else None
+        limit = f", {stats['bytes_limit'] / 2**30:.1f} GiB for XLA" if stats and "bytes_limit" in stats else ""
+        print(f"  {d.id}: {d.platform} {d.device_kind}{limit}")
+    pkgs = ("jaxlib", "flax", "optax", "orbax-checkpoint", "numpy", "gymnasium", "ale-py", "dm-env", "dm-tree",
+            "tensorboardX", "pytest", "pytest-xdist")
+    print("packages: " + ", ".join(f"{p} {version(p)}" for p in pkgs))
+    for var in ("JAX_PLATFORMS", "XLA_FLAGS", "XLA_PYTHON_CLIENT_PREALLOCATE", "TF_CUDA_PLATFORM_GPU_DEVICE_SCHEDULE",
+                "PYTHONPATH"):
+        print(f"{var}={os.environ.get(var, '')}")
+    kinds = sorted({f"{d.device_kind} ({d.platform})" for d in devices})
+    write(args.backend, jax.default_backend() + "\n")
+    write(args.fig, f"jax {jax.__version__}, backend {jax.default_backend()}: {len(devices)} x {', '.join(kinds)}; "
+                    f"{os.cpu_count()} CPU cores; Python {platform.python_version()}")
+
+
+# ---------------------------------------------------------------- IMPALA Pong
+def returns_at(rows: list[dict[str, str]], frames: float) -> float | None:
+    """The return (mean of the last 20 episodes) of the first metrics row at or past `frames`."""
+    for r in rows:
+        if float(r["env_steps"]) * 4 >= frames and r.get("episode_return_mean") not in (None, "", "nan"):
+            return float(r["episode_return_mean"])
+    return None
+
+
+def fmt(x: float | None, spec: str = "{:.1f}") -> str:
+    return "—" if x is None or x != x else spec.format(x)  # None or nan (no episode ended yet)
+
+
+def cmd_pong(args: argparse.Namespace) -> None:
+    import bench_atari_gpu
+
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    n, lanes, inferencers, minibatches = ([int(x) for x in args.settings.split("x")] + [0])[:4]
+    raw = bench_atari_gpu.raw_env(1, args.raw_seconds) if args.raw_seconds > 0 else {}
+    raw_ale = raw.get("ALE AtariVectorEnv (raw)")
+    flags = [f"--total_env_steps={args.frames // bench_atari_gpu.FRAME_SKIP}"] + args.cli_flags.split()
+    start = time.perf_counter()
+    e2e = bench_atari_gpu.end_to_end(n, lanes, inferencers, minibatches or None, args.seconds, args.warmup,
+                                     work / "pong", flags)
+    wall = time.perf_counter() - start
+    metrics = work / "pong.csv"  # end_to_end keeps the run's metrics beside its (removed) run directory
+    if args.metrics_out:
+        shutil.copyfile(metrics, args.metrics_out)
+    rows = list(csv.DictReader(metrics.open()))
+    frames = e2e["frames"]
+    reached = frames >= 0.99 * args.frames
+    ratio = e2e["fps"] / REF_FPS
+    milestones = [m for m in REF_RETURNS if m <= max(frames, args.frames)]
+    ref_at_budget = REF_RETURNS.get(max((m for m in REF_RETURNS if m <= frames), default=0.0))
+    same = args.settings == REF_SETTING
+    cmp = f"{ratio:.2f}x the {REF_DATE} preset's {REF_FPS:,}" if same else f"{REF_DATE}'s preset: {REF_FPS:,}, another layout"
+    budget = "" if reached else f" (stopped at the stage's time limit, short of the {args.frames / 1e6:.2f}M budget)"
+    write(args.fig, f"{e2e['fps']:,.0f} frames/s ({cmp}); return {fmt(e2e['return'])} at {frames / 1e6:.2f}M frames"
+                    f"{budget} ({REF_DATE}: {fmt(ref_at_budget)}); whole run {wall:.0f} s")
+    lines = [
+        f"### IMPALA Pong at a fixed frame budget, against {REF_DATE}\n",
+        f"`python -m experiments.impala --env Pong-v5` through `bench_atari_gpu.end_to_end`, setting {args.settings} "
+        f"(envs per inferencer x lanes x inferencers x learner minibatches; the preset is {REF_SETTING}), "
+        f"`--total_env_steps={args.frames // 4}` ({args.frames / 1e6:.2f}M frames); frames/s is the slope after the "
+        f"first {args.warmup:.0f} s. {REF_DATE}: the preset on the H100 host (jax 0.11.2, 16 cores), 00:52 UTC call.\n",
+        "| figure | this run | " + REF_DATE + " | ratio |",
+        "|---|---:|---:|---:|",
+        f"| end-to-end frames/s | {e2e['fps']:,.0f} | {REF_FPS:,} | {f'{ratio:.2f}x' if same else '—'} |",
+    ] + ([
+        f"| raw ALE frames/s (64 envs, one {args.raw_seconds:g} s repeat) | {fmt(raw_ale, '{:,.0f}')} | "
+        f"{REF_RAW_ALE[0]:,}-{REF_RAW_ALE[1]:,} | {fmt(raw_ale / (sum(REF_RAW_ALE) / 2) if raw_ale else None, '{:.2f}x')} "
+        "of their middle |"] if raw else []) + [
+        f"| learner wait (median fraction) | {e2e['learner_wait']:.2f} | 0.66 | |",
+        f"| frames seen, wall time of the run | {frames / 1e6:.2f}M in {e2e['wall']:.0f} s | 15.93M in 311 s | |",
+    ]
+    for m in milestones:
+        got = returns_at(rows, m)
+        note = f" (layouts {REF_SPREAD_4M[0]} to {REF_SPREAD_4M[1]})" if m == 4e6 else ""
+        lines.append(f"| return at {m / 1e6:g}M frames (last 20 episodes) | {fmt(got)} | {REF_RETURNS[m]}{note} | |")
+    lines.append(f"| return at the end (last 20 episodes) | {fmt(e2e['return'])} | {fmt(ref_at_budget)} | |")
+    if not same:
+        lines.append(f"\nNot the preset's layout ({args.settings}): the {REF_DATE} figures are for reading, not a ratio.")
+    write(args.md, "\n".join(lines) + "\n")
+    print("\n".join(lines), flush=True)
+
+
+# ---------------------------------------------------------------- PPO CartPole
+def cmd_ppo(args: argparse.Namespace) -> None:
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, "-m", "experiments.ppo", f"--logdir={work}", "--noprogress"]
+    cmd += [f"--total_env_steps={args.total_env_steps}"] if args.total_env_steps else []
+    print("$ " + " ".join(cmd), flush=True)
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          timeout=args.timeout)
+    wall = time.perf_counter() - start
+    print(proc.stdout[-6000:], flush=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"experiments.ppo exited with {proc.returncode}")
+    (run_dir,) = [p for p in work.iterdir() if p.is_dir()]
+    if args.metrics_out:
+        shutil.copyfile(run_dir / "metrics.csv", args.metrics_out)
+    rows = list(csv.DictReader((run_dir / "metrics.csv").open()))
+    last = rows[-1]
+    ret, steps = float(last["episode_return_mean"]), int(float(last["env_steps"]))
+    bar = "met" if ret >= PPO_BAR else f"missed ({ret:.1f} of {PPO_BAR:g})"
+    budget = "the preset's budget" if not args.total_env_steps else f"--total_env_steps={args.total_env_steps}"
+    write(args.fig, f"return {ret:.1f} at {steps:,} env steps ({budget}) in {wall:.1f} s whole "
+                    f"({steps / wall:,.0f} env steps/s); bar {PPO_BAR:g}: {bar}; reference {PPO_REF}")
+    write(args.md, "### PPO CartPole\n\n"
+                   f"`python -m experiments.ppo` ({budget}), one process timed whole (imports, compilation, run, "
+                   f"outputs): final return {ret:.1f} (last 20 episodes) at {steps:,} env steps in {wall:.1f} s; "
+                   f"the learning bar is {PPO_BAR:g} ({bar}). Reference: {PPO_REF}.\n")
+
+
+# ---------------------------------------------------------------- paste
+def cmd_paste(args: argparse.Namespace) -> None:
+    """Put a summary into BENCHMARKS.md between its section's markers (the section name is the
+    summary's first line's `<!-- NAME -->` comment), replacing an earlier run of the same kind."""
+    import _report
+
+    text = Path(args.summary).read_text()
+    first, _, body = text.partition("\n")
+    name = first.removeprefix("<!-- section: ").removesuffix(" -->").strip()
+    _report.write_section(_report.BENCH_FILE, name, body)
+    print(f"wrote section {name} of {_report.BENCH_FILE}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    for name in ("env", "pong", "ppo"):
+        p = sub.add_parser(name)
+        p.add_argument("--fig", help="file for the stage's one-line figures")
+        p.add_argument("--md", help="file for the stage's markdown details")
+        p.add_argument("--work", default="/tmp/gpu_check_work")
+        p.add_argument("--metrics_out", help="copy the run's metrics.csv here")
+    sub.choices["env"].add_argument("--backend", help="file for jax's default backend (cpu, gpu, ...)")
+    pong = sub.choices["pong"]
+    pong.add_argument("--frames", type=int, default=4_000_000, help="frame budget (env steps x frame skip 4)")
+    pong.add_argument("--settings", default=REF_SETTING, help="ENVSxLANESxINFERENCERSxMINIBATCHES, as bench_atari_gpu")
+    pong.add_argument("--seconds", type=float, default=170.0, help="wall-time limit of the run")
+    pong.add_argument("--warmup", type=float, default=30.0, help="seconds left out of frames/s")
+    pong.add_argument("--raw_seconds", type=float, default=3.0, help="one raw-env repeat of this length (0: none)")
+    pong.add_argument("--cli_flags", default="", help="more flags for the CLI")
+    ppo = sub.choices["ppo"]
+    ppo.add_argument("--total_env_steps", type=int, default=0, help="0: the preset's budget")
+    ppo.add_argument("--timeout", type=float, default=120.0)
+    paste = sub.add_parser("paste")
+    paste.add_argument("summary")
+    args = ap.parse_args()
+    {"env": cmd_env, "pong": cmd_pong, "ppo": cmd_ppo, "paste": cmd_paste}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    main()

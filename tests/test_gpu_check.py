@@ -1,0 +1,61 @@
+"""benchmarks/gpu_check.sh, the GPU check in one device call: it parses, its dry run lists its
+stages without running anything, and the tests it names by id still exist. (Its CPU mode runs
+IMPALA Pong and PPO CartPole, about 2 minutes on 2 cores: too long for the suite; it is run by
+hand, `bash benchmarks/gpu_check.sh`, and its summary is in BENCHMARKS.md.)"""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "benchmarks" / "gpu_check.sh"
+STAGES = ["install", "env", "pong", "ppo", "tests_gpu", "tests_multi"]
+
+
+def dry_run(tmp_path):
+    env = {**os.environ, "GPU_CHECK_OUT": str(tmp_path / "out")}
+    env.pop("OUT", None)
+    return subprocess.run(["bash", str(SCRIPT), "--dry-run"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=60)
+
+
+def test_the_script_parses():
+    out = subprocess.run(["bash", "-n", str(SCRIPT)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+
+
+def test_a_dry_run_lists_every_stage_in_order_and_runs_nothing(tmp_path):
+    out = dry_run(tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert re.findall(r"^  stage (\w+)", out.stdout, re.M) == STAGES
+    assert not (tmp_path / "out").exists()  # no summary, no log: nothing ran
+
+
+def test_the_tests_it_names_still_exist(tmp_path):
+    lines = dry_run(tmp_path).stdout.splitlines()
+    named = {kind: [line.split(": ", 1)[1] for line in lines if line.startswith(f"  {kind}: ")]
+             for kind in ("multi-device", "cpu-smoke", "device-file")}
+    assert named["multi-device"] and named["device-file"]
+    assert set(named["cpu-smoke"]) <= set(named["multi-device"])
+    for path in named["device-file"]:
+        assert (ROOT / path).is_file(), path
+    for node in named["multi-device"]:
+        path, _, test = node.partition("::")
+        assert path in named["device-file"], node  # the GPU run deselects it from those files
+        name, _, param = test.partition("[")
+        text = (ROOT / path).read_text()
+        assert re.search(rf"^def {name}\(", text, re.M), f"{node}: no such test"
+        param = param.removesuffix("]")
+        assert not param or re.fullmatch(r"[a-z_]+\d+", param) or f'"{param}"' in text, f"{node}: no such case"
+
+
+def test_returns_are_read_at_a_frame_milestone():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from _gpu_check import fmt, returns_at
+
+    rows = [{"env_steps": "100000", "episode_return_mean": "nan"}, {"env_steps": "250000", "episode_return_mean": "-20.5"},
+            {"env_steps": "500000", "episode_return_mean": "-19.0"}]
+    assert returns_at(rows, 1e6) == -20.5 and returns_at(rows, 2e6) == -19.0 and returns_at(rows, 3e6) is None
+    assert fmt(None) == fmt(float("nan")) == "—" and fmt(-13.64) == "-13.6"
