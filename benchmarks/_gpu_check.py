@@ -2,7 +2,7 @@
 figures cell (FIG) and, for the measured runs, a markdown detail section (MD) for the summary.
 
     python benchmarks/_gpu_check.py env  --fig FIG
-    python benchmarks/_gpu_check.py pong --fig FIG --md MD --work DIR [--frames 4000000] [--settings 64x1x2x2] ...
+    python benchmarks/_gpu_check.py pong --fig FIG --md MD --work DIR [--frames 4000000] [--settings 64x2x2] ...
     python benchmarks/_gpu_check.py ppo  --fig FIG --md MD --work DIR [--total_env_steps N] [--timeout S]
     python benchmarks/_gpu_check.py paste SUMMARY.md          # into BENCHMARKS.md, between its section's markers
 
@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 # The 2026-11-23 00:52 UTC call of bench_atari_gpu.py on the H100 host (BENCHMARKS.md, "Atari on a GPU
 # host"): the preset (2 inferencers x 64 envs, 2 learner minibatches), jax 0.11.2, 16 cores.
 REF_DATE = "2026-11-23"
-REF_SETTING = "64x1x2x2"
+REF_SETTING = "64x2x2"
 REF_FPS = 54_336
 REF_RAW_ALE = (94_252, 124_149)  # raw ALE frames/s over that night's four calls (one 3 s repeat each)
 REF_RETURNS = {1e6: -20.1, 2e6: -19.0, 3e6: -16.4, 4e6: -13.6, 5e6: 8.4, 6e6: 15.3, 7.7e6: 17.2, 10e6: 16.6, 15e6: 18.9}
@@ -100,12 +100,12 @@ def cmd_pong(args: argparse.Namespace) -> None:
 
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
-    n, lanes, inferencers, minibatches = ([int(x) for x in args.settings.split("x")] + [0])[:4]
+    n, inferencers, minibatches = ([int(x) for x in args.settings.split("x")] + [0])[:3]
     raw = bench_atari_gpu.raw_env(1, args.raw_seconds) if args.raw_seconds > 0 else {}
     raw_ale = raw.get("ALE AtariVectorEnv (raw)")
     flags = [f"--total_env_steps={args.frames // bench_atari_gpu.FRAME_SKIP}"] + args.cli_flags.split()
     start = time.perf_counter()
-    e2e = bench_atari_gpu.end_to_end(n, lanes, inferencers, minibatches or None, args.seconds, args.warmup,
+    e2e = bench_atari_gpu.end_to_end(n, inferencers, minibatches or None, args.seconds, args.warmup,
                                      work / "pong", flags)
     wall = time.perf_counter() - start
     metrics = work / "pong.csv"  # end_to_end keeps the run's metrics beside its (removed) run directory
@@ -125,7 +125,7 @@ def cmd_pong(args: argparse.Namespace) -> None:
     lines = [
         f"### IMPALA Pong at a fixed frame budget, against {REF_DATE}\n",
         f"`python -m experiments.impala --env Pong-v5` through `bench_atari_gpu.end_to_end`, setting {args.settings} "
-        f"(envs per inferencer x lanes x inferencers x learner minibatches; the preset is {REF_SETTING}), "
+        f"(envs per inferencer x inferencers x learner minibatches; the preset is {REF_SETTING}), "
         f"`--total_env_steps={args.frames // 4}` ({args.frames / 1e6:.2f}M frames); frames/s is the slope after the "
         f"first {args.warmup:.0f} s. {REF_DATE}: the preset on the H100 host (jax 0.11.2, 16 cores), 00:52 UTC call.\n",
         "| figure | this run | " + REF_DATE + " | ratio |",
@@ -204,7 +204,7 @@ def main() -> None:
     sub.choices["env"].add_argument("--backend", help="file for jax's default backend (cpu, gpu, ...)")
     pong = sub.choices["pong"]
     pong.add_argument("--frames", type=int, default=4_000_000, help="frame budget (env steps x frame skip 4)")
-    pong.add_argument("--settings", default=REF_SETTING, help="ENVSxLANESxINFERENCERSxMINIBATCHES, as bench_atari_gpu")
+    pong.add_argument("--settings", default=REF_SETTING, help="ENVSxINFERENCERSxMINIBATCHES, as bench_atari_gpu")
     pong.add_argument("--seconds", type=float, default=170.0, help="wall-time limit of the run")
     pong.add_argument("--warmup", type=float, default=30.0, help="seconds left out of frames/s")
     pong.add_argument("--raw_seconds", type=float, default=3.0, help="one raw-env repeat of this length (0: none)")
