@@ -120,14 +120,19 @@ class Inferencer:
         if not self._started:
             self._start(self._networks_for(version, networks))
 
-    def run_cycle(self, version: int, networks: Any) -> CycleResult:
-        """steps_per_cycle env steps with the given networks, then the results moved to the learner."""
+    def prepare(self, version: int, networks: Any) -> None:
+        """What a cycle with these networks needs first: the pool reset and the step state built
+        (on first use), and the act's form of the networks (which traces the agent's step once)."""
         networks = self._networks_for(version, networks)
         if not self._started:
             self._start(networks)
-        c = self.cycle
         if self._act_networks is None:
-            self._act_networks = c.act_networks(networks, self.step_state, self.stacks, self.env_step)
+            self._act_networks = self.cycle.act_networks(networks, self.step_state, self.stacks, self.env_step)
+
+    def run_cycle(self, version: int, networks: Any) -> CycleResult:
+        """steps_per_cycle env steps with the given networks, then the results moved to the learner."""
+        self.prepare(version, networks)
+        c = self.cycle
         with jax.default_device(self.device):
             # The cycle donates the step state: keep a copy of the start (and the frames before it).
             initial, history = c.cycle_start(self.step_state, self.stacks)

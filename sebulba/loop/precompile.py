@@ -4,7 +4,9 @@ build, instead of one after the other once the run starts.
 ALE builds its envs one after another while holding the GIL (0.07-0.25 s per env: 15 s and more
 for a 64-env pool on the GPU host), while XLA compiles without it. So a thread runs one cycle of
 each actor device with the inferencer's own code (`Inferencer.run_cycle`) on a `ZerosPool` (zero
-observations of the pools' spec, no env built), which compiles every function a real cycle calls,
+observations of the pools' spec, no env built; the agent's step is traced before, in the loop's
+thread, so a step that cannot be traced fails before any pool exists), which compiles every
+function a real cycle calls,
 then compiles the learner's update for that cycle's trajectory (`Learner.lower_updates`: lowered
 and compiled, never run, so the learner's state is untouched). The real calls then find them
 compiled; `tests/test_precompile.py` checks that they do.
@@ -51,23 +53,25 @@ class ZerosPool:
 
 
 class CompilingAhead:
-    """In a thread: a cycle of zeros on each actor device, then the learner's update compiled for
-    its trajectory. `join` waits and re-raises the first failure."""
+    """A cycle of zeros on each actor device, then the learner's update compiled for its
+    trajectory, in a thread. The agent's step is traced first, in the caller's thread, so a step
+    that cannot be traced fails before any pool is built. `join` waits and re-raises the first
+    failure."""
 
     def __init__(self, agent: Agent, cycle: CycleFunctions, learner: Learner, sharding: LearnerSharding,
                  pool_spec: envs.EnvSpec, devices: list[jax.Device], num_envs: int):
         self._error: BaseException | None = None
-        args = (agent, cycle, learner, sharding, pool_spec, devices, num_envs)
-        self._thread = threading.Thread(target=self._compile, args=args, name="sebulba-compile", daemon=True)
+        inferencers = [Inferencer(0, agent, cycle, device, lambda: ZerosPool(pool_spec, num_envs), sharding,
+                                  jax.random.key(0)) for device in devices]
+        for inferencer in inferencers:
+            inferencer.prepare(learner.version, learner.networks)
+        self._thread = threading.Thread(target=self._compile, args=(inferencers, learner), name="sebulba-compile",
+                                        daemon=True)
         self._thread.start()
 
-    def _compile(self, agent: Agent, cycle: CycleFunctions, learner: Learner, sharding: LearnerSharding,
-                 pool_spec: envs.EnvSpec, devices: list[jax.Device], num_envs: int) -> None:
+    def _compile(self, inferencers: list[Inferencer], learner: Learner) -> None:
         try:
-            result = None
-            for device in devices:
-                inferencer = Inferencer(0, agent, cycle, device, lambda: ZerosPool(pool_spec, num_envs), sharding,
-                                        jax.random.key(0))
+            for inferencer in inferencers:
                 result = inferencer.run_cycle(learner.version, learner.networks)
             for lowered in learner.lower_updates(result.initial_step_state, result.final_step_state, result.trajectory):
                 lowered.compile()
