@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import json
 import logging
 import sys
 from collections.abc import Callable
 from typing import Any
 
-import jax
 from absl import app, flags
 
 import envs
@@ -21,11 +19,9 @@ from sebulba.experiment import distributed
 from sebulba.experiment.errors import UserError, user_input
 from sebulba.experiment.peers import EXIT_PEER_LOST, abandon
 from sebulba.experiment.profiling import ProfileWindow
-from sebulba.experiment.run_dir import RunDir
 from sebulba.experiment.runner import CheckpointFlags, EvalFlags, RunResult, default_devices, parse_devices, run
 from sebulba.loop.config import LoopConfig
 from sebulba.loop.learner import NonFiniteError
-from sebulba.loop.processes import together
 
 FLAGS = flags.FLAGS
 # Entry points log at INFO through absl; jax's INFO lines (e.g. "Unable to initialize backend
@@ -160,57 +156,11 @@ def _ints(flag: str, values: list[str]) -> tuple[int, ...]:
         raise ValueError(f"--{flag} takes comma-separated integers, e.g. 64,64; got {','.join(values)!r}") from None
 
 
-# flags a resumed run takes from its own command line
-NOT_RESUMED = ("resume", "progress", "logdir", "profile_after_s", "profile_seconds", "profile_python", "debug",
-               "coordinator_address", "num_processes", "process_id", "distributed", "peer_timeout_s")
-# flags that, given with --resume, replace the run's own: they change how long it runs and what it
-# writes, not what it is (its networks, optimizer, envs and layout are in the checkpoint)
-RESUME_OVERRIDES = ("total_env_steps", "log_every_s", "checkpoint_every", "keep_checkpoints", "save_replay",
-                    "eval_every", "eval_episodes")
-
-
 def start_distributed() -> bool:
     """Join a multi-process job when the flags or environment describe one (call first)."""
     with user_input():
         return distributed.initialize(FLAGS.coordinator_address, FLAGS.num_processes, FLAGS.process_id, FLAGS.distributed,
                                       FLAGS.peer_timeout_s)
-
-
-def adopt_resumed_flags() -> None:
-    """With --resume RUN_DIR, set every flag to its value in RUN_DIR/flags.json (the run goes on
-    with its own configuration), except NOT_RESUMED, which come from this command line, and
-    RESUME_OVERRIDES given on it, which replace the run's own (flags.json is updated, so a later
-    resume keeps them). Any other flag given with a value other than the run's is refused by name."""
-    if not FLAGS.resume:
-        return
-    with together("reading the resumed run's flags"):  # every process reads them: one that cannot, stops them all
-        run_dir = RunDir.open(FLAGS.resume)
-        saved = json.loads(run_dir.flags_path.read_text())
-        _adopt(run_dir, saved)
-
-
-def _adopt(run_dir: RunDir, saved: dict[str, Any]) -> None:
-    overridden = {}
-    for name, value in saved.items():
-        if name not in FLAGS or name in NOT_RESUMED or FLAGS.find_module_defining_flag(name, "").startswith("absl"):
-            continue  # absl's own flags (logging, help) come from this command line
-        flag = FLAGS[name]
-        if flag.present and flag.value != value:
-            if name not in RESUME_OVERRIDES:
-                was = f"{name}={value!r}" if value is not None else "its preset's value (see its config.json)"
-                raise ValueError(
-                    f"--{name}={flag.value} cannot change when resuming: the run was started with {was}, "
-                    f"and its networks, optimizer state, envs and layout are in its checkpoint; drop the flag, or "
-                    f"start a new run (flags a resume may change: {', '.join('--' + f for f in RESUME_OVERRIDES)})"
-                )
-            overridden[name] = flag.value
-            continue
-        flag.value = value
-    if overridden:
-        if jax.process_index() == 0:
-            run_dir.write_flags({**saved, **overridden})
-        logging.getLogger("sebulba").info(
-            "resuming with " + ", ".join(f"{k}={v!r} (was {saved[k]!r})" for k, v in overridden.items()))
 
 
 class QuietTerminal(logging.Filter):
@@ -300,7 +250,7 @@ def run_main(main: Callable[[list[str]], None]) -> None:
 
 def train(name: str, exp: Experiment, make_agent: Callable[[envs.EnvSpec, Any], Agent]) -> RunResult:
     """Run the experiment from the flags' logdir/progress/checkpoints, and print where its outputs are.
-    Call `adopt_resumed_flags()` before building `exp` from the flags."""
+    Call `resume.adopt_resumed_flags()` before building `exp` from the flags."""
     logging.getLogger("sebulba").setLevel(logging.INFO)
     quiet_terminal()
     warn_atari_on_cpu(exp.loop.env_id)

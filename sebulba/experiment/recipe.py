@@ -26,6 +26,7 @@ from sebulba.agent import Agent
 from sebulba.experiment import cli
 from sebulba.experiment.cli import Experiment
 from sebulba.experiment.errors import user_input
+from sebulba.experiment.resume import adopt_resumed_flags
 
 # The flags define_flags() defines belong to the entry point that calls it (its --help lists them).
 flags.disclaim_key_flags()
@@ -117,7 +118,7 @@ class Algorithm:
             del argv
             cli.start_distributed()
             with user_input():
-                cli.adopt_resumed_flags()
+                adopt_resumed_flags()
                 exp = self.make_experiment(cli.FLAGS.env, cli.FLAGS.seed, **cli.overrides_from_flags(self.flag_fields))
             cli.train(self.name, exp, self.agent)
 

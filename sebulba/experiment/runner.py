@@ -16,21 +16,21 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
-import numpy as np
 
 from sebulba.agent import Agent, reload_problem
 from sebulba.experiment import distributed
 from sebulba.experiment.errors import user_input
 from sebulba.experiment.outputs import MetricsWriter, Outputs
 from sebulba.experiment.profiling import ProfileWindow, profiled
+from sebulba.experiment.resume import check_resumable, resume_hint
 from sebulba.experiment.run_record import run_record
 from sebulba.experiment.run_dir import RunDir
-from sebulba.loop.checkpoint import CheckpointConfig, Checkpointer, loop_layout
+from sebulba.loop.checkpoint import CheckpointConfig, Checkpointer
 from sebulba.loop.config import LoopConfig
 from sebulba.loop.evaluator import Evaluator, PeriodicEvaluation
 from sebulba.loop.loop import GymnasiumLoop
 from sebulba.loop.metrics import job_report
-from sebulba.loop.processes import allgather, broadcast_text, gather_texts, together
+from sebulba.loop.processes import broadcast_text, gather_texts, together
 
 log = logging.getLogger("sebulba")
 
@@ -188,29 +188,6 @@ def _visible(path: str) -> RunDir:
                                 "a job needs the same run directory, on a filesystem they share (--logdir)") from None
 
 
-def check_resumable(checkpointer: Checkpointer, run_dir: RunDir, loop_config: LoopConfig) -> dict[str, Any]:
-    """The latest complete checkpoint's metadata, after checking that every process sees the same
-    checkpoints, that the job has the checkpoint's process count and that the loop has its layout
-    (a ValueError on every process together otherwise, before any env or compilation)."""
-    with together("finding the checkpoint"):
-        meta = checkpointer.latest_meta()
-        if meta is None:
-            raise FileNotFoundError(f"{run_dir.path} has no complete checkpoint to resume from")
-    steps = allgather(np.array(meta["learner_steps"], np.int64))
-    with together("checking the checkpoint"):
-        if len(set(steps.tolist())) > 1:
-            raise ValueError(f"the processes see different latest checkpoints in {run_dir.checkpoint_dir} (learner steps "
-                             f"{', '.join(f'process {p}: {s}' for p, s in enumerate(steps.tolist()))}): every process "
-                             "needs the same checkpoint directory, on a filesystem they share")
-        saved = meta.get("layout", {}).get("processes", 1)
-        if saved != jax.process_count():
-            raise ValueError(f"{run_dir.path} was written by {saved} process(es) and this job has {jax.process_count()}: "
-                             f"relaunch it with --num_processes {saved} (each process's envs and actor state are in "
-                             "the checkpoint)")
-        checkpointer.check_layout(meta, loop_config.async_mode, loop_layout(loop_config))
-    return meta
-
-
 def run(
     experiment: str,
     agent: Agent,
@@ -292,14 +269,6 @@ def _finished() -> None:
     watch = distributed.watch()
     if watch is not None:
         watch.done()
-
-
-def resume_hint(run_dir: RunDir) -> str:
-    """Where a stopped multi-process run stands and what continues it."""
-    ckpt = run_dir.checkpoint_dir
-    steps = sorted(int(p.name) for p in ckpt.iterdir() if p.name.isdigit()) if ckpt.is_dir() else []
-    last = f"its last complete checkpoint is {ckpt / str(steps[-1])}" if steps else "it has no complete checkpoint yet"
-    return f"The run is in {run_dir.path}; {last}. Relaunch every process with --resume {run_dir.path}."
 
 
 def write_processes(run_dir: RunDir) -> None:
