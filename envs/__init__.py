@@ -31,7 +31,7 @@ from envs.vector import make_vector_env
 
 
 def make(task_id: str, env_type: str = "gymnasium", **kwargs: Any) -> EnvPool:
-    """Build a pool of num_envs envs of task_id. kwargs are EnvPool's (seed 001) plus task ones."""
+    """Build a pool of num_envs envs of task_id. kwargs are EnvPool's (envpool.readthedocs.io) plus task ones."""
     config, backend = build(task_id, env_type, dict(kwargs), start=True)
     return pool_class(backend, env_type)(config, backend)
 

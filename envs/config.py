@@ -11,7 +11,7 @@ ENV_TYPES = ("gym", "gymnasium", "dm")
 INT32_MAX = 2**31 - 1
 BACKENDS = ("native", "process", "atari", "mujoco")
 
-# Standard kwargs of envpool.make (seed 001), with their defaults. None means "derived".
+# Standard kwargs of envpool.make (envpool.readthedocs.io), with their defaults. None means "derived".
 STANDARD_KWARGS: dict[str, Any] = {
     "num_envs": 1,
     "batch_size": None,  # num_envs

@@ -1,4 +1,4 @@
-"""EnvPool: EnvPool's Python interface (seed 001) over any backend.
+"""EnvPool: EnvPool's Python interface (envpool.readthedocs.io) over any backend.
 
 The pool owns the contract: argument checks, which envs are in flight, the queue of finished
 envs, and the output format (Gymnasium tuple or dm_env.TimeStep). Backends only step envs.
@@ -228,7 +228,7 @@ class EnvPool(ClosedOnExit):
         return dict(getattr(self._backend, "extra_info", {}))
 
     def xla(self) -> tuple[Any, Any, Any, Any]:
-        """`handle, recv, send, step` for use inside jit (EnvPool's XLA interface, seed 000). JAX
+        """`handle, recv, send, step` for use inside jit (EnvPool's XLA interface, envpool.readthedocs.io). JAX
         runs a jitted program asynchronously: await its results before closing the pool."""
         self._check_open("xla")
         own = getattr(self._backend, "make_xla", None)  # a backend with compiled XLA targets

@@ -1,4 +1,4 @@
-"""EnvPool's XLA interface (seed 000): `handle, recv, send, step = pool.xla()`.
+"""EnvPool's XLA interface (envpool.readthedocs.io): `handle, recv, send, step = pool.xla()`.
 
 The three functions are pure in form (a handle in, a new handle out) so a whole actor loop,
 policy and env together, compiles into one XLA program under `jit`, `lax.scan` or

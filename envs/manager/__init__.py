@@ -1,4 +1,4 @@
-"""DI-engine's env managers (seed 004) over the env pool's worker machinery (envs.process)."""
+"""DI-engine's env managers (di-engine-docs.readthedocs.io) over the env pool's worker machinery (envs.process)."""
 
 from envs.manager.base import BaseEnvManager
 from envs.manager.config import ManagerConfig

@@ -1,4 +1,4 @@
-"""BaseEnvManager: DI-engine's env manager API (seed 004) over runners, with the env states,
+"""BaseEnvManager: DI-engine's env manager API (di-engine-docs.readthedocs.io) over runners, with the env states,
 auto-reset, episode counts, seeding and fault recovery. Its envs run in this process, one after
 the other; the subprocess managers (envs/manager/subprocess.py) run each env in a worker process.
 

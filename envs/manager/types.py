@@ -1,4 +1,4 @@
-"""The env states and timestep of DI-engine's env managers (seed 004)."""
+"""The env states and timestep of DI-engine's env managers (di-engine-docs.readthedocs.io)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`xla()` of the compiled native pool: EnvPool's XLA interface (seed 000) with no host callback.
+"""`xla()` of the compiled native pool: EnvPool's XLA interface (envpool.readthedocs.io) with no host callback.
 
 recv, send and step are custom calls into the compiled pool's XLA FFI handlers (kernel/pool.cc),
 so a jitted actor loop steps the envs inside the XLA program, on the pool state the Python API

@@ -105,7 +105,7 @@ class Evaluator:
 
 
 class PeriodicEvaluation:
-    """Evaluation during training, as middleware (seed 003's `interaction_evaluator`): every
+    """Evaluation during training, as middleware (DI-engine's `interaction_evaluator`): every
     `every` env steps, `evaluator.run` with the networks the actors would take from the staging
     area, in a thread of its own on the evaluator's (actor) device, so learning goes on meanwhile.
     Each result goes to `report` (the run's metrics sink) as a row of its own, from the loop's

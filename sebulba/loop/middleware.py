@@ -1,4 +1,4 @@
-"""The learner-side middleware of a GymnasiumLoop (seed 003): fetch, learn, publish, decide,
+"""The learner-side middleware of a GymnasiumLoop (di-engine-docs.readthedocs.io): fetch, learn, publish, decide,
 measure, stop. Each is a factory `mw(...) -> fn(ctx)` taking the parts it works on (the learner,
 the inferencers, the staging area, ...), not the loop; users insert their own between them."""
 

@@ -1,4 +1,4 @@
-"""A middleware pipeline in the style of DI-engine's ``task`` (seed 003), stdlib only.
+"""A middleware pipeline in the style of DI-engine's ``task`` (di-engine-docs.readthedocs.io), stdlib only.
 
 The learner loop is a list of middleware run once per iteration on a fresh ``Context``. A plain
 middleware is a callable taking the context; a generator middleware runs up to its single
