@@ -4,6 +4,7 @@ happens (inputs are consumed), results stay correct, and nothing retraces once w
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import envs
 import sebulba
@@ -44,6 +45,7 @@ def test_donated_slots_are_consumed_and_results_correct():
     np.testing.assert_array_equal(np.asarray(ret), 3.0)  # three rewards of 1 since the cycle began
 
 
+@pytest.mark.slow(seconds=7)
 def test_the_cycle_gives_the_trajectories_of_a_plain_reference_cycle():
     """The donated, packed cycle with carried keys against `tests/support/reference.py`: jitted
     `Agent.step` per env step, the trajectory stacked and the episodes summed with numpy."""
@@ -59,6 +61,7 @@ def test_the_cycle_gives_the_trajectories_of_a_plain_reference_cycle():
     jax.tree.map(np.testing.assert_array_equal, got, want)
 
 
+@pytest.mark.slow(seconds=7)
 def test_learner_donates_optimizer_and_experience_but_not_networks():
     cfg = sebulba.LoopConfig(num_envs=4, steps_per_cycle=5, async_mode=False, inferencers_per_device=1, log_every_s=1e3)
     with sebulba.GymnasiumLoop(SimplePolicyGradient(CARTPOLE, SPGConfig(hidden_sizes=(16,))), cfg) as loop:
@@ -70,6 +73,7 @@ def test_learner_donates_optimizer_and_experience_but_not_networks():
         assert all(np.isfinite(np.asarray(x)).all() for x in jax.tree.leaves(loop.learner.networks))
 
 
+@pytest.mark.slow(seconds=6)
 def test_no_retrace_once_warm():
     """The first cycles compile (the experience pytree changes once, from its initial value);
     after that neither the inference cycle nor the learner may retrace."""

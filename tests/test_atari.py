@@ -85,6 +85,7 @@ def test_auto_reset_table_of_seed_001_and_truncation():
     assert calls[4][1].tolist() == [0, 0]
 
 
+@pytest.mark.slow(seconds=3)
 def test_sync_determinism_and_sticky_actions_are_seeded():
     def run(seed, sticky):
         rng = np.random.default_rng(0)
@@ -202,6 +203,7 @@ def test_without_ale_py_the_error_says_how_to_install():
     assert "pip install -e '.[atari]'" in out.stdout, out.stdout + out.stderr
 
 
+@pytest.mark.slow(seconds=4)
 @pytest.mark.parametrize("async_mode", [False, True])
 def test_sebulba_loop_runs_on_atari_pools(async_mode):
     import sebulba
@@ -265,6 +267,7 @@ def test_num_threads_is_the_number_of_ales_workers(num_threads):
         pool.reset()
 
 
+@pytest.mark.slow(seconds=18)
 def test_env_threads_flag_sets_every_inferencers_pool():
     """--env_threads (make_experiment's env_threads) is EnvPool's num_threads of each pool: every
     inferencer's, with frames stacked by the env or on the device."""
@@ -286,6 +289,7 @@ def test_env_threads_flag_sets_every_inferencers_pool():
             assert len(_threads() - before) >= len(pools)  # at least ALE's one worker per pool
 
 
+@pytest.mark.slow(seconds=18)
 def test_impala_cli_on_pong_runs_and_its_updates_move_the_policy(tmp_path):
     """`python -m experiments.impala --env Pong-v5`, the Atari preset (IMPALA ResNet, RMSProp on
     the summed loss, 2 minibatches per trajectory), cut down to 4 envs and 6 learner steps (12
@@ -305,6 +309,7 @@ def test_impala_cli_on_pong_runs_and_its_updates_move_the_policy(tmp_path):
     assert min(entropies) < 1.7, entropies
 
 
+@pytest.mark.slow(seconds=35)
 def test_r2d2_cli_on_pong_runs_and_learns_from_its_replay(tmp_path):
     """`python -m experiments.r2d2 --env Pong-v5` (Nature CNN + LSTM, m 80), cut down to 4 envs
     and a small replay so that it learns from the second cycle on: it runs end to end."""
@@ -318,6 +323,7 @@ def test_r2d2_cli_on_pong_runs_and_learns_from_its_replay(tmp_path):
     assert float(last["learning"]) == 1 and float(last["replay_size"]) >= 4 and float(last["loss"]) > 0, last
 
 
+@pytest.mark.slow(seconds=9)
 def test_r2d2_pong_preset_replay_that_cannot_fit_is_a_clear_error(tmp_path):
     """The paper-sized replay of stacked frames (--nostack_on_device: 25,000 sequences of 81 stacked
     frames, 53.4 GiB) on a host without that memory: a ValueError naming the sizes and the flags,

@@ -41,6 +41,7 @@ def waits(num_envs, batch_size, recvs, num_threads=2, permute=True, seed=0):
     return out
 
 
+@pytest.mark.slow(seconds=3)
 def test_8_envs_batch_2_every_env_returns_in_its_turn():
     """1,000 recvs: every env returns, none waits more than num_envs / batch_size + 1 recvs
     (first in, first out: exactly 4 here), and all take turns equally."""
@@ -51,6 +52,7 @@ def test_8_envs_batch_2_every_env_returns_in_its_turn():
     assert sorted(len(w) for w in got) == [250] * 8
 
 
+@pytest.mark.slow(seconds=3)
 def test_4_envs_batch_2_two_threads_the_issues_case():
     """ALE #641's setting: 4 Pongs, batch 2, 2 threads. Every env is back after 2 recvs, every time."""
     for seed in range(2):
@@ -69,6 +71,7 @@ def test_batch_size_not_dividing_num_envs(num_envs, batch_size):
     assert max(counts) - min(counts) <= 1
 
 
+@pytest.mark.slow(seconds=8)
 def test_sends_in_any_order_follow_each_envs_own_trajectory():
     """A send may name the received batch in any order: each env still gets its own action, so
     its observations are the sync pool's for the same per-env actions."""
@@ -77,6 +80,7 @@ def test_sends_in_any_order_follow_each_envs_own_trajectory():
         assert_async_matches_sync(make, actions, batch_size, shuffle=np.random.default_rng(2))
 
 
+@pytest.mark.slow(seconds=3)
 def test_async_results_per_env_match_sync_with_groups_waiting_for_a_thread():
     """One thread, 3 groups: a sent group may wait in the backend's queue for ALE; results are unchanged."""
     assert_async_matches_sync(lambda **kw: make(num_threads=1, **kw), np.random.default_rng(4).integers(0, 6, (6, 20)))
@@ -181,6 +185,7 @@ def xla_async(num_envs, batch_size, steps, before=0, **kw):
     return outs + [jax.tree.map(lambda x: x[t], states) for t in range(steps - before)]
 
 
+@pytest.mark.slow(seconds=5)
 @pytest.mark.parametrize("num_envs, batch_size, num_threads, before", [(4, 2, 2, 0), (6, 4, 2, 3), (6, 2, 1, 2)])
 def test_xla_step_equals_the_python_loop_batch_for_batch(num_envs, batch_size, num_threads, before):
     """Async xla()'s step steps the same groups in the same order as the Python API, so its

@@ -129,6 +129,7 @@ def test_every_id_form_of_an_unsupported_rom_raises_before_ale():
         assert f"{task!r} cannot run: ROM '" in message and "multi-player ROM" in message, (f, task, message)
 
 
+@pytest.mark.slow(seconds=28)
 @pytest.mark.xdist_group("atari_rom_sweep")
 def test_the_roms_that_end_the_process_are_exactly_the_unsupported_set(sweep):
     died = {rom for rom, outcome in sweep.items() if outcome.startswith("died")}
@@ -137,6 +138,7 @@ def test_the_roms_that_end_the_process_are_exactly_the_unsupported_set(sweep):
         assert "exit code 1" in sweep[rom] and "Attempt to wrap ROM" in sweep[rom], sweep[rom]
 
 
+@pytest.mark.slow(seconds=40)  # the sweep, shared with the test above
 @pytest.mark.xdist_group("atari_rom_sweep")
 def test_every_listed_atari_task_builds_resets_and_steps(sweep):
     listed = [t for t in envs.list_all_envs() if envs.is_atari(t)]
@@ -154,6 +156,7 @@ def _non_atari_sample(ids: list[str]) -> list[str]:
     return rest + sorted(ale)[::25]
 
 
+@pytest.mark.slow(seconds=3)
 def test_every_listed_non_atari_id_builds():
     ids = envs.list_all_envs()
     sample = _non_atari_sample(ids)

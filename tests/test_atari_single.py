@@ -48,6 +48,7 @@ def assert_same_as_vector(task, steps, **kw):
     return want
 
 
+@pytest.mark.slow(seconds=3)
 @pytest.mark.parametrize("task", ["Pong-v5", "Breakout-v5"])
 @pytest.mark.parametrize("gray_scale", [True, False])
 def test_identical_to_the_vector_backend_through_auto_resets(task, gray_scale):
@@ -60,6 +61,7 @@ def test_identical_to_the_vector_backend_through_auto_resets(task, gray_scale):
     assert truncated.sum() == 2 * 3 and (elapsed[61] == 0).all()  # 3 truncations per env, each followed by a reset
 
 
+@pytest.mark.slow(seconds=3)
 def test_identical_with_noop_starts_sticky_actions_and_life_losses():
     """ALE's noop counts (std::mt19937 + libstdc++'s uniform_int_distribution, reproduced),
     its sticky-action stream and EnvPool's episodic_life also match."""

@@ -83,6 +83,7 @@ def test_dm_timesteps_equal_python_api():
     assert set(want.step_type.ravel().tolist()) == {0, 1, 2}
 
 
+@pytest.mark.slow(seconds=3)
 def test_rgb_and_episodic_life_equal_python_api():
     """Breakout: RGB stacks channel-first, and a life loss ending the episode (terminated, then
     elapsed 0 in the same game)."""
@@ -95,6 +96,7 @@ def test_rgb_and_episodic_life_equal_python_api():
     assert (info["lives"][1:][term[:-1]] > 0).all()  # ... and the game went on
 
 
+@pytest.mark.slow(seconds=3)
 def test_clipped_rewards_keep_the_raw_reward_in_info():
     kw = dict(num_envs=2, seed=0, img_height=42, img_width=42, reward_clip=True)
     got, want = xla_steps(46, "SpaceInvaders-v5", **kw), python_steps(46, "SpaceInvaders-v5", **kw)
@@ -103,6 +105,7 @@ def test_clipped_rewards_keep_the_raw_reward_in_info():
     assert (info["reward"] > 1).any() and np.array_equal(rew, np.sign(info["reward"]))
 
 
+@pytest.mark.slow(seconds=3)
 def test_a_game_over_equals_python_api():
     """Breakout's game ends at step 118 for env 0: ALE stops mid-frameskip there (2 frames of 4),
     which the handle's frame check accepts."""
@@ -113,6 +116,7 @@ def test_a_game_over_equals_python_api():
     assert term[118, 0] and info["lives"][118, 0] == 0 and info["elapsed_step"][119, 0] == 0
 
 
+@pytest.mark.slow(seconds=2)
 def test_single_frames_for_stack_on_device():
     kw = dict(num_envs=2, seed=1, stack_num=1, max_episode_steps=5)
     got, want = xla_steps(12, **kw), python_steps(12, **kw)
@@ -120,6 +124,7 @@ def test_single_frames_for_stack_on_device():
     assert_trees_equal(got, want)
 
 
+@pytest.mark.slow(seconds=3)
 def test_step_after_a_partial_reset_equals_python_api():
     def run(use_xla):
         with make(num_envs=3, seed=2) as pool:
@@ -184,6 +189,7 @@ def sync_trajectories(steps, **kw):
     return out
 
 
+@pytest.mark.slow(seconds=5)
 def test_async_step_with_permuted_env_ids_follows_each_envs_own_trajectory():
     """Async pools: step sends for the last batch (env ids in any order, here reversed) and
     receives the next. Which envs come back together is up to ALE's threads, never an env's own

@@ -24,6 +24,7 @@ def networks(loop):
     return jax.tree.map(np.asarray, loop.learner.networks)
 
 
+@pytest.mark.slow(seconds=24)
 @pytest.mark.parametrize("minibatches", [1, 2])
 def test_interrupted_and_resumed_run_is_bit_identical(tmp_path, minibatches):
     """(With 2 minibatches the learner's key and optimizer count advance twice per update.)"""
@@ -45,6 +46,7 @@ def test_interrupted_and_resumed_run_is_bit_identical(tmp_path, minibatches):
     assert sorted(int(p.name) for p in (tmp_path / "ckpt").iterdir() if p.name.isdigit()) == [10, 12]  # keep=2
 
 
+@pytest.mark.slow(seconds=13)
 def test_a_partial_checkpoint_is_never_loaded(tmp_path):
     ckpt = CheckpointConfig(str(tmp_path / "ckpt"), every_learner_steps=3, keep=5)
     with make_loop() as loop:
@@ -59,6 +61,7 @@ def test_a_partial_checkpoint_is_never_loaded(tmp_path):
         assert ctx.learner_steps == 4
 
 
+@pytest.mark.slow(seconds=8)
 def test_resume_needs_a_checkpoint_and_the_same_mode(tmp_path):
     ckpt = CheckpointConfig(str(tmp_path / "none"))
     with make_loop() as loop:
@@ -96,6 +99,7 @@ def test_nan_loss_stops_the_run_with_a_checkpoint_of_the_last_good_state(tmp_pat
         assert float(loop.learner.networks["w"]) == good[-1]
 
 
+@pytest.mark.slow(seconds=24)
 def test_replay_is_saved_when_asked_and_async_runs_resume_their_learner(tmp_path):
     from sebulba.agents.r2d2 import R2D2, R2D2Config
 
@@ -119,6 +123,7 @@ def test_replay_is_saved_when_asked_and_async_runs_resume_their_learner(tmp_path
             assert ctx.learner_steps == 8
 
 
+@pytest.mark.slow(seconds=6)
 def test_a_resume_with_another_layout_fails_at_start_in_one_line(tmp_path):
     """The runner checks the checkpoint's layout before it builds any env or compiles anything."""
     import dataclasses
@@ -143,6 +148,7 @@ def test_a_resume_with_another_layout_fails_at_start_in_one_line(tmp_path):
         assert str(e.value) == message
 
 
+@pytest.mark.slow(seconds=16)
 def test_envs_that_cannot_be_captured_resume_with_fresh_episodes_and_the_actors_keys_going_on(tmp_path):
     """Worker-process envs have no snapshot: a resumed sync run starts fresh episodes (the envs'
     own first steps, episode sums from 0) while the actors' step states (keys) are restored."""

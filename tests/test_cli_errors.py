@@ -25,6 +25,7 @@ CASES = [
 ]
 
 
+@pytest.mark.slow(seconds=3)
 @pytest.mark.parametrize("module, args, status, names", CASES, ids=[f"{m.split('.')[1]}{a[0]}" for m, a, _, _ in CASES])
 def test_a_users_mistake_is_one_line(tmp_path, module, args, status, names):
     out = run_experiment(module, *args, f"--logdir={tmp_path}", "--noprogress", timeout=300)
@@ -35,6 +36,7 @@ def test_a_users_mistake_is_one_line(tmp_path, module, args, status, names):
     assert not any(tmp_path.iterdir()), "a run that cannot start leaves no run directory"
 
 
+@pytest.mark.slow(seconds=3)
 def test_debug_shows_the_traceback(tmp_path):
     out = run_experiment("experiments.impala", "--hidden_sizes=64,abc", "--debug", f"--logdir={tmp_path}", timeout=300)
     assert out.returncode == 1 and "Traceback" in out.stderr and "UserError" in out.stderr, out.stderr[-3000:]
@@ -73,6 +75,7 @@ def test_only_the_run_input_is_told_in_one_line(what):
     ("experiments.ppo", "--help", "[presets: discrete 4; built-in continuous 10; MuJoCo 10; Atari 4]"),
     ("experiments.r2d2", "--helpfull", "[presets: vector/image/tabular 20000; CartPoleNoVelocity-v1 2000; Atari 25000]"),
 ])
+@pytest.mark.slow(seconds=3)
 def test_help_shows_the_presets_values_and_exits_0(module, flag, presets):
     out = run_experiment(module, flag, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]

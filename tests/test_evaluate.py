@@ -25,7 +25,9 @@ RUNS = {  # a short real run of each agent, written with its checkpoint
 }
 
 
-TRAINED = pytest.mark.xdist_group("trained_runs")  # the tests of the `runs` fixture share a worker: built once
+# The tests of the `runs` fixture share a worker (built once, ~20 s): slow, whatever their own time.
+TRAINED = pytest.mark.xdist_group("trained_runs")
+TRAINED_SLOW = pytest.mark.slow(seconds=20)
 
 
 @pytest.fixture(scope="session")  # session: a module fixture is rebuilt whenever xdist interleaves another module's test
@@ -39,6 +41,7 @@ def runs(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow(seconds=23)
 @TRAINED
 @pytest.mark.parametrize("agent", sorted(RUNS))
 def test_load_policy_acts_as_the_evaluation_policy_in_the_loop(runs, agent):
@@ -62,6 +65,7 @@ def test_load_policy_acts_as_the_evaluation_policy_in_the_loop(runs, agent):
         obs, *_ = pool.step(action)
 
 
+@TRAINED_SLOW
 @TRAINED
 def test_evaluate_cli_writes_eval_json(runs):
     out = run_experiment("experiments.evaluate", str(runs["ppo"]), "--episodes=6", "--num_envs=4")
@@ -73,6 +77,7 @@ def test_evaluate_cli_writes_eval_json(runs):
     assert "return" in out.stdout and "eval.json" in out.stdout
 
 
+@TRAINED_SLOW
 @TRAINED
 def test_evaluation_episodes_end_at_truncation_and_are_shared_by_the_envs(runs):
     """CartPole cut at 15 steps: every episode counts, truncated, and 7 episodes over 3 envs are
@@ -87,6 +92,7 @@ def test_evaluation_episodes_end_at_truncation_and_are_shared_by_the_envs(runs):
     assert s["eval_episodes"] == 7 and s["eval_return_min"] <= s["eval_return_mean"] <= s["eval_return_max"]
 
 
+@TRAINED_SLOW
 @TRAINED
 def test_a_bad_run_directory_is_named(runs, tmp_path):
     """Each mistake raises before anything runs, naming the problem and the path."""
@@ -113,6 +119,7 @@ def test_a_bad_run_directory_is_named(runs, tmp_path):
         restore_networks(run, agent)
 
 
+@TRAINED_SLOW
 @TRAINED
 @pytest.mark.parametrize("case", ["mismatch", "video-dir"])
 def test_a_bad_run_directory_is_one_line_on_the_cli(runs, tmp_path, case):
@@ -130,6 +137,7 @@ def test_a_bad_run_directory_is_one_line_on_the_cli(runs, tmp_path, case):
     assert out.returncode == 2 and len(lines) == 1 and names in lines[0] and named in lines[0], out.stderr[-2000:]
 
 
+@pytest.mark.slow(seconds=15)
 def test_evaluation_policies_by_hand():
     """IMPALA and PPO act greedily (the Gaussian's mean, clipped); R2D2 with epsilon 0.001."""
     from sebulba.agents.ppo import PPOConfig
@@ -187,6 +195,7 @@ def eval_rows(run_dir):
                                "eval_length_mean")} for r in rows if r["eval_return_mean"]]
 
 
+@pytest.mark.slow(seconds=18)
 @pytest.mark.xdist_group("evaluated_runs")
 def test_evaluation_during_training_is_logged_where_it_belongs_and_reproducible(evaluated_runs):
     from tests.test_experiment_outputs import scalars
@@ -212,6 +221,7 @@ def decode(path):
     return iio.imread(path)
 
 
+@pytest.mark.slow(seconds=5)
 @TRAINED
 def test_evaluate_writes_a_video_of_one_episode(runs, tmp_path):
     """MP4 through the CLI (episodes cut at 60 steps to keep it short), GIF through `record`."""
@@ -232,6 +242,7 @@ def test_evaluate_writes_a_video_of_one_episode(runs, tmp_path):
     assert decode(tmp_path / "episode.gif").shape == (length + 1, 400, 600, 3) and ret == length
 
 
+@pytest.mark.slow(seconds=12)
 def test_video_frames_for_atari_and_worker_process_envs(tmp_path):
     """Atari: ALE's RGB screens; a Gymnasium env in worker processes: drawn by that env made here."""
     from sebulba.experiment import video
@@ -260,6 +271,7 @@ def test_video_input_is_checked_before_anything_runs(tmp_path, monkeypatch):
         check_video_path(tmp_path / "x.mp4")
 
 
+@pytest.mark.slow(seconds=7)
 def test_evaluation_in_async_mode_never_stalls_the_run(tmp_path):
     """Async mode: evaluations run beside the actor threads; every due evaluation that started is
     reported, the last one awaited at the end of the budget."""
@@ -273,6 +285,7 @@ def test_evaluation_in_async_mode_never_stalls_the_run(tmp_path):
     assert all(float(r["eval_length_mean"]) > 0 for r in rows)
 
 
+@pytest.mark.slow(seconds=6)
 def test_nogreedy_plays_the_behaviour_policy():
     """--nogreedy (Evaluator and Policy with greedy=False) samples as the actors do: IMPALA's
     untrained policy then varies its action for one observation, the greedy one never does."""
@@ -286,3 +299,11 @@ def test_nogreedy_plays_the_behaviour_policy():
     assert len(set(sampled.tolist())) == 2 and len(set(greedy.tolist())) == 1
     with Evaluator(agent, "CartPole-v1", num_envs=2, seed=0, greedy=False) as ev:
         assert len(ev.run(networks, 2, jax.random.key(0)).returns) == 2
+
+
+def test_evaluate_of_a_directory_that_is_not_a_run_is_one_line(tmp_path):
+    """The entry point's own path, without a trained run: a user's mistake is one line, exit 2."""
+    out = run_experiment("experiments.evaluate", str(tmp_path / "nope"))
+    assert out.returncode == 2, out.stderr[-2000:]
+    assert out.stderr.strip().splitlines() == [f"error: run directory {tmp_path / 'nope'} does not exist (--debug shows "
+                                               "the traceback)"]

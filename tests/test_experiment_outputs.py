@@ -273,6 +273,7 @@ def test_outputs_writes_everything(tmp_path, capsys):
     assert not quiet.learning_curve_png.exists() and capsys.readouterr().err == ""
 
 
+@pytest.mark.slow(seconds=2)
 def test_outputs_as_the_report_of_a_real_loop(tmp_path):
     import envs
     import sebulba

@@ -70,6 +70,7 @@ def test_restack_equals_pushing_one_by_one_and_the_numpy_reference(s, c):
     ("Breakout-v5", {"episodic_life": True, "max_episode_steps": 40}, 200),  # truncations
     ("Breakout-v5", {"gray_scale": False, "stack_num": 3}, 60),  # RGB: 3 channels a frame
 ])
+@pytest.mark.slow(seconds=6)
 def test_device_stacks_equal_ales_own(task, kwargs, steps):
     """The same seeded envs and actions, once with ALE stacking and once single frames stacked
     by Restarts + push: every observation is identical."""
@@ -141,6 +142,7 @@ def _run(kind: str, stack_on_device: bool):
     return trajs, networks, experience_bytes
 
 
+@pytest.mark.slow(seconds=42)
 @pytest.mark.parametrize("kind", ["impala", "r2d2"])
 def test_a_loop_stacking_on_device_acts_and_learns_as_with_the_envs_stacks(kind):
     """Sync mode, so both runs are deterministic: the agent acts on the same observations (same
@@ -186,6 +188,7 @@ def test_r2d2_replay_of_single_frames_takes_about_a_quarter_of_the_memory():
     assert 53.0 < stacked < 54.0 and 13.5 < frames < 14.5, (stacked, frames)
 
 
+@pytest.mark.slow(seconds=42)
 def test_a_replay_of_single_frames_is_checkpointed_and_resumed(tmp_path):
     """R2D2 with stacking on the device saves its replay of Frames and history in a real orbax
     checkpoint; a new loop restores it exactly and learns on."""
@@ -208,6 +211,7 @@ def test_a_replay_of_single_frames_is_checkpointed_and_resumed(tmp_path):
         assert ctx.learner_steps == 6
 
 
+@pytest.mark.slow(seconds=16)
 def test_async_loop_splits_the_frame_history_over_learner_devices_and_minibatches():
     """Inferencer threads, two learner devices and two minibatches: the history travels split
     along its env axis like the frames, and the learner's updates run on the rebuilt stacks."""

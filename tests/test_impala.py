@@ -34,6 +34,7 @@ def trajectory(T=6, B=3, seed=0):
                       jnp.full((T, B), jnp.nan), jnp.zeros((T, B), jnp.int32), jnp.int32(0), jnp.int32(0))
 
 
+@pytest.mark.slow(seconds=5)
 def test_loss_ignores_the_transition_out_of_a_final_state():
     agent = Impala(CARTPOLE)
     nets = agent.init_networks(jax.random.key(0))
@@ -53,6 +54,7 @@ def test_loss_ignores_the_transition_out_of_a_final_state():
     assert abs(float(agent.loss(nets, real, jax.random.key(1))[0]) - float(loss)) > 1e-3
 
 
+@pytest.mark.slow(seconds=25)
 def test_sum_reduction_sums_over_the_whole_batch_across_learner_devices():
     """loss_reduction="sum" (the paper's code) gives the gradient of the sum over every valid step
     of the batch, also when the batch is split over learner devices and their gradients averaged."""
@@ -119,6 +121,7 @@ def test_action_spaces_it_cannot_take_are_rejected():
         Impala(spec)
 
 
+@pytest.mark.slow(seconds=5)
 def test_gaussian_policy_records_its_distribution_and_unclipped_sample():
     agent = Impala(envs.make_spec("Pendulum-v1"), ImpalaConfig(log_std_init=2.0))
     networks = agent.init_networks(jax.random.key(0))
@@ -137,6 +140,7 @@ def run_cli(*args):
     return run_experiment("experiments.impala", *args)
 
 
+@pytest.mark.slow(seconds=3)
 def test_cli_help_explains_the_flags():
     out = run_cli("--help")
     assert "Traceback" not in out.stderr, out.stderr  # (absl's --help exits with status 1 by design)
@@ -155,6 +159,7 @@ def test_loss_reduction_overrides_the_preset():
     assert impala.make_experiment("Pong-v5", loss_reduction="mean").agent.loss_reduction == "mean"
 
 
+@pytest.mark.slow(seconds=6)
 def test_cli_run_writes_a_run_directory(tmp_path):
     out = run_cli("--total_env_steps=3200", f"--logdir={tmp_path}", "--noprogress", "--seed=4")
     assert out.returncode == 0, out.stderr[-3000:]
@@ -170,6 +175,7 @@ def test_cli_run_writes_a_run_directory(tmp_path):
     assert "episode_return_mean" in out.stdout
 
 
+@pytest.mark.slow(seconds=14)
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_learning_bar_cartpole(seed, tmp_path):
     """The no-flag configuration of `python -m experiments.impala`: mean return >= 475 over the
@@ -185,6 +191,7 @@ def test_learning_bar_cartpole(seed, tmp_path):
     assert result.final["episode_return_mean"] >= 475, result.final
 
 
+@pytest.mark.slow(seconds=51)
 def test_learning_bar_pendulum(tmp_path):
     """Continuous IMPALA (a Gaussian policy, V-trace on its densities), `python -m experiments.impala
     --env Pendulum-v1`'s preset: mean return >= -300 over the last 20 episodes within its 500k env

@@ -102,6 +102,7 @@ def test_step_states_reach_the_learner_split_over_devices():
         assert exp["first_extra"] == [start, start] and exp["last_extra"] == [start + 6, start + 6]
 
 
+@pytest.mark.slow(seconds=11)
 def test_sync_mode_is_bit_reproducible():
     def train():
         cfg = config(num_envs=8, steps_per_cycle=16, async_mode=False, seed=3)
@@ -195,6 +196,7 @@ def test_missing_devices_and_bad_run_arguments():
             loop.run(max_cycles=0)
 
 
+@pytest.mark.slow(seconds=11)
 def test_simple_policy_gradient_learns_cartpole():
     """A learning test with an env-step budget (sync mode: deterministic, not timed). Random play
     scores about 22; seeds 0-2 reached 199, 228 and 108 with this budget in a 1-device process,

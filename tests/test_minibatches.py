@@ -42,6 +42,7 @@ def env_slice(cycle, envs_kept: list[int], num_envs: int):
     return jax.tree.map(state, initial), jax.tree.map(state, final), jax.tree.map(per_step, traj)
 
 
+@pytest.mark.slow(seconds=19)
 @pytest.mark.parametrize("learners", [(0,), (1, 2)])
 def test_minibatches_are_optimizer_steps_on_each_devices_env_slices_in_turn(learners):
     """2 minibatches of 8 envs equal two plain updates on the envs each minibatch holds: on each
@@ -69,6 +70,7 @@ def test_minibatches_are_optimizer_steps_on_each_devices_env_slices_in_turn(lear
     assert max(jax.tree.leaves(moved)) > 0  # the comparison is not between two untouched networks
 
 
+@pytest.mark.slow(seconds=11)
 def test_impala_cartpole_learns_with_minibatches_in_a_loop():
     """The whole loop with minibatches: IMPALA on CartPole, 16 envs as 2 minibatches of 8 (sync: reproducible)."""
     agent = Impala(CARTPOLE, ImpalaConfig(learning_rate=6e-3, separate_value_torso=True, num_minibatches=2))
@@ -144,6 +146,7 @@ def test_the_schedule_states_each_rule_once_and_counts_optimizer_steps():
         Schedule.of(PPO(CARTPOLE, PPOConfig(num_minibatches=3)), layout)
 
 
+@pytest.mark.slow(seconds=7)
 def test_minibatches_compile_twice_and_never_retrace_once_warm():
     """As with one call per cycle, the learner compiles once per experience layout (initial, then
     steady); the minibatch index is an argument, not a constant, so no minibatch adds a program."""

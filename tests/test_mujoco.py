@@ -220,6 +220,7 @@ def test_worker_threads_and_their_pinning():
     assert not (threads() - before), "close() stops the workers"
 
 
+@pytest.mark.slow(seconds=3)
 def test_ppo_mujoco_preset_runs_on_the_native_pool():
     code = "from experiments import ppo; print(ppo.preset('HalfCheetah-v5') is ppo.MUJOCO)"  # its own process: absl flags
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)

@@ -19,6 +19,8 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow(seconds=18)
+@pytest.mark.multiprocess
 @pytest.mark.timeout(600)
 @pytest.mark.xdist_group("multihost")  # one worker: each job takes both cores
 @pytest.mark.parametrize("mode", ["async"])  # sync mode: the CLI jobs of tests/test_multihost_recovery.py

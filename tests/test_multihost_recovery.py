@@ -24,7 +24,7 @@ R2D2 = ["--num_envs=4", "--total_env_steps=2000", "--checkpoint_every=10", "--sa
         "--min_replay_size=8", "--optims_per_cycle=2", "--batch_size=4", "--log_every_s=0.5", "--noprogress",
         "--peer_timeout_s=10"]  # 25 learner steps of 2 x 4 envs x 10 steps
 
-pytestmark = pytest.mark.xdist_group("multihost")  # one worker: each job takes both cores
+pytestmark = [pytest.mark.xdist_group("multihost"), pytest.mark.multiprocess]  # one worker: each job takes both cores
 
 
 def job_run(module: str, args: list[str], workdir: Path) -> Path:
@@ -50,6 +50,7 @@ def impala_straight(tmp_path_factory) -> Path:
     return job_run("experiments.impala", IMPALA, tmp_path_factory.mktemp("impala-straight"))
 
 
+@pytest.mark.slow(seconds=22)
 def test_a_job_writes_one_run_directory_that_says_which_process_wrote_what(impala_straight):
     run_dir = impala_straight
     import json
@@ -68,6 +69,7 @@ def test_a_job_writes_one_run_directory_that_says_which_process_wrote_what(impal
     assert complete_checkpoints(run_dir)[-1] == 30
 
 
+@pytest.mark.slow(seconds=69)
 @pytest.mark.timeout(900)
 def test_kill_9_one_process_the_other_stops_naming_it_then_both_resume_exactly(tmp_path, impala_straight):
     logdir = tmp_path / "runs"
@@ -100,6 +102,7 @@ def test_kill_9_one_process_the_other_stops_naming_it_then_both_resume_exactly(t
     assert rows(run_dir / "metrics.csv")[-1]["episode_return_mean"] == rows(impala_straight / "metrics.csv")[-1]["episode_return_mean"]
 
 
+@pytest.mark.slow(seconds=84)
 @pytest.mark.timeout(900)
 def test_r2d2_sigterm_to_one_process_stops_both_with_a_checkpoint_and_replay_that_resume_exactly(tmp_path):
     straight = job_run("experiments.r2d2", R2D2, tmp_path / "straight")

@@ -85,6 +85,7 @@ def test_nature_cnn_rejects_too_small_images():
 # --- ImpalaResNet -------------------------------------------------------------------------------
 
 
+@pytest.mark.slow(seconds=4)
 def test_impala_resnet_on_atari_frames():
     x = images((4, 84, 84))
     params, y = init_apply(ImpalaResNet(), x)
@@ -95,6 +96,7 @@ def test_impala_resnet_on_atari_frames():
     assert len(convs) == 3 * (1 + 2 * 2) + 1  # per section: 1 conv + 2 blocks x 2 convs; + the dense
 
 
+@pytest.mark.slow(seconds=2)
 def test_impala_resnet_configurable():
     params, y = init_apply(ImpalaResNet(**SMALL_IMPALA), images((3, 16, 12)))
     assert y.shape == (B, 32) and y.dtype == jnp.float32
@@ -109,6 +111,7 @@ IMAGE_TORSOS = [
 ]
 
 
+@pytest.mark.slow(seconds=4)
 @pytest.mark.parametrize("net, shape, first_conv, padding, strides", IMAGE_TORSOS)
 def test_first_conv_sees_channel_first_pixels_scaled_to_unit(net, shape, first_conv, padding, strides):
     """The first conv's output equals a reference conv that reads x / 255 as NCHW."""
@@ -123,6 +126,7 @@ def test_first_conv_sees_channel_first_pixels_scaled_to_unit(net, shape, first_c
     np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.slow(seconds=3)
 @pytest.mark.parametrize("net, shape, first_conv, padding, strides", IMAGE_TORSOS)
 def test_each_input_channel_reaches_the_output(net, shape, first_conv, padding, strides):
     zeros = np.zeros((B, *shape), np.uint8)
@@ -134,6 +138,7 @@ def test_each_input_channel_reaches_the_output(net, shape, first_conv, padding, 
         assert not np.allclose(np.asarray(net.apply(params, x)), base), f"channel {c} has no effect"
 
 
+@pytest.mark.slow(seconds=3)
 @pytest.mark.parametrize("net, shape, first_conv, padding, strides", IMAGE_TORSOS)
 def test_uint8_and_float_pixels_agree_and_jit(net, shape, first_conv, padding, strides):
     x = images(shape)
@@ -143,6 +148,7 @@ def test_uint8_and_float_pixels_agree_and_jit(net, shape, first_conv, padding, s
     np.testing.assert_allclose(np.asarray(y_uint8), np.asarray(y_float), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow(seconds=2)
 @pytest.mark.parametrize("net", [NatureCNN(), ImpalaResNet()], ids=["nature_cnn", "impala_resnet"])
 def test_channel_last_input_is_rejected(net):
     """NHWC data by mistake ([B, 84, 84, 4]) raises a clear ValueError, at init and at apply (jitted
@@ -230,6 +236,7 @@ STRUCTURED = gym.spaces.Dict({
 })
 
 
+@pytest.mark.slow(seconds=3)
 def test_torso_for_a_structured_space_encodes_every_leaf():
     """Dict/Tuple observations: one MLP over the concatenated leaf encodings (one-hot discrete
     leaves, a CNN per image leaf); each leaf changes the features."""

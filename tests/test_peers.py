@@ -14,6 +14,8 @@ import pytest
 from tests.support.cli import ROOT
 from tests.support.job import free_port
 
+pytestmark = pytest.mark.multiprocess  # each test starts a job of worker processes
+
 EXIT_PEER_LOST = 75
 WAIT_S = 120  # a bound on a hang (the peer timeout is 3 s), never a measurement
 
@@ -43,6 +45,7 @@ def wait_running(proc: subprocess.Popen) -> None:
     pytest.fail("the job did not start")
 
 
+@pytest.mark.slow(seconds=6)
 @pytest.mark.timeout(300)
 def test_a_hung_process_is_named_and_the_other_stops():
     with started("hang") as procs:
@@ -65,6 +68,7 @@ def test_a_process_that_fails_is_named_with_its_error():
             err0[-3000:]
 
 
+@pytest.mark.slow(seconds=4)
 @pytest.mark.timeout(300)
 def test_when_process_0_dies_jax_ends_the_others_at_once():
     """Process 0 hosts JAX's coordination service: without it no process can go on, and JAX's

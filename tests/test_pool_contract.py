@@ -197,3 +197,14 @@ def test_list_all_envs():
     for t in ("CartPole-v1", "Acrobot-v1", "MountainCar-v0", "MountainCarContinuous-v0", "Pendulum-v1", "FrozenLake-v1"):
         assert t in ids
     assert len(ids) == len(set(ids))
+
+
+def test_the_envs_demo_runs_sync_then_async():
+    """`python -m experiments.envs_demo`, the README's first look at the pool, briefly."""
+    from tests.support.cli import run_experiment
+
+    out = run_experiment("experiments.envs_demo", "--num_envs=8", "--steps=50")
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("CartPole-v1: ") and " sync (num_envs=8, batch_size=8)" in lines[1]
+    assert "async (num_envs=8, batch_size=4)" in lines[2] and "env steps/s" in lines[2]

@@ -68,6 +68,7 @@ def test_gae_by_hand():
     np.testing.assert_allclose(run_gae(values, rewards, no, no, lam=0.0)[0], [1.0, 0.5, 0.0])
 
 
+@pytest.mark.slow(seconds=5)
 def test_gae_matches_a_numpy_loop_over_episodes_that_end_and_reset():
     rng = np.random.default_rng(0)
     for _ in range(20):
@@ -183,6 +184,7 @@ def update_on(devices, agent, cycle, num_envs=8, steps=16):
     (CARTPOLE, PPOConfig(num_epochs=2, num_minibatches=4, learning_rate=1e-3)),
     (PENDULUM, PPOConfig(num_epochs=3, num_minibatches=2, normalize_observations=True, scale_rewards=True)),
 ], ids=["cartpole", "pendulum-normalised"])
+@pytest.mark.slow(seconds=27)
 def test_one_and_two_learner_devices_give_the_same_update(spec, config):
     """Shuffles drawn per env (not per device), advantages normalised and losses averaged over the
     whole minibatch, statistics summed over devices: adding a learner device changes nothing."""
@@ -201,6 +203,7 @@ def test_one_and_two_learner_devices_give_the_same_update(spec, config):
         assert float(metrics["policy_std"]) > 0
 
 
+@pytest.mark.slow(seconds=28)
 def test_epochs_are_plain_optimizer_steps_on_the_samples_begin_update_makes():
     """With one minibatch, the learner's E epochs equal E full-batch optax steps written out."""
     import optax
@@ -250,6 +253,7 @@ def test_each_epoch_shuffles_every_envs_steps_afresh():
     assert not (first["t"] == second["t"]).all()
 
 
+@pytest.mark.slow(seconds=7)
 def test_the_epochs_api_is_validated():
     class EpochsOverEnvs(PPO):
         minibatch_over = "envs"
@@ -265,6 +269,7 @@ def test_the_epochs_api_is_validated():
         sebulba.GymnasiumLoop(NotSamples(CARTPOLE, PPOConfig(num_minibatches=2)), cfg)  # found when compiling ahead
 
 
+@pytest.mark.slow(seconds=5)
 def test_gaussian_actions_are_clipped_for_the_env_and_the_sample_is_learned():
     agent = PPO(PENDULUM, PPOConfig(log_std_init=2.0))  # std 7.4 against bounds of +-2
     networks = agent.init_networks(jax.random.key(0))
@@ -298,6 +303,7 @@ def test_config_and_spaces_are_validated():
                               sebulba.LoopConfig(num_envs=4, steps_per_cycle=16, log_every_s=1000.0))
 
 
+@pytest.mark.slow(seconds=12)
 def test_async_mode_learns_from_recorded_behaviour_log_probs_and_reports_policy_lag():
     agent = PPO(CARTPOLE, PPOConfig(learning_rate=1e-3))
     cfg = sebulba.LoopConfig(num_envs=8, steps_per_cycle=32, async_mode=True, log_every_s=1000.0)
@@ -310,6 +316,7 @@ def test_async_mode_learns_from_recorded_behaviour_log_probs_and_reports_policy_
     assert all(np.isfinite(float(m["approx_kl"])) for _, m in seen)
 
 
+@pytest.mark.slow(seconds=42)
 def test_an_interrupted_run_with_running_statistics_resumes_exactly(tmp_path):
     """Observation and return statistics live in the networks and the discounted returns in the
     actors' step states: both are checkpointed, so a resumed sync run ends bit-identical."""
@@ -336,6 +343,7 @@ def test_an_interrupted_run_with_running_statistics_resumes_exactly(tmp_path):
 
 
 # ---------------------------------------------------------------- entry point
+@pytest.mark.slow(seconds=14)
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_learning_bar_cartpole(seed, tmp_path):
     """`python -m experiments.ppo`, no other flag than the seed: mean return >= 475 over the last
@@ -349,6 +357,7 @@ def test_learning_bar_cartpole(seed, tmp_path):
     assert (run_dir / "learning_curve.png").exists() and "approx_kl" in row and "policy_lag" in row
 
 
+@pytest.mark.slow(seconds=19)
 def test_learning_bar_pendulum(tmp_path):
     """`python -m experiments.ppo --env Pendulum-v1`: mean return >= -300 over the last 20 episodes
     within the preset's 200k env steps. Random play scores about -1200; seeds 0-2 ended at -134 to
@@ -365,6 +374,7 @@ def test_learning_bar_pendulum(tmp_path):
     (["--num_epochs=0"], "flag --num_epochs=0"),
     (["--env=FrozenLake-v1", "--normalize_observations"], "normalize_observations takes vector"),
 ])
+@pytest.mark.slow(seconds=3)
 def test_a_bad_flag_is_one_line_before_any_env_is_built(args, names, tmp_path):
     out = run_experiment("experiments.ppo", *args, f"--logdir={tmp_path}", "--noprogress", timeout=300)
     lines = [line for line in out.stderr.splitlines() if line.strip()]

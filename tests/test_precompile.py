@@ -64,6 +64,7 @@ CASES = {
 }
 
 
+@pytest.mark.slow(seconds=23)
 @pytest.mark.parametrize("case", CASES)
 def test_first_cycles_and_updates_compile_nothing_the_constructor_compiled(case, compiles):
     agent, config = CASES[case]()

@@ -56,11 +56,13 @@ def test_the_preset_follows_the_envs_kind(agent, column):
     assert presets(agent, [[env, kwargs] for env, kwargs, *_ in cases]) == [case[column] for case in cases]
 
 
+@pytest.mark.slow(seconds=3)
 def test_continuous_actions_are_refused_by_name_by_a_discrete_only_agent():
     (got,) = presets("r2d2", [["Pendulum-v1", None]])
     assert got.startswith("ValueError: R2D2 needs a Discrete action space; Pendulum-v1 has Box(-2.0, 2.0, (1,)"), got
 
 
+@pytest.mark.slow(seconds=14)
 def test_r2d2_runs_mountain_car_with_its_preset(tmp_path):
     """Before presets followed the env's kind, R2D2 sent every id but CartPole to the Atari preset."""
     out = run_experiment("experiments.r2d2", "--env=MountainCar-v0", "--total_env_steps=3000", f"--logdir={tmp_path}",
@@ -69,6 +71,7 @@ def test_r2d2_runs_mountain_car_with_its_preset(tmp_path):
     assert int(last_metrics(tmp_path)[1]["env_steps"]) >= 3000
 
 
+@pytest.mark.slow(seconds=131)
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("module", ["experiments.impala", "experiments.r2d2"])
 def test_learning_bar_acrobot(module, tmp_path):
@@ -83,6 +86,7 @@ def test_learning_bar_acrobot(module, tmp_path):
     assert float(last["episode_return_mean"]) >= -100, last
 
 
+@pytest.mark.slow(seconds=18)
 @pytest.mark.timeout(600)
 def test_learning_bar_frozen_lake(tmp_path):
     """`python -m experiments.impala --env FrozenLake-v1 --env_kwargs is_slippery=False`: mean

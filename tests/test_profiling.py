@@ -69,6 +69,7 @@ def test_a_run_that_ends_before_the_window_writes_no_trace(tmp_path, caplog):
         find_trace(tmp_path)
 
 
+@pytest.mark.slow(seconds=7)
 def test_a_profiled_run_writes_its_trace_into_the_run_directory(tmp_path):
     import envs
     import sebulba

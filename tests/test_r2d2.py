@@ -24,6 +24,7 @@ def loop_config(**kw):
                               log_every_s=1e3, **kw)
 
 
+@pytest.mark.slow(seconds=10)
 def test_stored_state_is_the_actors_state_at_the_sequence_start():
     agent = R2D2(CARTPOLE, R2D2Config(**SMALL))
     starts = []
@@ -45,6 +46,7 @@ def test_stored_state_is_the_actors_state_at_the_sequence_start():
     assert np.abs(starts[1][0].h).sum() > 0  # a real, non-zero recurrent state was stored
 
 
+@pytest.mark.slow(seconds=27)
 def test_burn_in_passes_no_gradient():
     c = R2D2Config(**SMALL)
     agent = R2D2(CARTPOLE, c)
@@ -63,6 +65,7 @@ def test_burn_in_passes_no_gradient():
     assert np.abs(g[:, c.burn_in :]).sum() > 0
 
 
+@pytest.mark.slow(seconds=23)
 def test_td_reduction_sums_or_averages_each_sequence():
     c = R2D2Config(**SMALL)
     with sebulba.GymnasiumLoop(R2D2(CARTPOLE, c), loop_config()) as loop:
@@ -83,6 +86,7 @@ def test_td_reduction_sums_or_averages_each_sequence():
         R2D2Config(td_reduction="max")
 
 
+@pytest.mark.slow(seconds=7)
 def test_apex_epsilons_and_step_resets_state_on_first():
     agent = R2D2(CARTPOLE, R2D2Config(**SMALL))
     nets = agent.init_networks(jax.random.key(0))
@@ -113,6 +117,7 @@ def test_cycle_length_must_be_half_a_sequence():
         sebulba.GymnasiumLoop(R2D2(CARTPOLE, R2D2Config(**SMALL)), sebulba.LoopConfig(num_envs=4, steps_per_cycle=5))
 
 
+@pytest.mark.slow(seconds=18)
 def test_cli_writes_a_run_directory(tmp_path):
     out = run_experiment("experiments.r2d2", "--total_env_steps=2000", f"--logdir={tmp_path}", "--noprogress", "--core=mlp",
                          "--td_reduction=sum")
@@ -123,6 +128,7 @@ def test_cli_writes_a_run_directory(tmp_path):
     assert any(p.name.startswith("events.out.tfevents") for p in run_dir.iterdir())
 
 
+@pytest.mark.slow(seconds=145)
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_learning_bar_cartpole(seed, tmp_path):
@@ -135,6 +141,7 @@ def test_learning_bar_cartpole(seed, tmp_path):
     assert float(last["episode_return_mean"]) >= 400, last
 
 
+@pytest.mark.slow(seconds=270)
 @pytest.mark.timeout(900)
 def test_learning_bar_memory(tmp_path):
     """The memory task: `python -m experiments.r2d2 --env CartPoleNoVelocity-v1` (velocities

@@ -7,6 +7,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from tests.support.cli import ROOT
 
 
@@ -17,6 +19,7 @@ def readme_example() -> str:
     return match.group(1)
 
 
+@pytest.mark.slow(seconds=14)
 def test_the_readme_custom_agent_example_runs_with_the_entry_points_outputs(tmp_path):
     env = {**os.environ, "XLA_FLAGS": "", "PYTHONPATH": str(ROOT)}
     out = subprocess.run([sys.executable, "-c", readme_example()], cwd=tmp_path, env=env, capture_output=True,

@@ -67,6 +67,7 @@ def uninterrupted(tmp_path_factory):
     return last_metrics(logdir)[1]
 
 
+@pytest.mark.slow(seconds=27)
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_stops_cleanly_says_how_to_resume_then_resumes(tmp_path, request, sig):

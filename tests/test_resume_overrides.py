@@ -5,6 +5,8 @@ new budget says so and trains nothing. Real runs through the CLI."""
 import csv
 import json
 
+import pytest
+
 from tests.support.cli import last_metrics, run_experiment
 
 ARGS = ["--total_env_steps=6400", "--checkpoint_every=5", "--noprogress", "--log_every_s=0.1"]
@@ -18,6 +20,7 @@ def checkpoints(run_dir):
     return sorted(int(p.name) for p in (run_dir / "checkpoints").iterdir() if p.name.isdigit())
 
 
+@pytest.mark.slow(seconds=16)
 def test_resume_extends_refuses_and_knows_when_finished(tmp_path):
     out = run_experiment("experiments.impala", *ARGS, f"--logdir={tmp_path}")
     assert out.returncode == 0, out.stderr[-3000:]

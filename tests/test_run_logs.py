@@ -13,6 +13,7 @@ def orbax_lines(text: str) -> list[str]:
     return [line for line in text.splitlines() if "checkpoint_manager.py" in line or "orbax" in line]
 
 
+@pytest.mark.slow(seconds=6)
 def test_library_info_lines_go_to_log_txt_not_the_terminal(tmp_path):
     out = run_experiment("experiments.impala", *ARGS, f"--logdir={tmp_path}")
     assert out.returncode == 0, out.stderr[-3000:]
@@ -24,6 +25,7 @@ def test_library_info_lines_go_to_log_txt_not_the_terminal(tmp_path):
     assert f"run directory: {run_dir}" in log
 
 
+@pytest.mark.slow(seconds=7)
 @pytest.mark.parametrize("flag", ["--verbosity=0", "-v=0"])
 def test_verbosity_brings_them_back(tmp_path, flag):
     out = run_experiment("experiments.impala", *ARGS, flag, f"--logdir={tmp_path}")

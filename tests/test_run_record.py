@@ -5,11 +5,13 @@ import json
 import subprocess
 
 import jax
+import pytest
 
 from experiments.impala import make_experiment
 from tests.support.cli import ROOT, last_metrics, run_experiment
 
 
+@pytest.mark.slow(seconds=4)
 def test_config_json_holds_the_resolved_run(tmp_path):
     out = run_experiment("experiments.impala", "--total_env_steps=2000", "--learning_rate=0.004", f"--logdir={tmp_path}",
                          "--noprogress")

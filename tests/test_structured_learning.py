@@ -27,6 +27,7 @@ def final_return(logdir: Path) -> float:
     return float(rows[-1]["episode_return_mean"])
 
 
+@pytest.mark.slow(seconds=24)
 @pytest.mark.parametrize("agent,steps", [("impala", 40_000), ("ppo", 30_000), ("r2d2", 30_000)])
 def test_agents_learn_a_dict_observation_task(agent, steps, tmp_path):
     out = run_experiment(f"experiments.{agent}", "--env=SignalCorridor-v0", f"--total_env_steps={steps}",
@@ -46,6 +47,7 @@ def test_agents_learn_a_dict_observation_task(agent, steps, tmp_path):
             policy.act({"position": np.zeros((2, 3), np.float32), "signal": np.zeros(2, int)})
 
 
+@pytest.mark.slow(seconds=36)
 def test_impala_learns_minigrid(tmp_path):
     pytest.importorskip("minigrid", reason="the minigrid extra is not installed: pip install -e '.[minigrid]'")
     out = run_experiment("experiments.impala", "--env=MiniGrid-Empty-5x5-v0",
