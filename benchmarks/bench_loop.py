@@ -1,4 +1,4 @@
-"""Inference-loop throughput: the design notes' donation benchmark (seed 002) and issue 3's targets.
+"""Inference-loop throughput: the Sebulba design notes' donation benchmark (earl's, 1.37x) and issue 3's targets.
 
 Run from the repository root:
 
@@ -73,7 +73,7 @@ SEED = 0
 
 ACTOR_TARGET = {16: 32_000.0}  # issue 3: actor-only env steps/s (donation on, the default)
 E2E_TARGET = 0.5  # issue 3: end-to-end / actor-only
-SEED_DONATION_RATIO = 1.37  # seed 002: donation on / off
+SEED_DONATION_RATIO = 1.37  # the Sebulba design notes (earl): donation on / off
 ISSUE_LIMIT = {16: 40_000, 256: 180_000}  # issue 3: the limit measured on this machine type
 
 Wait = tuple[float, float]  # (learner wait fraction, actor wait fraction) of an end-to-end run
@@ -281,7 +281,7 @@ def table_rows(chosen: list[Variant], med: dict[str, float]) -> list[str]:
             ratio = rate / off if off else None
             target = ACTOR_TARGET.get(n)
             rows.append(row(
-                v.title, n, rate, ratio, "on / host bookkeeping (seed 002: 1.37x)",
+                v.title, n, rate, ratio, "on / host bookkeeping (design notes: 1.37x)",
                 f">= {target:,.0f} steps/s" if target else "—", verdict(rate, target, "{:,.0f}"),
             ))
         elif v.key.startswith("actor-host"):

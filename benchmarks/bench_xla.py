@@ -1,4 +1,4 @@
-"""Steps/s of an actor loop through the XLA interface (`pool.xla()`, seed 000) against the same
+"""Steps/s of an actor loop through the XLA interface (`pool.xla()`, EnvPool's XLA interface) against the same
 loop driven from Python, and against the `envpool` package's own xla() when it is installed.
 
     python benchmarks/bench_xla.py [--repeats 5] [--steps 2000] [--no-write]
@@ -198,7 +198,7 @@ def pong_xla_step(pool, batch: int, steps: int) -> float:
 
 
 def pong_xla_recv_send(pool, batch: int, steps: int) -> float:
-    """jit(fori_loop(recv, policy, send)), seed 000's second example (async pools)."""
+    """jit(fori_loop(recv, policy, send)), EnvPool's second XLA example (async pools)."""
     handle, recv, send, _ = pool.xla()
 
     def body(i, h):

@@ -65,7 +65,7 @@ def test_sum_reduction_sums_over_the_whole_batch_across_learner_devices():
     nets = mean_agent.init_networks(jax.random.key(0))
     valid = float(np.sum(~np.asarray(traj.env_step.terminated[:-1] | traj.env_step.truncated[:-1])))
     assert valid == 6 * 4 - 1
-    mean_grads = jax.grad(lambda n: mean_agent.loss(n, traj, jax.random.key(1))[0])(nets)
+    mean_grads = jax.jit(jax.grad(lambda n: mean_agent.loss(n, traj, jax.random.key(1))[0]))(nets)
     expected = jax.tree.map(lambda g: g * valid, mean_grads)
 
     def device_grads(shard):  # what Agent.optimize does on each learner device
@@ -75,7 +75,7 @@ def test_sum_reduction_sums_over_the_whole_batch_across_learner_devices():
     for devices in (1, 2):
         split = lambda x: jnp.stack(jnp.split(x, devices, axis=1)) if x.ndim >= 2 else jnp.stack([x] * devices)
         shards = jax.tree.map(split, traj)
-        grads = jax.vmap(device_grads, axis_name=LEARNER_AXIS)(shards)
+        grads = jax.jit(jax.vmap(device_grads, axis_name=LEARNER_AXIS))(shards)
         for got, want in zip(jax.tree.leaves(grads), jax.tree.leaves(expected)):
             np.testing.assert_allclose(np.asarray(got[0]), np.asarray(want), rtol=2e-4, atol=1e-5)
 
