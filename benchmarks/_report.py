@@ -35,6 +35,14 @@ def write_section(path: Path, section: str, body: str) -> None:
     path.write_text(text)
 
 
+def publish(section: str, body: str, write: bool) -> None:
+    """Print a benchmark's section and, unless `write` is False (--no-write), put it into BENCHMARKS.md."""
+    print("\n" + body)
+    if write:
+        write_section(BENCH_FILE, section, body)
+        print(f"wrote {BENCH_FILE}")
+
+
 def cpu_seconds(path: str | Path) -> float:
     """User + system CPU seconds from a /proc stat file: a process's (`/proc/PID/stat`, its ended
     threads included) or one thread's (`/proc/PID/task/TID/stat`). Linux only."""

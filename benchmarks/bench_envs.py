@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 import envs  # noqa: E402
 from _baseline import import_baseline, short_rev  # noqa: E402  (benchmarks/_baseline.py)
 from _paths import numpy_path  # noqa: E402  (benchmarks/_paths.py)
-from _report import BENCH_FILE, verdict, write_section  # noqa: E402  (benchmarks/_report.py)
+from _report import BENCH_FILE, publish, verdict  # noqa: E402  (benchmarks/_report.py)
 
 try:
     import envpool
@@ -597,10 +597,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(f"--only {args.only!r} matches no workload (keys: {[w.key for w in workloads()]})")
     sections = [(w, measure_workload(w, args.repeats, args.seconds)) for w in chosen]
     body = render(sections, args)
-    print("\n" + body)
-    if not args.no_write:
-        write_section(BENCH_FILE, SECTION, body)
-        print(f"wrote {BENCH_FILE}")
+    publish(SECTION, body, not args.no_write)
 
 
 if __name__ == "__main__":

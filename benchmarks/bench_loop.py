@@ -53,7 +53,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, uninstalled
 import envs  # noqa: E402
-from _report import BENCH_FILE, verdict, write_section  # noqa: E402  (benchmarks/_report.py)
+from _report import BENCH_FILE, publish, verdict  # noqa: E402  (benchmarks/_report.py)
 from sebulba.agents.simple_pg import MLP, SimplePolicyGradient, SPGConfig  # noqa: E402
 from sebulba.loop.config import LoopConfig  # noqa: E402
 from sebulba.episodes import episode_stats  # noqa: E402
@@ -363,10 +363,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(f"--only {args.only!r} matches no variant (keys: {[v.key for v in every]})")
     rates = measure(chosen, args.repeats)
     body = render(chosen, rates, waits, args.repeats)
-    print("\n" + body)
-    if not args.no_write:
-        write_section(BENCH_FILE, SECTION, body)
-        print(f"wrote {BENCH_FILE}")
+    publish(SECTION, body, not args.no_write)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from _report import BENCH_FILE, write_section
+from _report import BENCH_FILE, publish
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTION = "bench_loop_vs"
@@ -97,10 +97,7 @@ def main() -> None:
         "|---|---:|---:|---:|",
         *rows,
     ]) + "\n"
-    print("\n" + body)
-    if not args.no_write:
-        write_section(BENCH_FILE, SECTION, body)
-        print(f"wrote {BENCH_FILE}")
+    publish(SECTION, body, not args.no_write)
 
 
 if __name__ == "__main__":
