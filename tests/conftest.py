@@ -6,12 +6,6 @@ import pytest
 # Multi-device tests on CPU: fake devices must be configured before jax is imported.
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=4")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-# The test processes share JAX's persistent compilation cache with the CLI runs they start
-# (tests/support/cli.py): a program that took a second or more to compile (a ResNet, a learner
-# update) is compiled once, whichever test or run needs it again. Results are unchanged.
-from tests.support.cli import JAX_CACHE  # noqa: E402
-
-os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(JAX_CACHE))
 
 
 # Tiers (markers registered in pyproject.toml): `slow` marks learning bars, long drills and

@@ -176,10 +176,11 @@ def test_cli_run_writes_a_run_directory(tmp_path):
 
 
 @pytest.mark.slow(seconds=14)
-@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("seed", [0])
 def test_learning_bar_cartpole(seed, tmp_path):
     """The no-flag configuration of `python -m experiments.impala`: mean return >= 475 over the
-    last 20 episodes within its env-step budget, for each of three seeds (sync mode: exact)."""
+    last 20 episodes within its env-step budget (sync mode: exact). Seed 0; the seed sweep is
+    `benchmarks/bench_impala_cartpole.py`'s (BENCHMARKS.md: seeds 0-7 end at 480-500)."""
     from experiments.impala import make_experiment
     from sebulba.experiment.runner import run
 

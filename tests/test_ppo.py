@@ -344,10 +344,11 @@ def test_an_interrupted_run_with_running_statistics_resumes_exactly(tmp_path):
 
 # ---------------------------------------------------------------- entry point
 @pytest.mark.slow(seconds=14)
-@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("seed", [0])
 def test_learning_bar_cartpole(seed, tmp_path):
     """`python -m experiments.ppo`, no other flag than the seed: mean return >= 475 over the last
-    20 episodes within the preset's 200k env steps (seeds 0-2 hold 500 from ~165k on)."""
+    20 episodes within the preset's 200k env steps. Seed 0; the seed sweep is
+    `benchmarks/bench_ppo.py`'s (BENCHMARKS.md: seeds 0-2 hold 500 from ~165k on)."""
     out = run_experiment("experiments.ppo", f"--seed={seed}", f"--logdir={tmp_path}", "--noprogress")
     assert out.returncode == 0, out.stderr[-3000:]
     assert "episode_return_mean" in out.stdout
