@@ -71,14 +71,16 @@ def test_r2d2_runs_mountain_car_with_its_preset(tmp_path):
     assert int(last_metrics(tmp_path)[1]["env_steps"]) >= 3000
 
 
-@pytest.mark.slow(seconds=131)
+@pytest.mark.slow(seconds=15)
 @pytest.mark.timeout(900)
-@pytest.mark.parametrize("module", ["experiments.impala", "experiments.r2d2"])
+@pytest.mark.parametrize("module", ["experiments.impala"])
 def test_learning_bar_acrobot(module, tmp_path):
-    """`python -m experiments.{impala,r2d2} --env Acrobot-v1`, no other flag: mean return >= -100
-    over the last 20 episodes within 500k env steps (seed 0; seeds 0 and 1 ended at -81 and -83
-    (IMPALA, 400k steps); R2D2's seeds 0-3 ended at -92, -94, -84, -99 (500k), a thin margin on
-    seed 3 (sync runs are bit-reproducible on one host; another CPU's numerics are another seed)."""
+    """`python -m experiments.impala --env Acrobot-v1`, no other flag: mean return >= -100 over the
+    last 20 episodes within 500k env steps (seed 0; seeds 0 and 1 ended at -81 and -83, 400k
+    steps): any id trains with the preset its kind gets. R2D2's run of the same (its CARTPOLE
+    preset, whose learning tests/test_r2d2.py's bar proves; seeds 0-3 ended at -92, -94, -84, -99
+    at 500k) takes two minutes and is left to a benchmark run, to keep the suite under 20 minutes
+    on 2 cores."""
     out = run_experiment(module, "--env=Acrobot-v1", f"--logdir={tmp_path}", "--noprogress")
     assert out.returncode == 0, out.stderr[-3000:]
     _, last = last_metrics(tmp_path)
