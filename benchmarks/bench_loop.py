@@ -110,7 +110,7 @@ def actor_only(num_envs: int) -> float:
 def host_bookkeeping(num_envs: int) -> float:
     """Env steps/s of the tests' reference cycle (tests/support/reference.py): a jitted
     `Agent.step` per env step, the trajectory stacked and the episodes summed with numpy on the
-    host (the seed design notes' "donation off" path)."""
+    host (the Sebulba design notes' "donation off" path)."""
     agent = make_agent()
     networks = jax.jit(agent.init_networks)(jax.random.key(SEED))
     cycle = ReferenceCycle(agent, networks, TASK, num_envs, SEED, jax.random.key(SEED + 1))
