@@ -25,7 +25,8 @@
 #   `bash benchmarks/gpu_check.sh --dry-run` lists the stages and the test selections, running nothing.
 #
 # Environment: PYTHON (default python3: on the GPU host, the one with jax[cuda]), GPU_CHECK_OUT,
-# GPU_CHECK_BUDGET_S, GPU_CHECK_PONG_FRAMES (default 4,000,000 on a GPU: the preset reached
+# GPU_CHECK_STAGES (a comma list, say 'tests_gpu' to rerun a stage that failed: the stages it does
+# not name are recorded as not asked; install and env always run), GPU_CHECK_BUDGET_S, GPU_CHECK_PONG_FRAMES (default 4,000,000 on a GPU: the preset reached
 # -13.6 there on 2026-11-23, at ~54k frames/s; 6,400 without one).
 #
 # WHICH TESTS, AND WHY. tests/conftest.py sets XLA_FLAGS=--xla_force_host_platform_device_count=4,
@@ -91,6 +92,11 @@ STAGES=(
 )
 
 field() { local IFS='|'; local -a f; read -r -a f <<< "$1"; echo "${f[$2]}"; }
+
+for asked in ${GPU_CHECK_STAGES:+${GPU_CHECK_STAGES//,/ }}; do
+    known=0; for s in "${STAGES[@]}"; do [ "$(field "$s" 0)" = "$asked" ] && known=1; done
+    [ $known = 1 ] || { echo "GPU_CHECK_STAGES names no stage '$asked' (see --dry-run)" >&2; exit 2; }
+done
 
 if [ "${1:-}" = "--dry-run" ]; then
     echo "stages (seconds at most with CUDA / without), run in this order, then the summary:"
@@ -273,7 +279,10 @@ run_stage() {
     log ""
     log "==== stage $name: $title (at most $limit s; $((left)) s of the budget left) ===="
     t0=$(date +%s)
-    if [ "$max" -le 0 ]; then  # a CUDA-only stage on a host without CUDA
+    if [ -n "${GPU_CHECK_STAGES:-}" ] && [ "$name" != install ] && [ "$name" != env ] \
+        && [[ ",$GPU_CHECK_STAGES," != *",$name,"* ]]; then
+        echo "not asked (GPU_CHECK_STAGES=$GPU_CHECK_STAGES)" | tee "$WORK/$name.status" | tee -a "$LOG"; rc=0
+    elif [ "$max" -le 0 ]; then  # a CUDA-only stage on a host without CUDA
         echo "skipped: no CUDA device" | tee "$WORK/$name.status" | tee -a "$LOG"; rc=0
     elif [ "$limit" -lt 5 ]; then
         echo "skipped: out of the $BUDGET s budget" > "$WORK/$name.status"; rc=0
@@ -292,7 +301,7 @@ run_stage() {
         { echo; echo "#### $title: $status"; echo; echo '```'; tail -n 12 "$WORK/$name.out" 2>/dev/null | cut -c1-200 | grep . \
               || echo "(no output)"; echo '```'; } >> "$WORK/failures.md"
     fi
-    printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$title" "$status" "$secs" "$(tr '\n|' ' /' < "$WORK/$name.fig" 2>/dev/null)" >> "$WORK/stages.tsv"
+    printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$title" "$status" "$secs" "$(tr '\n|' ' /' 2>/dev/null < "$WORK/$name.fig")" >> "$WORK/stages.tsv"
     log "---- $name: $status in $secs s"
     if [ "$name" = install ]; then
         if [ -e "$WORK/use_site" ]; then export PYTHONPATH="$WORK/site:$ROOT${PYTHONPATH:+:$PYTHONPATH}"

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import envs
-from tests.support.cli import last_metrics, run_experiment
+from tests.support.cli import child_env, last_metrics, run_experiment
 from tests.support.pool_checks import assert_async_matches_sync
 
 ale_py = pytest.importorskip("ale_py", reason="the atari extra is not installed: pip install -e '.[atari]'")
@@ -241,7 +241,7 @@ def test_atari_presets_follow_the_papers():
         "print(json.dumps([dataclasses.asdict(e.agent), e.loop.env_kwargs, e.loop.actor_devices, e.loop.learner_devices,\n"
         "                  e.loop.stack_on_device]))\n"
     )
-    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4", "PYTHONPATH": str(ROOT)}
+    env = child_env(XLA_FLAGS="--xla_force_host_platform_device_count=4")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
     assert out.returncode == 0, out.stderr
     a, env_kwargs, actors, learners, stack_on_device = json.loads(out.stdout.strip().splitlines()[-1])

@@ -1,14 +1,13 @@
 """A user's ordinary mistakes on the CLI print one clear line naming the flag or the package,
 with no traceback (`--debug` shows it); a failure that is not the user's keeps its traceback."""
 
-import os
 import subprocess
 import sys
 import textwrap
 
 import pytest
 
-from tests.support.cli import ROOT, run_experiment
+from tests.support.cli import ROOT, child_env, run_experiment
 
 CASES = [
     # (entry point, args, exit status, what the one line must name)
@@ -62,7 +61,7 @@ SCRIPT = textwrap.dedent("""
 
 @pytest.mark.parametrize("what", ["mistake", "bug"])
 def test_only_the_run_input_is_told_in_one_line(what):
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = child_env()
     out = subprocess.run([sys.executable, "-c", SCRIPT, what], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     if what == "mistake":
         assert out.returncode == 2 and out.stderr.strip() == "error: learning_rate must be > 0 (--debug shows the traceback)"

@@ -14,8 +14,8 @@ SCRIPT = ROOT / "benchmarks" / "gpu_check.sh"
 STAGES = ["install", "env", "pong", "ppo", "tests_gpu", "tests_multi"]
 
 
-def dry_run(tmp_path):
-    env = {**os.environ, "GPU_CHECK_OUT": str(tmp_path / "out")}
+def dry_run(tmp_path, **extra: str):
+    env = {**os.environ, "GPU_CHECK_OUT": str(tmp_path / "out"), **extra}
     env.pop("OUT", None)
     return subprocess.run(["bash", str(SCRIPT), "--dry-run"], cwd=tmp_path, env=env, capture_output=True, text=True,
                           timeout=60)
@@ -31,6 +31,12 @@ def test_a_dry_run_lists_every_stage_in_order_and_runs_nothing(tmp_path):
     assert out.returncode == 0, out.stderr
     assert re.findall(r"^  stage (\w+)", out.stdout, re.M) == STAGES
     assert not (tmp_path / "out").exists()  # no summary, no log: nothing ran
+
+
+def test_a_stage_list_naming_no_stage_is_refused_before_anything_runs(tmp_path):
+    out = dry_run(tmp_path, GPU_CHECK_STAGES="tests_gpu,pongg")
+    assert out.returncode == 2 and out.stderr.strip() == "GPU_CHECK_STAGES names no stage 'pongg' (see --dry-run)"
+    assert dry_run(tmp_path, GPU_CHECK_STAGES="tests_gpu,pong").returncode == 0
 
 
 def test_the_tests_it_names_still_exist(tmp_path):

@@ -2,7 +2,6 @@
 devices each; each runs its own inferencers and envs, the learner spans all 4 devices."""
 
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -10,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from tests.support.cli import ROOT
+from tests.support.cli import ROOT, child_env
 
 
 def free_port() -> int:
@@ -26,7 +25,7 @@ def free_port() -> int:
 @pytest.mark.parametrize("mode", ["async"])  # sync mode: the CLI jobs of tests/test_multihost_recovery.py
 def test_two_processes_train_one_learner(tmp_path, mode):
     address = f"127.0.0.1:{free_port()}"
-    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2", "PYTHONPATH": str(ROOT)}
+    env = child_env(XLA_FLAGS="--xla_force_host_platform_device_count=2")
     outs = [tmp_path / f"p{i}.json" for i in range(2)]
     procs = [subprocess.Popen([sys.executable, "-m", "tests.support.multihost_worker", address, str(i), str(outs[i]), mode],
                               cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

@@ -2,7 +2,6 @@
 running collectives: the other stops within the peer timeout with an error naming it."""
 
 import contextlib
-import os
 import signal
 import subprocess
 import sys
@@ -11,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support.cli import ROOT
+from tests.support.cli import ROOT, child_env
 from tests.support.job import free_port
 
 pytestmark = pytest.mark.multiprocess  # each test starts a job of worker processes
@@ -24,7 +23,7 @@ WAIT_S = 120  # a bound on a hang (the peer timeout is 3 s), never a measurement
 def started(mode: str) -> Iterator[list[subprocess.Popen]]:
     """The 2 worker processes, killed on the way out whatever happened."""
     address = f"127.0.0.1:{free_port()}"
-    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=1", "PYTHONPATH": str(ROOT)}
+    env = child_env(XLA_FLAGS="--xla_force_host_platform_device_count=1")
     procs = [subprocess.Popen([sys.executable, "-m", "tests.support.peer_worker", address, str(i), mode], cwd=ROOT,
                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]
     try:

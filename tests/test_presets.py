@@ -4,13 +4,12 @@ suit it, and an agent that cannot take the env's actions says so in one line. Th
 of the no-flag presets on tasks beyond CartPole, through the real CLI."""
 
 import json
-import os
 import subprocess
 import sys
 
 import pytest
 
-from tests.support.cli import ROOT, last_metrics, run_experiment
+from tests.support.cli import ROOT, child_env, last_metrics, run_experiment
 
 KINDS = [  # env, its kwargs, IMPALA's preset, R2D2's preset, PPO's preset
     ("CartPole-v1", None, "CARTPOLE", "CARTPOLE", "CARTPOLE"),
@@ -43,7 +42,7 @@ print(json.dumps(out))
 
 def presets(agent: str, cases: list) -> list:
     """The preset name (or the error) of each [env, kwargs] case, in order, from one process."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = child_env()
     out = subprocess.run([sys.executable, "-c", SCRIPT, agent, json.dumps(cases)], cwd=ROOT, env=env,
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]

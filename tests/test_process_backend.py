@@ -12,6 +12,7 @@ import pytest
 import envs
 from envs.process.backend import WorkerError
 from tests.support import manager_envs, toy_envs
+from tests.support.cli import child_env
 
 toy_envs.register_all()
 manager_envs.register_all()
@@ -199,8 +200,7 @@ def test_worker_that_cannot_start_reports_why(tmp_path):
 
     script = tmp_path / "no_main_guard.py"
     script.write_text("import envs\nenvs.make('CartPole-v1', backend='process', num_envs=2, num_threads=1)\n")
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = {**os.environ, "PYTHONPATH": root}
+    env = child_env()
     run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=100, env=env)
     assert run.returncode != 0
     last_line = run.stderr.strip().splitlines()[-1]

@@ -2,14 +2,13 @@
 it trains and leaves the same outputs as an entry point's run."""
 
 import json
-import os
 import re
 import subprocess
 import sys
 
 import pytest
 
-from tests.support.cli import ROOT
+from tests.support.cli import ROOT, child_env
 
 
 def readme_example() -> str:
@@ -21,7 +20,7 @@ def readme_example() -> str:
 
 @pytest.mark.slow(seconds=14)
 def test_the_readme_custom_agent_example_runs_with_the_entry_points_outputs(tmp_path):
-    env = {**os.environ, "XLA_FLAGS": "", "PYTHONPATH": str(ROOT)}
+    env = child_env(XLA_FLAGS="")
     out = subprocess.run([sys.executable, "-c", readme_example()], cwd=tmp_path, env=env, capture_output=True,
                          text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]

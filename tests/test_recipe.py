@@ -3,13 +3,12 @@
 and main() are the recipe's; its learning rate decays over the optimizer steps of the run's budget."""
 
 import json
-import os
 import subprocess
 import sys
 
 import pytest
 
-from tests.support.cli import ROOT
+from tests.support.cli import ROOT, child_env
 
 # The entry points define their flags on import, so each is read in a process of its own.
 SCRIPT = """
@@ -43,7 +42,7 @@ CASES = [
 
 @pytest.mark.parametrize("agent, decay", CASES, ids=[c[0] for c in CASES])
 def test_every_entry_point_follows_the_recipe(agent, decay):
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = child_env()
     out = subprocess.run([sys.executable, "-c", SCRIPT, agent, *decay], cwd=ROOT, env=env, capture_output=True,
                          text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]

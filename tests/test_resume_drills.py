@@ -4,7 +4,6 @@ kill -9 drill is tests/test_multihost_recovery.py's (a process of a 2-process jo
 relaunched); atomic writes are tests/test_checkpoint.py's."""
 
 import csv
-import os
 import signal
 import subprocess
 import sys
@@ -13,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli import ROOT, last_metrics, run_experiment
+from tests.support.cli import ROOT, child_env, last_metrics, run_experiment
 
 ARGS = ["--total_env_steps=40960", "--checkpoint_every=20", "--noprogress", "--log_every_s=0.2"]
 WAIT_S = 300  # generous: only a bound on a hang, never a measurement
 
 
 def start(logdir: Path) -> subprocess.Popen:
-    env = {**os.environ, "XLA_FLAGS": "", "PYTHONPATH": str(ROOT)}
+    env = child_env(XLA_FLAGS="")
     return subprocess.Popen([sys.executable, "-m", "experiments.impala", *ARGS, f"--logdir={logdir}"], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
@@ -89,7 +88,7 @@ def test_a_signal_stops_cleanly_says_how_to_resume_then_resumes(tmp_path, reques
     if sig == signal.SIGINT:
         return  # the resume from a signal's checkpoint is the same for both: run once, with SIGTERM
     uninterrupted = request.getfixturevalue("uninterrupted")
-    env = {**os.environ, "XLA_FLAGS": "", "PYTHONPATH": str(ROOT)}
+    env = child_env(XLA_FLAGS="")
     out = subprocess.run([*argv, "--noprogress"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=WAIT_S)
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.startswith("done: "), out.stdout[-2000:]

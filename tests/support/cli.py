@@ -16,9 +16,15 @@ ROOT = Path(__file__).resolve().parents[2]
 JAX_CACHE = Path(tempfile.gettempdir()) / f"sebulba-tests-jax-cache-{os.getuid()}"
 
 
+def child_env(**overrides: str) -> dict[str, str]:
+    """The environment of a child process that imports this checkout: ROOT first on PYTHONPATH,
+    the caller's PYTHONPATH kept after it (the GPU check puts the wheels the host lacks there)."""
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    return {**os.environ, "PYTHONPATH": path, **overrides}
+
+
 def run_experiment(module: str, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
-    env = {**os.environ, "XLA_FLAGS": "", "PYTHONPATH": str(ROOT), "JAX_COMPILATION_CACHE_DIR": str(JAX_CACHE),
-           "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0"}
+    env = child_env(XLA_FLAGS="", JAX_COMPILATION_CACHE_DIR=str(JAX_CACHE), JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
     return subprocess.run([sys.executable, "-m", module, *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=timeout)
 

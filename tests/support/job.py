@@ -1,7 +1,6 @@
 """A multi-process job as a user launches one: the same entry point once per process, on
 127.0.0.1 through jax.distributed, each process with 2 forced CPU devices."""
 
-import os
 import socket
 import subprocess
 import sys
@@ -11,7 +10,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from tests.support.cli import JAX_CACHE, ROOT
+from tests.support.cli import JAX_CACHE, ROOT, child_env
 
 PROCESSES = 2
 WAIT_S = 420  # a bound on a hang, never a measurement
@@ -29,8 +28,8 @@ class Job:
     def __init__(self, module: str, args: list[str], workdir: Path, processes: int = PROCESSES,
                  process_args: dict[int, list[str]] | None = None):
         self.address = f"127.0.0.1:{free_port()}"
-        env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2", "PYTHONPATH": str(ROOT),
-               "JAX_COMPILATION_CACHE_DIR": str(JAX_CACHE), "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0"}
+        env = child_env(XLA_FLAGS="--xla_force_host_platform_device_count=2", JAX_COMPILATION_CACHE_DIR=str(JAX_CACHE),
+                        JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
         workdir.mkdir(parents=True, exist_ok=True)
         self.logs = [(workdir / f"p{i}.out", workdir / f"p{i}.err") for i in range(processes)]
         self.procs = []
