@@ -11,6 +11,16 @@ inferencers' first cycles, the learner's first two updates: what still compiles 
 sum. The baseline is checked out with `git worktree` into a temporary folder. Medians go into
 BENCHMARKS.md between `<!-- bench_startup:start -->` and `<!-- bench_startup:end -->`; `--out DIR`
 writes the section to DIR/bench_startup.md instead (the GPU host).
+
+    python benchmarks/bench_startup.py --cli [--baseline REV] [--repeats 5]
+
+`--cli`: what a user waits for, `python -m experiments.ppo` (CartPole) with a one-update budget
+(`--total_env_steps=1 --checkpoint_every=0 --noprogress`), each run a fresh process: this tree
+with an empty compilation cache (cold: a new XDG_CACHE_HOME), then again with the cache that run
+filled (warm), and the baseline as it was (it had no cache). Timed: the process's wall time from
+start to exit (imports, compiling, env pools, one cycle, one update, the run's outputs), and, for
+this tree, the age of the process at its "the first learner update is done" line. Section
+`bench_startup_cli`.
 """
 
 from __future__ import annotations
@@ -21,10 +31,12 @@ import datetime
 import json
 import os
 import platform
+import re
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,6 +44,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from _report import BENCH_FILE, write_section  # noqa: E402
 
 SECTION = "bench_startup"
+CLI_SECTION = "bench_startup_cli"
+CLI_ARGS = ["-m", "experiments.ppo", "--total_env_steps=1", "--checkpoint_every=0", "--noprogress"]
+FIRST_UPDATE = re.compile(r"the first learner update is done, ([0-9.]+) s after the process started")
 CHILD = """
 import json, sys, time
 import envs
@@ -60,6 +75,62 @@ def run_once(tree: Path, envs: int, inferencers: int) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def cli_once(tree: Path, cache: Path | None, logdir: Path) -> dict:
+    """One `python -m experiments.ppo` process in `tree`: wall seconds, and the first update's age
+    when the tree says it. `cache`: its XDG_CACHE_HOME (the compilation cache's parent)."""
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    for name in ("XLA_FLAGS", "JAX_COMPILATION_CACHE_DIR", "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"):
+        env.pop(name, None)
+    if cache is not None:
+        env["XDG_CACHE_HOME"] = str(cache)
+    t0 = time.perf_counter()
+    out = subprocess.run([sys.executable, *CLI_ARGS, f"--logdir={logdir}"], cwd=tree, env=env, capture_output=True,
+                         text=True)
+    wall = time.perf_counter() - t0
+    if out.returncode != 0:
+        raise SystemExit(f"{tree}: exit {out.returncode}\n{out.stderr[-2000:]}")
+    m = FIRST_UPDATE.search(out.stderr)
+    return {"wall": wall, "first_update": float(m.group(1)) if m else None}
+
+
+def cli_main(args: argparse.Namespace, trees: dict[str, Path]) -> str:
+    """The --cli section: this tree cold and warm, the baseline, interleaved."""
+    (ours, ours_tree), (peer, peer_tree) = trees.items()
+    results: dict[str, list[dict]] = {"cold": [], "warm": [], "baseline": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(args.repeats):
+            cache, logdir = Path(tmp) / f"cache{r}", Path(tmp) / "runs"
+            runs = [("cold", ours_tree, cache), ("warm", ours_tree, cache)]
+            order = [("baseline", peer_tree, None), *runs] if r % 2 else [*runs, ("baseline", peer_tree, None)]
+            for name, tree, c in order:
+                results[name].append(cli_once(tree, c, logdir))
+                print(f"repeat {r + 1}/{args.repeats} {name:8s} {results[name][-1]}", flush=True)
+
+    def med(name: str, key: str) -> str:
+        values = [x[key] for x in results[name] if x[key] is not None]
+        return f"{statistics.median(values):.1f} ({min(values):.1f}-{max(values):.1f})" if values else "—"
+
+    base_wall = statistics.median(x["wall"] for x in results["baseline"])
+    rows = [f"| {ours}, cold cache | {med('cold', 'first_update')} | {med('cold', 'wall')} | "
+            f"{base_wall / statistics.median(x['wall'] for x in results['cold']):.2f}x |",
+            f"| {ours}, warm cache | {med('warm', 'first_update')} | {med('warm', 'wall')} | "
+            f"{base_wall / statistics.median(x['wall'] for x in results['warm']):.2f}x |",
+            f"| {peer} (no cache) | — (no such line) | {med('baseline', 'wall')} | 1.00x |"]
+    return (
+        "## Time to the first update, `python -m experiments.ppo` (`benchmarks/bench_startup.py --cli`)\n\n"
+        f"Run {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC with `python benchmarks/bench_startup.py "
+        f"{' '.join(sys.argv[1:])}`  \n"
+        f"Machine: {platform.platform()}, {os.cpu_count()} cores  \n"
+        f"`python {' '.join(CLI_ARGS)}` (CartPole-v1, 8 envs x 128 steps, one cycle and one update), each run a "
+        f"fresh process; seconds, median (min-max) of {args.repeats} interleaved repeats. First update: the process's "
+        "age at its 'the first learner update is done' line (imports, compiling, env pools, the first cycle and "
+        "update). Whole process: start to exit, the run's outputs included (the baseline's figure too). Cold: an "
+        "empty compilation cache; warm: the cache the cold run filled.\n\n"
+        "| version | first update (s) | whole process (s) | baseline / this (whole) |\n"
+        "|---|---:|---:|---:|\n" + "\n".join(rows) + "\n"
+    )
+
+
 def git(*args: str) -> str:
     return subprocess.run(["git", *args], cwd=ROOT, check=True, capture_output=True, text=True).stdout.strip()
 
@@ -74,16 +145,24 @@ def main() -> None:
     ap.add_argument("--inferencers", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--out", type=Path, help="write the section to OUT/bench_startup.md, not BENCHMARKS.md")
+    ap.add_argument("--cli", action="store_true", help="time `python -m experiments.ppo` to its first update instead "
+                    "(cold and warm compilation cache)")
     args = ap.parse_args()
     with contextlib.ExitStack() as stack:
         if args.baseline_tree:
             rev, head, base = args.baseline, "working tree", args.baseline_tree
         else:
             rev, head = (git("rev-parse", "--short", r) for r in (args.baseline, "HEAD"))
+            head += " with local changes" if git("status", "--porcelain", "--untracked-files=no") else ""
             base = Path(stack.enter_context(tempfile.TemporaryDirectory())) / "baseline"
             git("worktree", "add", "--detach", str(base), rev)
             stack.callback(subprocess.run, ["git", "worktree", "remove", "--force", str(base)], cwd=ROOT, check=False)
         trees = {f"this tree ({head})": ROOT, f"baseline ({rev})": base}
+        if args.cli:
+            body = cli_main(args, trees)
+            print(body)
+            write_section(BENCH_FILE, CLI_SECTION, body)
+            return
         results: dict[str, list[dict]] = {name: [] for name in trees}
         for r in range(args.repeats):
             for name in (list(trees) if r % 2 == 0 else list(trees)[::-1]):

@@ -120,7 +120,8 @@ def list_all_envs() -> list[str]:
 
 def _unknown(task_id: str, hint: str = "") -> ValueError:
     close = difflib.get_close_matches(task_id, list_all_envs(), n=5, cutoff=0.6)
-    suggestion = f"; did you mean {close}?" if close else ""
+    suggestion = f"; did you mean {', '.join(close[:-1])} or {close[-1]}?" if len(close) > 1 else \
+        f"; did you mean {close[0]}?" if close else ""
     return ValueError(f"unknown task id {task_id!r}{hint}{suggestion} (see envs.list_all_envs())")
 
 

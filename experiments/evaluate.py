@@ -19,23 +19,25 @@ import numpy as np
 from absl import flags
 
 from sebulba.experiment import cli
+from sebulba.experiment.env_kwargs import parse_env_kwargs
 from sebulba.experiment.errors import user_input
+from sebulba.experiment.flag_types import define_integer
 from sebulba.experiment.trained import build_agent, open_run, restore_networks
 from sebulba.experiment.video import check_video_path
 from sebulba.experiment.video import record as record_video
 from sebulba.loop.evaluator import Evaluator
 
-flags.DEFINE_integer("checkpoint", None, "Learner step of the checkpoint to evaluate (default: the latest).")
-flags.DEFINE_integer("episodes", 10, "Complete episodes to play.", lower_bound=1)
-flags.DEFINE_integer("num_envs", None, "Envs playing them side by side (default: min(episodes, 8)).", lower_bound=1)
-flags.DEFINE_integer("seed", 0, "Seed of the evaluation envs and the policy's RNG.")
+define_integer("checkpoint", None, "Learner step of the checkpoint to evaluate (default: the latest).")
+define_integer("episodes", 10, "Complete episodes to play.", lower_bound=1)
+define_integer("num_envs", None, "Envs playing them side by side (default: min(episodes, 8)).", lower_bound=1)
+define_integer("seed", 0, "Seed of the evaluation envs and the policy's RNG.")
 flags.DEFINE_string("env_kwargs", None, "The task's kwargs over the run's own, comma-separated key=value with Python "
                     "literals, e.g. repeat_action_probability=0.25.")
 flags.DEFINE_bool("greedy", True, "The agent's evaluation policy (greedy; R2D2: epsilon 0.001); --nogreedy: the "
                   "behaviour policy it trained with.")
 flags.DEFINE_string("video", None, "Also write a video of one episode here (MP4, or GIF when the name ends in .gif), "
                     "frames annotated with the step and the return so far; needs pip install -e '.[video]'.")
-flags.DEFINE_integer("video_fps", 30, "Frames per second of the video.", lower_bound=1)
+define_integer("video_fps", 30, "Frames per second of the video.", lower_bound=1)
 flags.DEFINE_bool("debug", False, "Show the whole traceback of a mistake in the input.")
 FLAGS = flags.FLAGS
 
@@ -47,11 +49,11 @@ def main(argv: list[str]) -> None:
             raise ValueError("give one run directory: python -m experiments.evaluate RUN_DIR [flags]")
         video = None if FLAGS.video is None else check_video_path(FLAGS.video)  # before anything runs
         run, record = open_run(argv[1])
-        agent = build_agent(record, cli.parse_env_kwargs(FLAGS.env_kwargs), run)
+        agent = build_agent(record, parse_env_kwargs(FLAGS.env_kwargs), run)
         step, networks = restore_networks(run, agent, FLAGS.checkpoint)
         num_envs = FLAGS.num_envs or min(FLAGS.episodes, 8)
         loop = record["loop"]
-        env_kwargs = {**loop.get("env_kwargs", {}), **cli.parse_env_kwargs(FLAGS.env_kwargs)}
+        env_kwargs = {**loop.get("env_kwargs", {}), **parse_env_kwargs(FLAGS.env_kwargs)}
         evaluator = Evaluator(agent, loop["env_id"], env_kwargs, num_envs, FLAGS.seed, FLAGS.greedy)
     with evaluator:
         result = evaluator.run(networks, FLAGS.episodes, jax.random.key(FLAGS.seed))

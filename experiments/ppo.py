@@ -1,6 +1,6 @@
 """PPO on the Sebulba loop, for discrete and continuous actions.
 
-    python -m experiments.ppo                            # CartPole-v1 on the CPU, about 15 s
+    python -m experiments.ppo                            # CartPole-v1 on the CPU, about 12 s
     python -m experiments.ppo --env Pendulum-v1          # continuous actions (a Gaussian policy)
     python -m experiments.ppo --env HalfCheetah-v5       # MuJoCo (pip install -e ".[mujoco]")
     python -m experiments.ppo --env Pong-v5              # Cleanba's PPO settings (a GPU host)

@@ -240,7 +240,7 @@ def test_progress_bar_plain_lines_show_the_time_left(monkeypatch):
 def test_progress_bar_default_stream_under_capture(capsys):
     with ProgressBar(500) as bar:  # stderr, captured by pytest: not a TTY
         bar.update(fake_report(600))  # overshooting the total is fine
-    assert "600/500" in capsys.readouterr().err
+    assert "env steps 600 (the 500 budget reached)," in capsys.readouterr().err
 
 
 def test_progress_bar_tqdm_mode():
@@ -265,7 +265,8 @@ def test_outputs_writes_everything(tmp_path, capsys):
     assert len(read_csv(run.metrics_csv)) == 4
     assert scalars(run.tensorboard_dir)["episode_return_mean"][-1] == (3000, 30.0)
     assert_png(run.learning_curve_png)
-    assert "3,000/3,000 (100%)" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "env steps 2,000/3,000 (67%)" in err and "env steps 3,000 (the 3,000 budget reached)" in err
     outputs.close()  # idempotent
 
     quiet = RunDir.create(tmp_path, "impala", "CartPole-v1", 1, {})

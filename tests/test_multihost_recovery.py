@@ -67,6 +67,10 @@ def test_a_job_writes_one_run_directory_that_says_which_process_wrote_what(impal
         assert float(r["sps"]) == pytest.approx(float(a["sps"]) + float(b["sps"]))
         assert float(r["loss"]) == pytest.approx(float(a["loss"])) and a["loss"] == b["loss"]  # one learner
     assert complete_checkpoints(run_dir)[-1] == 30
+    outs = [(run_dir.parent.parent / f"p{i}.out").read_text() for i in range(2)]  # stdout: our lines only, labelled
+    assert not any("Gloo" in out for out in outs), outs
+    assert outs[0].startswith("done (the job of 2 processes): 4,800 env steps"), outs[0]
+    assert outs[1].startswith("done (process 1 of 2: its own episodes; the job's are process 0's): "), outs[1]
 
 
 @pytest.mark.slow(seconds=69)

@@ -81,6 +81,8 @@ def test_a_signal_stops_cleanly_says_how_to_resume_then_resumes(tmp_path, reques
     stopped_at = int(final_row(run_dir)["learner_steps"])
     assert complete_checkpoints(run_dir)[-1] == stopped_at  # the final state was saved on the way out
     assert f"interrupted by {sig.name} at " in stdout and "done:" not in stdout, stdout
+    again = "(Ctrl-C again to abort)"
+    assert f"{sig.name}: stopping after this learner iteration" in stderr and (again in stderr) == (sig == signal.SIGINT)
     assert f"last checkpoint: {run_dir / 'checkpoints' / str(stopped_at)} " in stdout, stdout
     command = next(line for line in stdout.splitlines() if line.startswith("continue it with: "))
     argv = command.removeprefix("continue it with: ").split()

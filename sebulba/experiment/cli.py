@@ -4,7 +4,6 @@ presets, agent flags and agent into an entry point."""
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import logging
 import sys
@@ -16,7 +15,9 @@ from absl import app, flags
 import envs
 from sebulba.agent import Agent
 from sebulba.experiment import distributed
+from sebulba.experiment.env_kwargs import parse_env_kwargs
 from sebulba.experiment.errors import UserError, user_input
+from sebulba.experiment.flag_types import define_integer
 from sebulba.experiment.peers import EXIT_PEER_LOST, abandon
 from sebulba.experiment.profiling import ProfileWindow
 from sebulba.experiment.runner import CheckpointFlags, EvalFlags, RunResult, default_devices, parse_devices, run
@@ -35,35 +36,39 @@ def define_loop_flags(default_env: str) -> None:
     """The flags every experiment has (defaults None mean: the env's preset)."""
     flags.DEFINE_string("env", default_env, "Task id of the env pool (envs.list_all_envs()).")
     flags.DEFINE_string("env_kwargs", None, "The task's own kwargs for envs.make, comma-separated key=value with "
-                        "Python literals, e.g. is_slippery=False or map_name='8x8',is_slippery=False.")
-    flags.DEFINE_integer("num_envs", None, "Envs per inferencer (default: the env's preset).", lower_bound=1)
-    flags.DEFINE_integer("total_env_steps", None, "Stop after this many env steps (default: the preset's budget).",
+                        "Python literals (strings in quotes), e.g. is_slippery=False or "
+                        "map_name='8x8',is_slippery=False or \"drop_observation_keys=['mission','direction']\".")
+    define_integer("num_envs", None, "Envs per inferencer (default: the env's preset).", lower_bound=1)
+    define_integer("total_env_steps", None, "Stop after this many env steps (default: the preset's budget).",
                          lower_bound=1)
     flags.DEFINE_string("actor_devices", None, "Comma-separated jax device indices that act (default: 0).")
     flags.DEFINE_string("learner_devices", None, "Comma-separated device indices that learn (default: the others, or 0).")
-    flags.DEFINE_integer("inferencers_per_device", None, "Inferencer threads per actor device.", lower_bound=1)
-    flags.DEFINE_integer("env_threads", None, "Threads (worker processes for the process backend) of each env pool, "
+    define_integer("inferencers_per_device", None, "Inferencer threads per actor device.", lower_bound=1)
+    define_integer("env_threads", None, "Threads (worker processes for the process backend) of each env pool, "
                          "i.e. of each inferencer's: EnvPool's num_threads (default: the backend's; ALE: "
                          "min(envs, cores), and at most one per core).", lower_bound=0)
     flags.DEFINE_bool("stack_on_device", None, "Atari: the envs send single frames and each inferencer stacks them on "
                       "its device (the agent sees the same stacks; 1/stack_num of the bytes cross to it).")
-    flags.DEFINE_integer("seed", 0, "Seed of networks, actors and envs.")
+    define_integer("seed", 0, "Seed of networks, actors and envs.")
     flags.DEFINE_string("logdir", "runs", "Parent directory of run directories.")
     flags.DEFINE_bool("async_mode", None, "Sebulba actors in threads (True) or one cycle then one update, reproducible (False).")
     flags.DEFINE_float("log_every_s", None, "Seconds between metrics rows (CSV, TensorBoard, progress line).")
     flags.DEFINE_bool("progress", True, "Show a live progress line.")
+    flags.DEFINE_bool("compilation_cache", True, "Keep the compiled programs on disk (JAX's persistent compilation "
+                      "cache, in $JAX_COMPILATION_CACHE_DIR or ~/.cache/sebulba/jax): a task run before starts "
+                      "training in seconds.")
     flags.DEFINE_string("coordinator_address", None, "Multi-process training: host:port of process 0's coordinator "
                         "(or SEBULBA_COORDINATOR_ADDRESS).")
-    flags.DEFINE_integer("num_processes", None, "Multi-process training: how many processes (or SEBULBA_NUM_PROCESSES).")
-    flags.DEFINE_integer("process_id", None, "Multi-process training: this process's id (or SEBULBA_PROCESS_ID).")
+    define_integer("num_processes", None, "Multi-process training: how many processes (or SEBULBA_NUM_PROCESSES).")
+    define_integer("process_id", None, "Multi-process training: this process's id (or SEBULBA_PROCESS_ID).")
     flags.DEFINE_bool("distributed", False, "Multi-process training with JAX's cluster detection (e.g. SLURM).")
     flags.DEFINE_float("peer_timeout_s", 60.0, "Multi-process training: when another process has sent no heartbeat "
                        "for this many seconds (it died, hung, or its host cannot be reached), every other process stops "
                        f"with an error naming it (exit status {EXIT_PEER_LOST}); relaunch all with --resume.",
                        lower_bound=1.0)
-    flags.DEFINE_integer("checkpoint_every", 1000, "Learner steps between checkpoints (also saved at the end and on "
+    define_integer("checkpoint_every", 1000, "Learner steps between checkpoints (also saved at the end and on "
                          "SIGTERM / Ctrl-C); 0 turns checkpoints off.")
-    flags.DEFINE_integer("keep_checkpoints", 3, "How many of the latest checkpoints to keep.")
+    define_integer("keep_checkpoints", 3, "How many of the latest checkpoints to keep.")
     flags.DEFINE_bool("save_replay", False, "Include the agent's experience state (R2D2's replay) in checkpoints.")
     flags.DEFINE_string("resume", None, "A run directory to continue from its latest complete checkpoint, with the "
                         "flags it was started with (flags.json).")
@@ -73,10 +78,10 @@ def define_loop_flags(default_env: str) -> None:
     flags.DEFINE_float("profile_seconds", 3.0, "Length of the profiler trace, in seconds.")
     flags.DEFINE_bool("debug", False, "Show the whole traceback of a mistake in the run's input (an error message "
                       "is one line without it).")
-    flags.DEFINE_integer("eval_every", 0, "Evaluate every this many env steps (0: never): --eval_episodes complete "
+    define_integer("eval_every", 0, "Evaluate every this many env steps (0: never): --eval_episodes complete "
                          "episodes with the agent's evaluation policy (greedy; R2D2: epsilon 0.001) on envs of their own, "
                          "in a thread beside training; logged as eval_return_mean/std, eval_length_mean.", lower_bound=0)
-    flags.DEFINE_integer("eval_episodes", 10, "Episodes per evaluation.", lower_bound=1)
+    define_integer("eval_episodes", 10, "Episodes per evaluation.", lower_bound=1)
     flags.DEFINE_bool("profile_python", False, "Also trace every Python call in the profile (names the Python code, "
                       "but slows it).")
 
@@ -129,23 +134,6 @@ def overrides_from_flags(agent_flags: dict[str, str]) -> dict[str, Any]:
     for flag, field in agent_flags.items():
         value = FLAGS[flag].value
         out[field] = _ints(flag, value) if isinstance(value, list) else value
-    return out
-
-
-def parse_env_kwargs(text: str | None) -> dict[str, Any]:
-    """'is_slippery=False,map_name=8x8' -> {'is_slippery': False, 'map_name': '8x8'}: each value a
-    Python literal, or else the string itself."""
-    out: dict[str, Any] = {}
-    for item in (text or "").split(","):
-        if not item.strip():
-            continue
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip().isidentifier():
-            raise ValueError(f"--env_kwargs takes key=value pairs separated by commas, e.g. is_slippery=False; got {item!r}")
-        try:
-            out[key.strip()] = ast.literal_eval(value.strip())
-        except (ValueError, SyntaxError):
-            out[key.strip()] = value.strip()
     return out
 
 
@@ -269,10 +257,21 @@ def train(name: str, exp: Experiment, make_agent: Callable[[envs.EnvSpec, Any], 
               f"with --resume to extend it); run directory {result.run_dir.path}")
         return result
     if result.interrupted_by is None and not result.stopped_by_peer:
-        print(f"done: {summary}; run directory {result.run_dir.path}")
+        print(f"done{_whose()}: {summary}; run directory {result.run_dir.path}")
         return result
     print(interrupted_message(result, summary, exp.total_env_steps))
     raise SystemExit(result.exit_status)
+
+
+def _whose() -> str:
+    """Whose figures a multi-process job's line gives: the job's (process 0) or a process's own."""
+    import jax
+
+    if jax.process_count() == 1:
+        return ""
+    if jax.process_index() == 0:
+        return f" (the job of {jax.process_count()} processes)"
+    return f" (process {jax.process_index()} of {jax.process_count()}: its own episodes; the job's are process 0's)"
 
 
 def interrupted_message(result: RunResult, summary: str, total_env_steps: int) -> str:

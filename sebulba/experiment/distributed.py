@@ -13,7 +13,10 @@ heartbeat timeout is set well above it, so the watch, which says what happened, 
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
+from collections.abc import Iterator
 
 import jax
 
@@ -51,7 +54,22 @@ def initialize(coordinator_address: str | None = None, num_processes: int | None
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
     jax.distributed.initialize(coordinator_address, num_processes, process_id,
                                heartbeat_timeout_seconds=int(2 * peer_timeout_s + 30))
-    if jax.process_count() == 1:
-        return False
+    with _stdout_discarded():  # gloo prints "[Gloo] Rank 0 is connected to 1 peer ranks..." to stdout
+        if jax.process_count() == 1:
+            return False
     _watch = PeerWatch(jax.process_index(), jax.process_count(), peer_timeout_s).start()
     return True
+
+
+@contextlib.contextmanager
+def _stdout_discarded() -> Iterator[None]:
+    """File descriptor 1 to /dev/null while native code connects (stdout is for our results)."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)

@@ -4,6 +4,7 @@ steps against the total, steps/s, recent episode return and policy lag."""
 from __future__ import annotations
 
 import math
+import os
 import sys
 import time
 from collections.abc import Mapping
@@ -87,7 +88,9 @@ class ProgressBar:
                 self._bar.refresh()
             return
         steps = f"{env_steps:,}"
-        if self.total:
+        if self.total and env_steps >= self.total:  # the last cycle ends past the budget: whole cycles
+            steps += f" (the {self.total:,} budget reached)"
+        elif self.total:
             steps += f"/{self.total:,} ({env_steps / self.total:.0%})"
         now = time.monotonic()
         if self._first is None:
@@ -123,3 +126,15 @@ class ProgressBar:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def process_age_s() -> float | None:
+    """Seconds since this process started (Linux: /proc), imports included; None elsewhere."""
+    try:
+        with open("/proc/self/stat") as f:
+            start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])  # field 22, starttime
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+        return uptime - start_ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None

@@ -23,9 +23,10 @@ from absl import flags
 
 import envs
 from sebulba.agent import Agent
-from sebulba.experiment import cli
+from sebulba.experiment import cli, compile_cache
 from sebulba.experiment.cli import Experiment
 from sebulba.experiment.errors import user_input
+from sebulba.experiment.flag_types import define_integer
 from sebulba.experiment.resume import adopt_resumed_flags
 
 # The flags define_flags() defines belong to the entry point that calls it (its --help lists them).
@@ -50,7 +51,7 @@ class Flag:
         if isinstance(self.type, tuple):
             flags.DEFINE_enum(name, None, list(self.type), self.help)
         elif self.type in (int, float):
-            define = flags.DEFINE_integer if self.type is int else flags.DEFINE_float
+            define = define_integer if self.type is int else flags.DEFINE_float
             define(name, None, self.help, lower_bound=self.lower_bound)
         else:
             {bool: flags.DEFINE_bool, list: flags.DEFINE_list}[self.type](name, None, self.help)
@@ -117,6 +118,7 @@ class Algorithm:
         def main(argv: list[str]) -> None:
             del argv
             cli.start_distributed()
+            compile_cache.enable(cli.FLAGS.compilation_cache)
             with user_input():
                 adopt_resumed_flags()
                 exp = self.make_experiment(cli.FLAGS.env, cli.FLAGS.seed, **cli.overrides_from_flags(self.flag_fields))

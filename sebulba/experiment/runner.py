@@ -22,6 +22,7 @@ from sebulba.experiment import distributed
 from sebulba.experiment.errors import user_input
 from sebulba.experiment.outputs import MetricsWriter, Outputs
 from sebulba.experiment.profiling import ProfileWindow, profiled
+from sebulba.experiment.progress import process_age_s
 from sebulba.experiment.resume import check_resumable, resume_hint
 from sebulba.experiment.run_record import run_record
 from sebulba.experiment.run_dir import RunDir
@@ -29,6 +30,7 @@ from sebulba.loop.checkpoint import CheckpointConfig, Checkpointer
 from sebulba.loop.config import LoopConfig
 from sebulba.loop.evaluator import Evaluator, PeriodicEvaluation
 from sebulba.loop.loop import GymnasiumLoop
+from sebulba.loop.middleware import LoopContext
 from sebulba.loop.metrics import job_report
 from sebulba.loop.processes import broadcast_text, gather_texts, together
 
@@ -151,7 +153,8 @@ def graceful_stop(loop: GymnasiumLoop):
         sig = signal.Signals(signum)
         if not received:
             received.append(sig)
-        log.warning(f"{sig.name}: stopping after this learner iteration (Ctrl-C again to abort)")
+        again = " (Ctrl-C again to abort)" if sig == signal.SIGINT else ""
+        log.warning(f"{sig.name}: stopping after this learner iteration{again}")
         loop.request_stop()
 
     previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
@@ -248,7 +251,7 @@ def run(
                 _own_metrics(own_dir, resume_steps, multi) as own, \
                 graceful_stop(loop) as received, profiled(profile, own_dir / "profile"), \
                 contextlib.ExitStack() as stack:
-            middleware = []
+            middleware = [announce_first_update()]
             if evaluation.every_env_steps > 0 and first:  # the networks are the same everywhere
                 with user_input():
                     evaluating = periodic_evaluation(agent, loop, evaluation, total_env_steps, outputs)
@@ -262,6 +265,22 @@ def run(
     interrupted = received[0] if received and early else None
     return RunResult(final, run_dir, interrupted, None if checkpointer is None else checkpointer.latest_step(),
                      stopped_by_peer=multi and early and interrupted is None)
+
+
+def announce_first_update() -> Callable[[LoopContext], None]:
+    """Middleware: one line once the first learner update is done, with the process's age then
+    (the start's cost: imports, compiling, env pools, the first cycle)."""
+    done = False
+
+    def announce(ctx: LoopContext) -> None:
+        nonlocal done
+        if not done:
+            done = True
+            age = process_age_s()
+            log.info("training: the first learner update is done" + ("" if age is None else f", {age:.1f} s after the "
+                                                                       "process started"))
+
+    return announce
 
 
 def _finished() -> None:

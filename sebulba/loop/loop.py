@@ -82,6 +82,9 @@ class GymnasiumLoop:
         self.cycle = CycleFunctions(agent, config.steps_per_cycle, self.stack_plan)
         actor_keys = jax.random.split(key_actors, config.num_inferencers)
         self.inferencers: list[Inferencer] = []
+        started = time.perf_counter()
+        log.info(f"compiling the act and the update while {config.num_inferencers} env pool(s) of {config.num_envs} "
+                 f"{config.env_id} envs build ...")
         compiling = CompilingAhead(agent, self.cycle, self.learner, self.sharding,
                                    envs.make_spec(config.env_id, **self._pool_kwargs()), self.actor_devices,
                                    config.num_envs)
@@ -90,11 +93,14 @@ class GymnasiumLoop:
                 device = self.actor_devices[i // config.inferencers_per_device]
                 self.inferencers.append(Inferencer(i, agent, self.cycle, device, self._pool_factory(i), self.sharding,
                                                    actor_keys[i]))
+            pools_s = time.perf_counter() - started
             compiling.join()
         except BaseException:
             compiling.join(raise_errors=False)
             self.close()
             raise
+        log.info(f"ready in {time.perf_counter() - started:.1f} s: env pools built in {pools_s:.1f} s, act and update "
+                 f"compiled in {compiling.seconds:.1f} s")
         self.queue: queue.Queue[CycleResult] = queue.Queue(maxsize=config.queue_size)
         self.reports: list[dict] = []
         self.task = Task()

@@ -15,6 +15,7 @@ compiled; `tests/test_precompile.py` checks that they do.
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import jax
@@ -61,6 +62,7 @@ class CompilingAhead:
     def __init__(self, agent: Agent, cycle: CycleFunctions, learner: Learner, sharding: LearnerSharding,
                  pool_spec: envs.EnvSpec, devices: list[jax.Device], num_envs: int):
         self._error: BaseException | None = None
+        self.seconds = 0.0  # the thread's time, once joined
         inferencers = [Inferencer(0, agent, cycle, device, lambda: ZerosPool(pool_spec, num_envs), sharding,
                                   jax.random.key(0)) for device in devices]
         for inferencer in inferencers:
@@ -70,6 +72,7 @@ class CompilingAhead:
         self._thread.start()
 
     def _compile(self, inferencers: list[Inferencer], learner: Learner) -> None:
+        started = time.perf_counter()
         try:
             for inferencer in inferencers:
                 result = inferencer.run_cycle(learner.version, learner.networks)
@@ -77,6 +80,7 @@ class CompilingAhead:
                 lowered.compile()
         except BaseException as e:  # noqa: BLE001 - re-raised by join
             self._error = e
+        self.seconds = time.perf_counter() - started
 
     def join(self, raise_errors: bool = True) -> None:
         self._thread.join()
