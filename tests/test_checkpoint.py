@@ -151,9 +151,13 @@ def test_a_resume_with_another_layout_fails_at_start_in_one_line(tmp_path):
 
 
 @pytest.mark.slow(seconds=16)
-def test_envs_that_cannot_be_captured_resume_with_fresh_episodes_and_the_actors_keys_going_on(tmp_path):
+def test_envs_that_cannot_be_captured_resume_with_fresh_episodes_and_the_actors_keys_going_on(tmp_path, caplog):
     """Worker-process envs have no snapshot: a resumed sync run starts fresh episodes (the envs'
-    own first steps, episode sums from 0) while the actors' step states (keys) are restored."""
+    own first steps, episode sums from 0) while the actors' step states (keys) are restored. It is
+    said once, as a warning, when such a checkpoint is resumed, not at every checkpoint."""
+    import logging
+
+    caplog.set_level(logging.INFO, logger="sebulba")
     cfg = sebulba.LoopConfig(num_envs=4, steps_per_cycle=30, async_mode=False, inferencers_per_device=1,
                              actor_devices=(0,), learner_devices=(0,), log_every_s=1000.0,
                              env_kwargs={"backend": "process", "num_threads": 1})
@@ -162,12 +166,16 @@ def test_envs_that_cannot_be_captured_resume_with_fresh_episodes_and_the_actors_
         loop.run(max_cycles=2, checkpointer=Checkpointer(ckpt))
         lane = loop.inferencers[0]
         saved_keys = np.asarray(jax.random.key_data(jax.tree.leaves(lane.step_state)[0]))
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
+    assert "checkpoint without env state" in caplog.text  # in the log file, at INFO
     with sebulba.GymnasiumLoop(MinibatchSPG(CARTPOLE, 1), cfg) as loop:
         loop.start_inferencers()
         lane = loop.inferencers[0]
         fresh_keys = np.asarray(jax.random.key_data(jax.tree.leaves(lane.step_state)[0]))
         assert not np.array_equal(fresh_keys, saved_keys)  # the keys moved on during the first run
         Checkpointer(ckpt).restore(loop.state)
+        warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+        assert len(warned) == 1 and "checkpoint 2 holds no env state" in warned[0], warned
         with envs.make("CartPole-v1", num_envs=4, seed=cfg.seed, backend="process", num_threads=1) as fresh:
             first_obs, _ = fresh.reset()
         np.testing.assert_array_equal(np.asarray(lane.env_step.obs), first_obs)  # the reset's, not the saved step

@@ -156,7 +156,7 @@ class Checkpointer:
         try:
             return [inf.pool.snapshot() for inf in loop.inferencers]
         except NotImplementedError as e:
-            log.warning(f"checkpoint without env state ({e}): a resumed run starts fresh episodes (the actors' step "
+            log.info(f"checkpoint without env state ({e}): a resumed run starts fresh episodes (the actors' step "
                         "states and keys go on)")
             return None
 
@@ -256,6 +256,9 @@ class Checkpointer:
             pools = jax.tree.map(own_row, dict(restored["pools"]))
             for inf, size, data in zip(loop.inferencers, pools["sizes"], pools["data"]):
                 inf.pool.restore(data[:int(size)].tobytes())
+        if not envs_restored and not meta["async_mode"]:  # sync mode on a backend that cannot snapshot its envs
+            log.warning(f"checkpoint {step} holds no env state (this backend's envs cannot be saved): the resumed run "
+                        "starts fresh episodes; the actors' step states and keys go on")
         log.info(f"resumed from checkpoint {step} ({meta['env_steps']:,} env steps)")
         return meta
 
