@@ -11,8 +11,10 @@ any other Gymnasium id in worker processes. `backend="process"` forces Gymnasium
 implementation of a built-in id. Which backend serves an id: `envs.registry`; building it:
 `envs.backends`.
 
-`envs.make_vector_env(task_id, num_envs)` gives a sync pool as a `gymnasium.vector.VectorEnv` (batched
-spaces, seeded reset, masked info), and `gymnasium.make_vec` of a built-in task's id returns it.
+A gym/gymnasium pool is a `gymnasium.vector.VectorEnv` itself (`reset(seed=..., options=...)`,
+Gymnasium's vector wrappers), with EnvPool's one-env spaces; `envs.make_vector_env(task_id,
+num_envs)` gives a sync pool with batched spaces and masked info, as `SyncVectorEnv`, and
+`gymnasium.make_vec` of a built-in task's id returns it.
 """
 
 from __future__ import annotations
@@ -80,4 +82,5 @@ __all__ = [
     "make_gymnasium",
     "make_spec",
     "make_vector_env",
+    "resolve",
 ]

@@ -43,6 +43,21 @@ def check_seed_range(config: PoolConfig, max_env_seed: int, taker: str) -> None:
         )
 
 
+class ConfigDict(dict):
+    """A pool's config: a dict whose keys also read as attributes (`spec.config.num_envs`, as
+    EnvPool's config namedtuple; `config["num_envs"]` as EnvPool's `pool.config` dict). A key
+    named like a dict method (`items`, `get`, ...) reads only as `config[key]`."""
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(f"the pool's config has no key {name!r}; its keys are {sorted(self)}") from None
+
+    def __dir__(self) -> list[str]:
+        return sorted(set(super().__dir__()) | {k for k in self if isinstance(k, str) and k.isidentifier()})
+
+
 @dataclasses.dataclass(frozen=True)
 class PoolConfig:
     """Resolved settings of one pool. Build it with `PoolConfig.create`, which validates."""
@@ -64,8 +79,8 @@ class PoolConfig:
     def is_async(self) -> bool:
         return self.batch_size < self.num_envs
 
-    def as_dict(self) -> dict[str, Any]:
-        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "task_kwargs"}
+    def as_dict(self) -> ConfigDict:
+        out = ConfigDict({f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "task_kwargs"})
         out.update(self.task_kwargs)
         return out
 

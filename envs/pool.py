@@ -9,15 +9,21 @@ from __future__ import annotations
 import pickle
 from typing import Any, Protocol
 
+import functools
+from collections.abc import Mapping, Sequence
+
 import dm_env
 import gymnasium as gym
 import numpy as np
 from dm_env import specs
+from gymnasium.utils import seeding
 
 from envs.closing import ClosedOnExit
-from envs.config import PoolConfig
+from envs.config import ConfigDict, PoolConfig
 from envs.info import DmObservation, dm_observation_type
+from envs.metadata import vector_metadata
 from envs.ready import Batch, Chunk, ReadyQueue
+from envs.resets import Seeds, env_seeds, reset_mask_ids, scatter, scatter_info
 from envs.spec import EnvSpec
 from envs.xla import make_xla
 
@@ -37,9 +43,15 @@ class Backend(Protocol):
 
     def close(self) -> None: ...
 
+    # Optional: `prime_reset(ids, seeds, options)` makes the next reset of envs ids use seeds (one
+    # per env of the pool, indexed by env id; None: keep its stream) and options (a backend with
+    # `reset_options = True` passes them to its envs' reset); `max_seed`, the largest seed it takes.
+
 
 class EnvPool(ClosedOnExit):
     """A batch of envs with EnvPool's API. Build it with `envs.make`."""
+
+    _last_batch: Batch | None = None  # the last batch returned (gym/gymnasium pools)
 
     def __init__(self, config: PoolConfig, backend: Backend):
         self._cfg = config
@@ -69,7 +81,8 @@ class EnvPool(ClosedOnExit):
         return self._spec
 
     @property
-    def config(self) -> dict[str, Any]:
+    def config(self) -> ConfigDict:
+        """The pool's settings, EnvPool's kwargs and the task's: `config["seed"]` or `config.seed`."""
         return self._cfg.as_dict()
 
     @property
@@ -87,6 +100,11 @@ class EnvPool(ClosedOnExit):
     @property
     def batch_size(self) -> int:
         return self._cfg.batch_size
+
+    @property
+    def is_async(self) -> bool:
+        """Whether the pool is async (batch_size < num_envs), as EnvPool's `is_async`."""
+        return self._async
 
     @property
     def closed(self) -> bool:
@@ -110,18 +128,90 @@ class EnvPool(ClosedOnExit):
         )
 
     # ------------------------------------------------------------------ API
-    def reset(self, env_id: np.ndarray | None = None) -> Any:
-        """Reset envs env_id (default all) and return their first observations, in env_id's order."""
+    def reset(
+        self,
+        env_id: np.ndarray | None = None,
+        *,
+        seed: int | Sequence[int | None] | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> Any:
+        """Reset envs env_id (default all) and return their first observations, in env_id's order.
+
+        `seed` and `options` are Gymnasium's (envs/resets.py): an int s reseeds env i with s + i, as
+        `make`'s seed does, so the envs replay what a pool made with seed=s gives; a list holds one
+        seed (or None: keep) per env of the pool; None keeps every env's random stream.
+        `options["reset_mask"]` resets the envs where it is True (a sync Gymnasium pool then returns
+        every env, the others' last observations); other options go to the envs' own reset
+        (worker-process pools only: the other backends' envs take none)."""
+        if seed is None and options is None:
+            return self._reset(env_id)
+        self._check_open("reset")
+        if options is not None and not isinstance(options, Mapping):
+            raise ValueError(f"options must be a dict, got {options!r} ({type(options).__name__})")
+        task_options = {k: v for k, v in (options or {}).items() if k != "reset_mask"}
+        masked = options is not None and "reset_mask" in options
+        if masked:
+            if env_id is not None:
+                raise ValueError("pass either env_id or options['reset_mask'], not both")
+            if self._cfg.env_type == "dm" or self._async:
+                raise ValueError(
+                    "options['reset_mask'] is Gymnasium's partial reset, which returns every env: it needs a gym or "
+                    f"gymnasium pool in sync mode (this one: env_type={self._cfg.env_type!r}, batch_size="
+                    f"{self._batch_size} of num_envs={self._num_envs}); reset envs by id with reset(env_id) instead"
+                )
+            env_id = reset_mask_ids(options, self._num_envs)
+            if env_id is not None and self._last_full_obs() is None:
+                raise ValueError("options['reset_mask'] needs a full reset() first: the other envs have no episode yet")
+        if task_options and not getattr(self._backend, "reset_options", False):
+            raise ValueError(
+                f"reset options {sorted(task_options)}: {self._cfg.task_id} runs on the {self._cfg.backend} backend, "
+                "whose envs take no reset options (only options['reset_mask'] is taken); worker-process pools "
+                "(backend='process') pass them to Gymnasium's envs"
+            )
+        seeds = env_seeds(seed, self._num_envs, getattr(self._backend, "max_seed", None))
+        if seeds is not None or task_options:
+            self._prime_reset(env_id, seeds, task_options or None)
+        if seeds is not None and not isinstance(seed, (list, tuple, np.ndarray)):
+            self._np_random, self._np_random_seed = seeding.np_random(int(seed))  # as VectorEnv.reset
+        if not masked or env_id is None:
+            return self._reset(env_id)
+        return self._masked_reset(env_id)
+
+    def _prime_reset(self, env_id: Any, seeds: Seeds | None, options: dict[str, Any] | None) -> None:
+        """Hands seeds and options to the backend for the reset that follows, once that reset is
+        known to go through (ids in range, distinct, not in flight), so a refused one changes no
+        env's random stream. (The compiled pool's backend checks in flight envs itself.)"""
+        prime = getattr(self._backend, "prime_reset", None)
+        if prime is None:
+            raise ValueError(f"reset(seed=...): the {self._cfg.backend} backend cannot reseed its envs")
+        ids = self._check_ids(env_id, None)
+        if ids is not None and self._lockstep and self._async:
+            self._refuse_single_reset()
+        ids = self._all_ids if ids is None else ids
+        if self._num_pending and np.count_nonzero(self._pending[ids]):
+            busy = ids[self._pending[ids]]
+            raise ValueError(f"envs {busy[:16].tolist()} are not ready: they were sent and not yet received; call recv() first")
+        if len(ids) > 1 and len(np.unique(ids)) != len(ids):
+            vals, counts = np.unique(ids, return_counts=True)
+            raise ValueError(f"env_id has duplicates: {vals[counts > 1].tolist()}")
+        prime(ids, seeds, options)
+
+    def _last_full_obs(self) -> Any:
+        """The observations of every env at its last result (a sync pool's last full batch)."""
+        return None
+
+    def _masked_reset(self, ids: np.ndarray) -> Any:
+        raise AssertionError("only gym/gymnasium pools take options['reset_mask']")
+
+    def _reset(self, env_id: np.ndarray | None) -> Any:
+        """EnvPool's reset(env_id)."""
         self._check_open("reset")
         ids = self._check_ids(env_id, None)
         if self._lockstep and self._async:
             # ALE can step only the batch it returned last, so an async reset returns one batch,
             # exactly as EnvPool's own reset() does (async_reset(), then recv()).
             if ids is not None:
-                raise ValueError(
-                    f"{self._cfg.task_id}: this backend resets single envs only in sync mode "
-                    "(batch_size == num_envs); call reset() without env_id"
-                )
+                self._refuse_single_reset()
             self.async_reset()
             return self._format(self._receive(self._assemble(self._take_batch(), None)), is_reset=True)
         self._mark_sent(ids)
@@ -131,6 +221,12 @@ class EnvPool(ClosedOnExit):
             self._collect()
         batch = self._receive(self._assemble(self._ready.take_ids(want), want))
         return self._format(batch, is_reset=True)
+
+    def _refuse_single_reset(self) -> None:
+        raise ValueError(
+            f"{self._cfg.task_id}: this backend resets single envs only in sync mode "
+            "(batch_size == num_envs); call reset() without env_id"
+        )
 
     def async_reset(self) -> None:
         """Send a reset to every env; collect the observations with `recv`."""
@@ -234,8 +330,9 @@ class EnvPool(ClosedOnExit):
         own = getattr(self._backend, "make_xla", None)  # a backend with compiled XLA targets
         return own(self) if own is not None else make_xla(self)
 
-    def close(self) -> None:
-        """Stop the backend (workers exit). Idempotent."""
+    def close(self, **kwargs: Any) -> None:
+        """Stop the backend (workers exit). Idempotent. kwargs: Gymnasium's `VectorEnv.close`
+        takes them for `close_extras`; a pool has none to pass on."""
         if not self._closed:
             self._closed = True
             self._backend.close()
@@ -386,6 +483,7 @@ class EnvPool(ClosedOnExit):
     def _format(self, b: Batch, is_reset: bool) -> Any:
         """Gymnasium's outputs: (obs, info) after a reset, else (obs, reward, terminated,
         truncated, info). DmEnvPool returns TimeSteps instead."""
+        self._last_batch = b  # a sync pool's last batch holds every env: a masked reset needs their obs
         info = {"env_id": b.env_id, "elapsed_step": b.elapsed}
         if b.extra is not None:
             info.update(b.extra)
@@ -397,11 +495,17 @@ class EnvPool(ClosedOnExit):
 
 class GymnasiumEnvPool(EnvPool, gym.vector.VectorEnv, gym.Env):
     """A pool of env_type "gym" or "gymnasium": a `gymnasium.vector.VectorEnv` and `gymnasium.Env`,
-    as EnvPool's are. As in EnvPool, `observation_space`/`action_space` are one env's spaces (the
-    same as `single_observation_space`/`single_action_space`) and `reset` takes env ids, not a seed."""
+    as EnvPool's are, so Gymnasium's vector wrappers (`gymnasium.wrappers.vector.*`) take it.
+
+    Gymnasium's protocol: `reset(seed=..., options=...)` (see `EnvPool.reset`), `step(actions)`
+    with next-step auto-reset (`metadata["autoreset_mode"]`), `close(**kwargs)`, `num_envs`,
+    `render_mode`, `np_random`. As in EnvPool, `observation_space`/`action_space` are one env's
+    spaces (the same as `single_observation_space`/`single_action_space`), `reset` also takes env
+    ids, `spec` is the pool's `EnvSpec` (`spec.id`, `spec.config`), and info has no `_key` masks
+    except after a masked reset (`envs.make_vector_env` gives batched spaces and masks on every
+    info). An async pool (batch_size < num_envs) returns batch_size envs per step."""
 
     is_vector_env = True
-    metadata = {"render_modes": ["rgb_array"], "autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP}
 
     @property
     def single_observation_space(self) -> gym.spaces.Space:
@@ -410,6 +514,26 @@ class GymnasiumEnvPool(EnvPool, gym.vector.VectorEnv, gym.Env):
     @property
     def single_action_space(self) -> gym.spaces.Space:
         return self._spec.action_space
+
+    @functools.cached_property
+    def metadata(self) -> dict[str, Any]:  # type: ignore[override]
+        """render_modes, render_fps (the Gymnasium env's) and autoreset_mode (next step)."""
+        return vector_metadata(self._cfg.task_id, self._cfg.backend)
+
+    def _last_full_obs(self) -> Any:
+        b = self._last_batch
+        return b.obs if b is not None and np.array_equal(b.env_id, self._all_ids) else None
+
+    def _masked_reset(self, ids: np.ndarray) -> tuple[Any, dict[str, Any]]:
+        """Gymnasium's partial reset: every env's observation (the others' last ones) and the
+        reset envs' info, masked (`_key`) True at ids."""
+        last = self._last_full_obs()
+        obs, info = self._reset(ids)
+        full = scatter(last, obs, ids)
+        n = self._num_envs
+        self._last_batch = Batch(self._all_ids, full, np.zeros(n, np.float32), np.zeros(n, bool), np.zeros(n, bool),
+                                 np.zeros(n, np.int32))  # fmt: skip
+        return full, scatter_info(info, ids, n)
 
 
 class DmEnvPool(EnvPool, dm_env.Environment):

@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from envs.atari.games import check_rom
-from envs.atari.task import ATARI_INFO, AtariTask
+from envs.atari.task import ALE_MAX_SEED, ATARI_INFO, AtariTask
 from envs.episodes import EpisodeBook
 from envs.ready import Batch, Chunk
 
@@ -50,6 +50,7 @@ from envs.ready import Batch, Chunk
 class AtariBackend:
     lockstep = True  # a send must name exactly the envs of the last batch received
     extra_info = ATARI_INFO  # info beyond env_id, elapsed_step
+    max_seed = ALE_MAX_SEED
     xla_owner: str | None = None  # why the Python API is locked: xla()'s step holds the counters (envs/atari/xla.py)
 
     def __init__(self, task: AtariTask):
@@ -105,6 +106,7 @@ class AtariBackend:
         self._paddle = np.ones(g, np.float32)
         self._book = EpisodeBook(n, None)  # ALE truncates; the book counts steps
         self._started = False
+        self._seeds = np.full(n, -1, np.int64)  # each env's seed for its next reset (-1: keep its stream)
         self._ale_ids: np.ndarray | None = None  # sync: the batch ALE returned last, in its order
         self._pos = np.empty(n, np.int64)
         self._queued: list[Chunk] = []
@@ -119,6 +121,15 @@ class AtariBackend:
         from envs.atari.xla import make_atari_xla
 
         return make_atari_xla(pool, self)
+
+    def prime_reset(self, ids: np.ndarray, seeds: list[int | None] | None, options: dict | None) -> None:
+        """The seeds go to ALE's vector reset with the envs' next reset (-1: keep the stream)."""
+        if self.xla_owner is not None:
+            raise RuntimeError(self.xla_owner)
+        if seeds is not None:
+            for i in ids.tolist():
+                if seeds[i] is not None:
+                    self._seeds[i] = seeds[i]
 
     def send(self, ids: np.ndarray | None, action: np.ndarray | None, reset: bool) -> None:
         if self.xla_owner is not None:
@@ -166,9 +177,11 @@ class AtariBackend:
             self._book.done[:] = True  # every env's next result is its reset
             self._drain()
             for k, vec in enumerate(self._vecs):
-                start = k * self._group_size
-                seed = np.arange(self._seed + start, self._seed + start + self._group_size) if first else None
-                obs, info = vec.reset(seed=seed)  # sync: every env of the group, in env id order
+                start, end = k * self._group_size, (k + 1) * self._group_size
+                seed = self._seeds[start:end].copy()  # a seeded reset's, else -1: keep
+                if first:  # env i's first seed is seed + i
+                    seed = np.where(seed >= 0, seed, np.arange(self._seed + start, self._seed + end))
+                obs, info = vec.reset(seed=seed if (seed >= 0).any() else None)  # sync: the group, in env id order
                 if start:
                     info["env_id"] = self._group_ids[k].copy()
                 self._book.reset(info["env_id"])
@@ -178,9 +191,11 @@ class AtariBackend:
         else:  # sync mode only (the pool checks): ALE resets a masked subset and returns every env
             mask = np.zeros(self._n, bool)
             mask[ids] = True
-            obs, info = self._vec.reset(options={"reset_mask": mask})
+            seed = self._seeds[mask]  # one per env reset, in env id order, as ALE takes them
+            obs, info = self._vec.reset(seed=seed if (seed >= 0).any() else None, options={"reset_mask": mask})
             self._book.reset(ids)
             self._queued.append(self._reset_chunk(obs[ids], {k: v[ids] for k, v in info.items()}))
+        self._seeds[:] = -1
 
     def _drain(self) -> None:
         """Async: receive (and drop) the groups still in ALE, so each vector env is idle."""

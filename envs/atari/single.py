@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from envs.atari.task import ATARI_INFO, AtariTask, require_ale
+from envs.atari.task import ALE_MAX_SEED, ATARI_INFO, AtariTask, require_ale
 from envs.episodes import EpisodeBook
 from envs.ready import Batch, Chunk
 
@@ -151,6 +151,7 @@ class CppNoopSampler:
 class AtariSingleBackend:
     lockstep = False  # any subset of envs can be sent, reset or rendered
     extra_info = ATARI_INFO  # info beyond env_id, elapsed_step
+    max_seed = ALE_MAX_SEED  # as the vector env's, so both backends take the same seeds
 
     def __init__(self, task: AtariTask):
         ale_py = require_ale()
@@ -167,13 +168,15 @@ class AtariSingleBackend:
         self._rgb = not o("gray_scale")
         rom_path = ale_py.roms.get_rom_path(task.rom)
         ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)
-        self._ales = [_make_ale(ale_py, rom_path, config.seed + i, o) for i in range(n)]
+        self._new_ale = lambda seed: _make_ale(ale_py, rom_path, seed, o)  # noqa: E731
+        self._ales = [self._new_ale(config.seed + i) for i in range(n)]
         first = self._ales[0]
         actions = first.getLegalActionSet() if o("full_action_space") else first.getMinimalActionSet()
         self._actions = list(actions)
         self._fire = ale_py.Action.FIRE if o("use_fire_reset") and ale_py.Action.FIRE in self._actions else None
         self._noop = ale_py.Action.NOOP
-        self._noops = [CppNoopSampler(config.seed + i, int(o("noop_max"))) for i in range(n)]
+        self._noop_max = int(o("noop_max"))
+        self._noops = [CppNoopSampler(config.seed + i, self._noop_max) for i in range(n)]
 
         screen_h, screen_w = first.getScreenDims()
         h, w = int(o("img_height")), int(o("img_width"))
@@ -190,6 +193,17 @@ class AtariSingleBackend:
         self._queued: list[tuple[np.ndarray | None, np.ndarray | None]] = []  # (ids, action or None = reset)
 
     # ------------------------------------------------------------------ Backend protocol
+    def prime_reset(self, ids: np.ndarray, seeds: list[int | None] | None, options: dict | None) -> None:
+        """A seeded env gets a fresh ALE and noop sampler of that seed: what env i of a pool made
+        with that seed starts from."""
+        if seeds is None:
+            return
+        for i in ids.tolist():
+            if seeds[i] is not None:
+                ale = self._ales[i] = self._new_ale(seeds[i])
+                self._noops[i] = CppNoopSampler(seeds[i], self._noop_max)
+                self._grab[i] = ale.getScreenRGB if self._rgb else ale.getScreenGrayscale
+
     def send(self, ids: np.ndarray | None, action: np.ndarray | None, reset: bool) -> None:
         self._queued.append((ids, None if reset else action))
 

@@ -203,6 +203,13 @@ class MujocoBackend:
         self._queued: list[tuple[np.ndarray | None, np.ndarray | None]] = []  # (ids, action or None: reset)
 
     # ------------------------------------------------------------------ the pool's backend API
+    def prime_reset(self, ids: np.ndarray, seeds: list[int | None] | None, options: dict | None) -> None:
+        """Env i's reset noise comes from default_rng(seeds[i]), as Gymnasium's reset(seed=...)."""
+        if seeds is not None:
+            for i in ids.tolist():
+                if seeds[i] is not None:
+                    self._rngs[i] = np.random.default_rng(seeds[i])
+
     def send(self, ids: np.ndarray | None, action: np.ndarray | None, reset: bool) -> None:
         self._queued.append((ids, None if reset else action))
         if self._job is None:

@@ -36,6 +36,10 @@ class NativeBackend:
     def send(self, ids: np.ndarray | None, action: np.ndarray | None, reset: bool) -> None:
         self._queued.append((ids, None if reset else action))
 
+    def prime_reset(self, ids: np.ndarray, seeds: list[int | None] | None, options: dict | None) -> None:
+        if seeds is not None:
+            self.task.noise.reseed({i: seeds[i] for i in ids.tolist() if seeds[i] is not None})
+
     def collect(self, block: bool) -> list[Chunk]:
         queued, self._queued = self._queued, []
         if len(queued) == 1:

@@ -38,6 +38,12 @@ class ResetNoise:
         self._buf[i] = self._rngs[i].random(_RESETS_BUFFERED * self._k).reshape(_RESETS_BUFFERED, self._k)
         self._pos[i] = 0
 
+    def reseed(self, seeds: dict[int, int]) -> None:
+        """Env i's stream becomes default_rng(seeds[i]), as Gymnasium's reset(seed=seeds[i])."""
+        for i, seed in seeds.items():
+            self._rngs[i] = np.random.default_rng(seed)
+            self._refill(i)
+
     def uniform(self, ids: np.ndarray, low: np.ndarray | float, high: np.ndarray | float) -> np.ndarray:
         """One reset's draws for each env in ids, shape (len(ids), draws_per_reset)."""
         pos = self._pos[ids]

@@ -149,6 +149,16 @@ class KernelPool:
         if code := self.lib.np_async_reset(self.id):
             self._raise(code)
 
+    def prime_reset(self, ids: np.ndarray, seeds: list[int | None] | None, options: dict | None) -> None:
+        """Env i's stream becomes default_rng(seeds[i]) (the library refuses envs in flight)."""
+        if seeds is None:
+            return
+        chosen = np.array([i for i in ids.tolist() if seeds[i] is not None], np.int32)
+        if len(chosen):
+            rng = _rng_words([np.random.default_rng(seeds[i]).bit_generator.state["state"] for i in chosen.tolist()])
+            if code := self.lib.np_seed(self.id, chosen.ctypes.data, len(chosen), rng.ctypes.data):
+                self._raise(code)
+
     def _ptrs_for(self, k: int) -> tuple[int, ...]:
         return self._ptrs if k == self.num_envs else self._out_pointers(k)
 
@@ -243,7 +253,7 @@ class CompiledEnvPool(EnvPool):
             raise ValueError(f"env_id out of range [0, {self._num_envs}): {bad.tolist()}")
         return ids
 
-    def reset(self, env_id: np.ndarray | None = None) -> Any:
+    def _reset(self, env_id: np.ndarray | None) -> Any:
         self._check_open("reset")
         ids = self._ids(env_id)
         if ids is not None and len(ids) == 0:

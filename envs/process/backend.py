@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import pickle
 import time
 import warnings
 import select
@@ -26,7 +27,7 @@ from envs.process.errors import WorkerError, WorkerTimeout
 from envs.process.gym_task import GymTask
 from envs.process.shm import Layout, SharedBuffers
 from envs.process.supervisor import CLOSE_TIMEOUT_S, DONE, Worker, mp_context
-from envs.process.worker import CLOSE, INFO, RESET, STEP, parse_info_answer, worker_main
+from envs.process.worker import CLOSE, INFO, RESET, STEP, parse_info_answer, reset_with_message, worker_main
 from envs.ready import Batch, Chunk
 from envs.tree import build, leaf_spaces, map_obs, path_name
 
@@ -55,6 +56,8 @@ def _buffer_specs(task: GymTask, n: int) -> list:
 
 
 class ProcessBackend:
+    reset_options = True  # options of reset(options=...) go to the envs' own reset
+
     def __init__(self, task: GymTask):
         config = self._config = task.config
         self._task, self._retry = task, task.retry
@@ -84,6 +87,7 @@ class ProcessBackend:
         self._num_owed = 0
         self._local: list[Chunk] = []
         self._infos: dict[int, dict[str, Any]] = {}  # each env's latest info, if not empty
+        self._primed: tuple[list[int | None] | None, dict[str, Any] | None] | None = None  # (seeds, options)
         mp_context()
         try:
             for w in range(num_workers):
@@ -115,12 +119,23 @@ class ProcessBackend:
     def _procs(self) -> list:
         return [w.proc for w in self._workers]
 
+    def prime_reset(self, ids: np.ndarray, seeds: list[int | None] | None, options: dict[str, Any] | None) -> None:
+        """The next reset's envs get env.reset(seed=seeds[i], options=options) (seed None: keep)."""
+        try:
+            pickle.dumps(options, pickle.HIGHEST_PROTOCOL)
+        except Exception as e:  # noqa: BLE001 - pickle raises many kinds
+            raise ValueError(f"reset options {options!r} cannot be pickled to reach the worker processes: {e}") from e
+        self._primed = (seeds, options)
+
     def send(self, ids: np.ndarray | None, action: np.ndarray | None, reset: bool) -> None:
         cmd = RESET if reset else STEP
+        primed = None
+        if reset and self._primed is not None:
+            primed, self._primed = self._primed, None
         if ids is None:
             if action is not None:
                 self._action[:] = action
-            if not self._num_owed:
+            if not self._num_owed and primed is None:
                 now = time.monotonic()
                 for w, msg in enumerate(self._all_msgs[cmd]):
                     self._post(w, cmd, None, msg, now)
@@ -141,13 +156,17 @@ class ProcessBackend:
         now = time.monotonic()
         for w in np.unique(owner).tolist():
             mine = ids[owner == w]
-            self._post(w, cmd, mine, cmd + mine.tobytes(), now)
+            if primed is None:
+                self._post(w, cmd, mine, cmd + mine.tobytes(), now)
+            else:
+                seeds, options = primed
+                self._post(w, RESET, mine, reset_with_message(mine, seeds, options), now)
 
     def _post(self, w: int, cmd: bytes, ids: np.ndarray | None, msg: bytes, now: float) -> None:
         q = self._queue[w]
         if not q:
             self._sent_at[w] = now
-        q.append((cmd, ids))
+        q.append((cmd, ids, msg))  # the message: a respawned worker is sent its resets again
         try:
             self._workers[w].conn.send_bytes(msg)
         except (OSError, ValueError):
@@ -186,7 +205,7 @@ class ProcessBackend:
                 self._recover(w, e)
                 continue
             ids = self._answer_ids(worker, msg)
-            cmd, _ = queue[w].popleft()
+            cmd = queue[w].popleft()[0]
             if cmd == STEP:
                 # The first step after a (re)start resets the fresh envs; the second one is a real
                 # step, and only that proves the worker works again.
@@ -247,9 +266,12 @@ class ProcessBackend:
         )
         lo, hi = int(self._bounds[w]), int(self._bounds[w + 1])
         mine = np.arange(lo, hi, dtype=np.int32)
-        stepping, resetting = [], []
-        for cmd, ids in self._queue[w]:
-            (resetting if cmd == RESET else stepping).append(mine if ids is None else ids)
+        stepping, resetting = [], []  # ids; (ids, message)
+        for cmd, ids, msg in self._queue[w]:
+            if cmd == RESET:
+                resetting.append((mine if ids is None else ids, msg))
+            else:
+                stepping.append(mine if ids is None else ids)
         self._queue[w].clear()
         if self._retry.retry_waiting_time:
             time.sleep(self._retry.retry_waiting_time)
@@ -259,20 +281,20 @@ class ProcessBackend:
         try:
             worker.restart(self._retry.connect_timeout)
         except WorkerError as e:
-            self._queue[w].extend((RESET, ids) for ids in resetting)
-            self._queue[w].extend((STEP, ids) for ids in stepping)
+            self._queue[w].extend((RESET, ids, msg) for ids, msg in resetting)
+            self._queue[w].extend((STEP, ids, STEP + ids.tobytes()) for ids in stepping)
             self._recover(w, e)
             return
         in_flight = np.zeros(hi - lo, bool)
-        for ids in stepping + resetting:
+        for ids in stepping + [ids for ids, _ in resetting]:
             in_flight[ids - lo] = True
         self._owed[lo:hi] = ~in_flight
         self._num_owed = int(np.count_nonzero(self._owed))
         for ids in stepping:
             self._truncate(ids)
         now = time.monotonic()
-        for ids in resetting:
-            self._post(w, RESET, ids, RESET + ids.tobytes(), now)
+        for ids, msg in resetting:
+            self._post(w, RESET, ids, msg, now)
 
     def _truncate(self, ids: np.ndarray) -> None:
         """Answer steps of envs whose worker was respawned: truncated, reward 0, last obs, and

@@ -18,8 +18,9 @@ from envs.process.shm import Layout, SharedBuffers
 from envs.process.supervisor import DONE, READY, send_failure
 from envs.tree import get_leaf
 
-# One byte of command, then the env ids as int32 bytes.
-STEP, RESET, CLOSE = b"S", b"R", b"C"
+# One byte of command, then the env ids as int32 bytes; RESET_WITH (Gymnasium's reset(seed=...,
+# options=...)): count (int32), the ids, then pickled (a seed or None per id, options or None).
+STEP, RESET, CLOSE, RESET_WITH = b"S", b"R", b"C", b"W"
 # Answers (envs.process.supervisor): READY once started, DONE + ids after each command,
 # ERROR + pickled (message, traceback), after which the worker exits. A command whose envs
 # returned some non-empty info is answered INFO + count (int32) + ids + pickled {env id: info}
@@ -46,6 +47,22 @@ def _unpicklable(infos: dict[int, dict[str, Any]]) -> str:
             except Exception:  # noqa: BLE001
                 return f"info key {key!r} of env {g} (a {type(value).__name__})"
     return "an info dict"
+
+
+def reset_with_message(ids: np.ndarray, seeds: list[int | None] | None, options: dict[str, Any] | None) -> bytes:
+    """The RESET_WITH command for envs ids; seeds: one per env of the pool (indexed by env id)."""
+    mine = None if seeds is None else [seeds[g] for g in ids.tolist()]
+    payload = pickle.dumps((mine, options), pickle.HIGHEST_PROTOCOL)
+    ids = np.ascontiguousarray(ids, np.int32)
+    return RESET_WITH + len(ids).to_bytes(_COUNT, "little", signed=True) + ids.tobytes() + payload
+
+
+def _parse_reset_with(msg: bytes) -> tuple[np.ndarray, list[int | None] | None, dict[str, Any] | None]:
+    count = int.from_bytes(msg[1 : 1 + _COUNT], "little", signed=True)
+    start = 1 + _COUNT
+    ids = np.frombuffer(msg, np.int32, count, offset=start)
+    seeds, options = pickle.loads(msg[start + count * _COUNT :])
+    return ids, seeds, options
 
 
 def parse_info_answer(msg: bytes) -> tuple[np.ndarray, dict[int, dict[str, Any]]]:
@@ -97,9 +114,16 @@ def worker_main(
             cmd = msg[:1]
             if cmd == CLOSE:
                 break
-            ids = np.frombuffer(msg, np.int32, offset=1)
+            seeds: list[int | None] | None = None
+            options: dict[str, Any] | None = None
+            if cmd == RESET_WITH:
+                ids, seeds, options = _parse_reset_with(msg)
+                ids_bytes = ids.tobytes()
+            else:
+                ids = np.frombuffer(msg, np.int32, offset=1)
+                ids_bytes = msg[1:]
             local = ids - first_env
-            force_reset = cmd == RESET
+            force_reset = cmd != STEP
             resets = np.ones(len(ids), bool) if force_reset else book.done[local].copy()
             term = np.zeros(len(ids), bool)
             env_trunc = np.zeros(len(ids), bool)
@@ -107,7 +131,9 @@ def worker_main(
             for k, (g, i) in enumerate(zip(ids.tolist(), local.tolist())):
                 env = envs[i]
                 if resets[k]:
-                    obs, info = env.reset(seed=None if seeded[i] else seed + g)
+                    given = None if seeds is None else seeds[k]
+                    env_seed = given if given is not None else None if seeded[i] else seed + g
+                    obs, info = env.reset(seed=env_seed) if options is None else env.reset(seed=env_seed, options=options)
                     seeded[i] = True
                     rew_buf[g] = 0.0
                 else:
@@ -123,7 +149,7 @@ def worker_main(
                         buf[g] = np.moveaxis(leaf, -1, 0) if image else leaf
             terminated, truncated, elapsed = book.finish(local, resets, term, env_trunc)
             term_buf[ids], trunc_buf[ids], elapsed_buf[ids] = terminated, truncated, elapsed
-            conn.send_bytes(info_answer(msg[1:], infos) if infos else DONE + msg[1:])
+            conn.send_bytes(info_answer(ids_bytes, infos) if infos else DONE + ids_bytes)
     except (KeyboardInterrupt, EOFError, BrokenPipeError):
         pass
     except BaseException as e:  # everything else reaches the pool with its traceback

@@ -105,6 +105,7 @@ def _declare(lib: ctypes.CDLL) -> None:
         "np_step": (i, [i, p, p, i, p, p, p, p, p, p]),
         "np_reset": (i, [i, p, i, p, p, p, p, p, p]),
         "np_async_reset": (i, [i]),
+        "np_seed": (i, [i, p, i, p]),
         "np_get_state": (i, [i, p, p, p, p, p, p, p]),
         "np_set_state": (i, [i, p, p, p, p, p, p, i]),
         "np_math": (None, [p, i, p]),

@@ -351,6 +351,28 @@ int np_async_reset(int id) {
   return p->async_reset();
 }
 
+// Reseeds envs ids (k of them) with rng: 4 uint64 per env, as np_create takes them; a reset
+// (Gymnasium's reset(seed=...)) follows. Envs in flight are refused, and then no env is reseeded.
+int np_seed(int id, const int32_t* ids, int k, const uint64_t* rng) {
+  Pool* p = find(id);
+  std::lock_guard<std::mutex> lock(p->mu);
+  if (p->closed) return fail(RUNTIME_ERROR, "reset() called on a closed EnvPool (%s)", p->name.c_str());
+  std::vector<int32_t> busy;
+  for (int j = 0; j < k; ++j) {
+    if (ids[j] < 0 || ids[j] >= p->n) return fail(VALUE_ERROR, "env_id out of range [0, %d): %d", p->n, ids[j]);
+    if (p->pending[ids[j]]) busy.push_back(ids[j]);
+  }
+  if (!busy.empty())
+    return fail(VALUE_ERROR, "envs %s are not ready: they were sent and not yet received; call recv() first",
+                id_list(busy.data(), (int)busy.size()).c_str());
+  for (int j = 0; j < k; ++j) {
+    const uint64_t* r = rng + 4 * j;
+    p->rng[ids[j]].state = ((unsigned __int128)r[0] << 64) | r[1];
+    p->rng[ids[j]].inc = ((unsigned __int128)r[2] << 64) | r[3];
+  }
+  return OK;
+}
+
 // The pool's whole state, for snapshot(); fails unless it is quiescent. Sizes: state n*rows,
 // rng 4n, elapsed n, done n, fresh n, last_ids n (of which *num_last are set; -1: none).
 int np_get_state(int id, double* state, uint64_t* rng, int32_t* elapsed, uint8_t* done, uint8_t* fresh,
