@@ -26,7 +26,7 @@ LOOP = sebulba.LoopConfig(env_id="CartPole-v1", num_envs=8, steps_per_cycle=16, 
                           inferencers_per_device=1, log_every_s=1e3)
 
 
-@pytest.mark.slow(seconds=12)
+@pytest.mark.slow(seconds=11)
 def test_an_agent_of_a_module_trains_reloads_by_name_and_evaluates(tmp_path):
     agent = LinearPG(envs.make_spec("CartPole-v1"), CONFIG)
     result = run("custom", agent, LOOP, total_env_steps=2048, logdir=str(tmp_path), flags={}, progress=False,
@@ -90,7 +90,7 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-@pytest.mark.slow(seconds=12)
+@pytest.mark.slow(seconds=16)
 def test_an_agent_of_a_script_says_so_at_its_start_and_reloads_when_given(tmp_path):
     out = subprocess.run([sys.executable, "-c", SCRIPT], cwd=tmp_path, env=child_env(XLA_FLAGS=""),
                          capture_output=True, text=True, timeout=300)

@@ -22,7 +22,7 @@ def agent():
     return SimplePolicyGradient(envs.make_spec("CartPole-v1"), SPGConfig(hidden_sizes=(8,)))
 
 
-@pytest.mark.slow(seconds=4)
+@pytest.mark.slow(seconds=5)
 def test_a_run_refused_while_its_loop_is_built_leaves_no_directory_on_the_cli(tmp_path):
     logdir = tmp_path / "new" / "runs"
     out = run_experiment("experiments.ppo", "--actor_devices=9", f"--logdir={logdir}", "--noprogress", timeout=300)
@@ -42,7 +42,7 @@ def test_a_run_refused_at_setup_through_the_api_removes_only_what_it_made(tmp_pa
     assert sorted(p.name for p in logdir.iterdir()) == ["other-run"]
 
 
-@pytest.mark.slow(seconds=8)
+@pytest.mark.slow(seconds=12)
 def test_a_resume_refused_or_finished_changes_no_file(tmp_path):
     checkpoints = CheckpointFlags(every_learner_steps=4)
     result = run("resumed", agent(), LOOP, 1024, str(tmp_path), flags={}, progress=False, checkpoints=checkpoints)

@@ -15,7 +15,7 @@ from tests.support.cli import file_hashes, last_metrics, run_experiment
 ARGS = ["--total_env_steps=6400", "--checkpoint_every=5", "--noprogress", "--log_every_s=0.1"]
 
 
-@pytest.mark.slow(seconds=20)
+@pytest.mark.slow(seconds=25)
 def test_resume_extends_refuses_and_knows_when_finished(tmp_path):
     out = run_experiment("experiments.impala", *ARGS, f"--logdir={tmp_path}")
     assert out.returncode == 0, out.stderr[-3000:]
