@@ -20,7 +20,8 @@ Where each hook runs:
 The contract beyond the hooks:
 - a run's agent can be rebuilt (`sebulba.load_policy`, `experiments.evaluate`) when its class is
   importable by name and has the form `__init__(self, env_spec, config=Config())` with `Config`
-  a dataclass (`reload_problem` says what is missing);
+  a dataclass (`reload_problem` says what is missing); otherwise `load_policy(run_dir, agent=...)`
+  takes the class or an agent object;
 - a target network lives in the networks as `TargetNetworks` (`sebulba.target_networks`): the
   optimizer then sees `online` only and `update_target` moves the target;
 - per-env step state is what follows `num_envs` in `init_step_state` (`step_state_env_axes`):
@@ -194,19 +195,31 @@ class Agent(abc.ABC, Generic[N, O, E, S]):
         return out if isinstance(out, ActorOutput) else ActorOutput(out)
 
 
-def reload_problem(cls: type) -> str | None:
+def name_problem(name: str) -> str | None:
+    """Why the class a run records as `name` (`module.qualname`) cannot be imported by that name
+    (None: it may be): defined in the script that ran (`__main__`) or in a function."""
+    if name.startswith("__main__.") or "<locals>" in name:
+        return (f"{name} cannot be imported by name (it is defined in a script or a function): move the class into "
+                "a module that can be imported, or pass it to sebulba.load_policy(run_dir, agent=...)")
+    return None
+
+
+def reload_problem(cls: type, by_name: bool = True) -> str | None:
     """Why `sebulba.load_policy` and `experiments.evaluate` could not rebuild an agent of this
-    class from a run's config.json (None: they can). They import the class by its module and
-    name, and call `cls(env_spec, config)` with `config` the default of `__init__`'s `config`
-    parameter (a dataclass instance) with the run's values: the constructor form
-    `__init__(self, env_spec, config=Config())`, in an importable module."""
+    class from a run's config.json (None: they can); the one place this rule is stated. By name
+    (`by_name`), they import the class by its module and qualified name; with the class given
+    (`load_policy(run_dir, agent=MyAgent)`), they skip that. Either way they call
+    `cls(env_spec, config=config)` with `config` the default of `__init__`'s `config` parameter (a
+    dataclass instance) with the run's values: the constructor form
+    `__init__(self, env_spec, config=Config())`. An agent of another form reloads as an object:
+    `load_policy(run_dir, agent=MyAgent(env_spec, ...))`."""
     where = f"{cls.__module__}.{cls.__qualname__}"
-    if cls.__module__ == "__main__" or "<locals>" in cls.__qualname__:
-        return (f"{where} cannot be imported by name (it is defined in a script or a function): define it in a "
-                "module that can be imported")
+    if by_name and name_problem(where) is not None:
+        return name_problem(where)
     config = inspect.signature(cls.__init__).parameters.get("config")
     default = None if config is None else config.default
     if not dataclasses.is_dataclass(default) or isinstance(default, type):
         return (f"{where} takes no config dataclass: it cannot be rebuilt from config.json (give it the form "
-                "__init__(self, env_spec, config=Config()) with Config a dataclass)")
+                "__init__(self, env_spec, config=Config()) with Config a dataclass, or pass the agent object to "
+                "sebulba.load_policy(run_dir, agent=...))")
     return None

@@ -20,7 +20,8 @@ from sebulba.experiment.errors import UserError, user_input
 from sebulba.experiment.flag_types import define_integer
 from sebulba.experiment.peers import EXIT_PEER_LOST, abandon
 from sebulba.experiment.profiling import ProfileWindow
-from sebulba.experiment.runner import CheckpointFlags, EvalFlags, RunResult, default_devices, parse_devices, run
+from sebulba.experiment.run_log import echo, quiet_terminal
+from sebulba.experiment.runner import CheckpointFlags, EvalFlags, RunResult, default_devices, log_path, parse_devices, run
 from sebulba.loop.config import LoopConfig
 from sebulba.loop.learner import NonFiniteError
 
@@ -151,36 +152,6 @@ def start_distributed() -> bool:
                                       FLAGS.peer_timeout_s)
 
 
-class QuietTerminal(logging.Filter):
-    """The terminal shows warnings and errors, and our own INFO lines (run directory, resume);
-    the libraries' INFO lines (orbax writes dozens per checkpoint) go to RUN_DIR/log.txt only."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return record.levelno >= logging.WARNING or record.name.startswith("sebulba")
-
-
-def quiet_terminal() -> None:
-    """Filter absl's terminal handler with QuietTerminal, unless --verbosity / -v was given."""
-    if FLAGS["verbosity"].present:
-        return
-    from absl import logging as absl_logging
-
-    handler = absl_logging.get_absl_handler()
-    if not any(isinstance(f, QuietTerminal) for f in handler.filters):
-        handler.addFilter(QuietTerminal())
-
-
-def warn_atari_on_cpu(env_id: str) -> None:
-    """An Atari run with only CPU devices works but crawls: say so once, with what a GPU reaches."""
-    import jax
-
-    if envs.is_atari(env_id) and all(d.platform == "cpu" for d in jax.devices()):
-        logging.getLogger("sebulba").warning(
-            f"{env_id} on CPU devices only: expect about 115 env steps/s on 2 cores (the convolutions dominate); "
-            "one H100 with 16 cores runs the IMPALA preset at about 13.5k env steps/s (54k frames/s, BENCHMARKS.md)"
-        )
-
-
 def describe_presets(presets: dict[str, dict], agent_flags: dict[str, str]) -> None:
     """Append to each flag's help the value every preset gives it, by env kind (what the flag's
     default None stands for), e.g. `[presets: vector/image 0.006; Atari 0.0006]`."""
@@ -241,7 +212,6 @@ def train(name: str, exp: Experiment, make_agent: Callable[[envs.EnvSpec, Any], 
     Call `resume.adopt_resumed_flags()` before building `exp` from the flags."""
     logging.getLogger("sebulba").setLevel(logging.INFO)
     quiet_terminal()
-    warn_atari_on_cpu(exp.loop.env_id)
     with user_input():
         agent = make_agent(envs.make_spec(exp.loop.env_id, **exp.loop.env_kwargs), exp.agent)
     checkpoints = CheckpointFlags(FLAGS.checkpoint_every, FLAGS.keep_checkpoints, FLAGS.save_replay)
@@ -252,14 +222,14 @@ def train(name: str, exp: Experiment, make_agent: Callable[[envs.EnvSpec, Any], 
                  checkpoints, FLAGS.resume, profile, evaluation)
     f = result.final
     summary = f"{f['env_steps']:,} env steps, episode_return_mean {f['episode_return_mean']:.1f} (last 20 episodes)"
-    if result.finished_before:
+    if result.finished_before:  # nothing ran, nothing is written: not even to log.txt
         print(f"finished already: {summary}, its whole budget; nothing was trained (pass a larger --total_env_steps "
               f"with --resume to extend it); run directory {result.run_dir.path}")
         return result
     if result.interrupted_by is None and not result.stopped_by_peer:
-        print(f"done{_whose()}: {summary}; run directory {result.run_dir.path}")
+        say(result, f"done{_whose()}: {summary}; run directory {result.run_dir.path}")
         return result
-    print(interrupted_message(result, summary, exp.total_env_steps))
+    say(result, interrupted_message(result, summary, exp.total_env_steps))
     raise SystemExit(result.exit_status)
 
 
@@ -272,6 +242,12 @@ def _whose() -> str:
     if jax.process_index() == 0:
         return f" (the job of {jax.process_count()} processes)"
     return f" (process {jax.process_index()} of {jax.process_count()}: its own episodes; the job's are process 0's)"
+
+
+def say(result: RunResult, text: str) -> None:
+    """Print a run's last lines, and append them to its log.txt (this process's)."""
+    print(text, flush=True)
+    echo(log_path(result.run_dir), *text.splitlines())
 
 
 def interrupted_message(result: RunResult, summary: str, total_env_steps: int) -> str:

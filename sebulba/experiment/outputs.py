@@ -19,6 +19,7 @@ from tensorboardX.proto.summary_pb2 import Summary
 
 from sebulba.experiment.curves import plot_learning_curve
 from sebulba.experiment.progress import ProgressBar
+from sebulba.experiment.run_log import ECHO
 from sebulba.experiment.run_dir import RunDir
 from sebulba.loop.evaluator import PeriodicEvaluation
 
@@ -168,7 +169,7 @@ class Outputs:
         self.metrics = MetricsWriter(run_dir.path, columns=PeriodicEvaluation.KEYS if evaluation else ())
         if resume_env_steps is not None:
             self.metrics.resume_at(resume_env_steps)
-        self.progress = ProgressBar(total_env_steps, desc=run_dir.name) if progress else None
+        self.progress = ProgressBar(total_env_steps, desc=run_dir.name, echo=ECHO.info) if progress else None
         self._closed = False
 
     def __call__(self, report: Mapping[str, Any]) -> None:

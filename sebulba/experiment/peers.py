@@ -25,6 +25,8 @@ import time
 import traceback
 from collections.abc import Callable
 
+from sebulba.experiment.run_log import ECHO
+
 log = logging.getLogger("sebulba")
 
 EXIT_PEER_LOST = 75  # EX_TEMPFAIL: not this process's fault; relaunch every process with --resume
@@ -129,7 +131,7 @@ class PeerWatch:
     @staticmethod
     def _exit(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
-        log.error(message)
+        ECHO.error(message)  # printed already: log.txt only
         for handler in logging.getLogger().handlers:
             try:
                 handler.flush()

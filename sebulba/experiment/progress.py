@@ -7,7 +7,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import IO, Any
 
 from tqdm import tqdm
@@ -35,11 +35,14 @@ class ProgressBar:
     On a terminal it is a tqdm bar: `42%|####   | 420k/1.00M [00:10<00:14, sps 41.2k, return
     87.3, lag 0.51]`. When `file` is not a TTY (a log file, a pipe, CI) a redrawn bar would fill
     the log with carriage returns, so it writes one plain line per report instead.
-    `interactive` forces either mode.
+    `interactive` forces either mode. `echo`: called with that plain line at every report, in
+    either mode (the run's log.txt keeps them).
     """
 
-    def __init__(self, total_env_steps: int | None = None, file: IO | None = None, desc: str | None = None, interactive: bool | None = None):
+    def __init__(self, total_env_steps: int | None = None, file: IO | None = None, desc: str | None = None,
+                 interactive: bool | None = None, echo: Callable[[str], None] | None = None):
         self.file = file if file is not None else sys.stderr
+        self.echo = echo
         self.total = total_env_steps
         self.desc = desc
         self.interactive = _isatty(self.file) if interactive is None else interactive
@@ -86,7 +89,19 @@ class ProgressBar:
                 self._bar.update(delta)
             else:
                 self._bar.refresh()
+            if self.echo is not None:
+                self.echo(self.line(env_steps, summary))
             return
+        line = self.line(env_steps, summary)
+        if self.echo is not None:
+            self.echo(line)
+        try:
+            print(line, file=self.file, flush=True)
+        except ValueError:  # the stream was closed under us: progress is not worth a crash
+            pass
+
+    def line(self, env_steps: int, summary: str) -> str:
+        """The plain line of a report: `desc: env steps 4,096/20,000 (20%), sps ... [00:03<00:12]`."""
         steps = f"{env_steps:,}"
         if self.total and env_steps >= self.total:  # the last cycle ends past the budget: whole cycles
             steps += f" (the {self.total:,} budget reached)"
@@ -98,10 +113,7 @@ class ProgressBar:
         eta = self.eta(now, env_steps)
         elapsed = tqdm.format_interval(now - self._start) + ("" if eta is None else f"<{tqdm.format_interval(eta)}")
         prefix = f"{self.desc}: " if self.desc else ""
-        try:
-            print(f"{prefix}env steps {steps}, {summary} [{elapsed}]", file=self.file, flush=True)
-        except ValueError:  # the stream was closed under us: progress is not worth a crash
-            pass
+        return f"{prefix}env steps {steps}, {summary} [{elapsed}]"
 
     def eta(self, now: float, env_steps: int) -> float | None:
         """Seconds left at the rate since the first report (None before a rate is known, or

@@ -7,7 +7,6 @@ loads the checkpoint (`sebulba/loop/checkpoint.py`); the outputs go on where the
 from __future__ import annotations
 
 import json
-import logging
 from typing import Any
 
 import jax
@@ -34,18 +33,18 @@ RESUME_OVERRIDES = ("total_env_steps", "log_every_s", "checkpoint_every", "keep_
 def adopt_resumed_flags() -> None:
     """With --resume RUN_DIR, set every flag to its value in RUN_DIR/flags.json (the run goes on
     with its own configuration), except NOT_RESUMED, which come from this command line, and
-    RESUME_OVERRIDES given on it, which replace the run's own (flags.json is updated, so a later
-    resume keeps them). Any other flag given with a value other than the run's is refused by name."""
+    RESUME_OVERRIDES given on it, which replace the run's own (`runner.run` writes them to
+    flags.json once the resume trains, so a later resume keeps them; `changed_flags`). Any other
+    flag given with a value other than the run's is refused by name."""
     if not FLAGS.resume:
         return
     with together("reading the resumed run's flags"):  # every process reads them: one that cannot, stops them all
         run_dir = RunDir.open(FLAGS.resume)
         saved = json.loads(run_dir.flags_path.read_text())
-        _adopt(run_dir, saved)
+        _adopt(saved)
 
 
-def _adopt(run_dir: RunDir, saved: dict[str, Any]) -> None:
-    overridden = {}
+def _adopt(saved: dict[str, Any]) -> None:
     for name, value in saved.items():
         if name not in FLAGS or name in NOT_RESUMED or FLAGS.find_module_defining_flag(name, "").startswith("absl"):
             continue  # absl's own flags (logging, help) come from this command line
@@ -58,14 +57,21 @@ def _adopt(run_dir: RunDir, saved: dict[str, Any]) -> None:
                     f"and its networks, optimizer state, envs and layout are in its checkpoint; drop the flag, or "
                     f"start a new run (flags a resume may change: {', '.join('--' + f for f in RESUME_OVERRIDES)})"
                 )
-            overridden[name] = flag.value
             continue
         flag.value = value
-    if overridden:
-        if jax.process_index() == 0:
-            run_dir.write_flags({**saved, **overridden})
-        logging.getLogger("sebulba").info(
-            "resuming with " + ", ".join(f"{k}={v!r} (was {saved[k]!r})" for k, v in overridden.items()))
+
+
+def changed_flags(run_dir: RunDir, flags: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
+    """{flag: (the run's value, this resume's)} for the RESUME_OVERRIDES among a resumed run's
+    `flags` (what `adopt_resumed_flags` left) that differ from its flags.json."""
+    saved = json.loads(run_dir.flags_path.read_text())
+    return {name: (saved[name], flags[name]) for name in RESUME_OVERRIDES
+            if name in saved and name in flags and flags[name] != saved[name]}
+
+
+def resuming_line(changed: dict[str, tuple[Any, Any]]) -> str:
+    """What a resume that changes flags says: `resuming with total_env_steps=12800 (was 6400)`."""
+    return "resuming with " + ", ".join(f"{k}={now!r} (was {was!r})" for k, (was, now) in changed.items())
 
 
 def check_resumable(checkpointer: Checkpointer, run_dir: RunDir, loop_config: LoopConfig) -> dict[str, Any]:

@@ -1,6 +1,8 @@
 """What ran: the resolved configuration of a run, the package versions, the git commit and the
 devices, written to the run directory's `config.json` (flags.json keeps only the flags as given,
-where a preset's value reads null)."""
+where a preset's value reads null). A resume that trains rewrites it with what the run now
+follows (budget, loop, agent config: e.g. the learning-rate decay stretched to a new budget) and
+appends itself to its `resumes` (`resumed_record`)."""
 
 from __future__ import annotations
 
@@ -72,3 +74,26 @@ def run_record(experiment: str, agent: Agent, loop: LoopConfig, total_env_steps:
         "devices": devices(),
         "host": {"name": socket.gethostname(), "platform": platform.platform(), "cpu_count": os.cpu_count()},
     }
+
+
+# What a resume may change in config.json: what the run follows from then on. The rest (the first
+# start's time, command, versions, commit, devices, host) stays the start's; each resume adds its own.
+FOLLOWED = ("total_env_steps", "loop", "agent")
+
+
+def resumed_record(previous: dict[str, Any], current: dict[str, Any], env_steps: int, learner_steps: int,
+                   changed: dict[str, tuple[Any, Any]]) -> dict[str, Any]:
+    """config.json after a resume that trains: `previous` (the run's config.json) with what the run
+    now follows taken from `current` (`run_record` of the resumed run), and an entry appended to
+    its `resumes`: when, the command, the checkpoint it went on from and the flags it changed
+    (`changed`: {flag: (was, now)})."""
+    entry = {
+        "time": current["started"],
+        "command": current["command"],
+        "env_steps": env_steps,
+        "learner_steps": learner_steps,
+        "flags": {name: now for name, (_, now) in changed.items()},
+        "was": {name: was for name, (was, _) in changed.items()},
+        "git": current["git"],
+    }
+    return {**previous, **{k: current[k] for k in FOLLOWED}, "resumes": [*previous.get("resumes", []), entry]}

@@ -9,22 +9,26 @@ import dataclasses
 import json
 import logging
 import os
+import shutil
 import signal
 import socket
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import jax
 
+import envs
 from sebulba.agent import Agent, reload_problem
 from sebulba.experiment import distributed
 from sebulba.experiment.errors import user_input
 from sebulba.experiment.outputs import MetricsWriter, Outputs
 from sebulba.experiment.profiling import ProfileWindow, profiled
 from sebulba.experiment.progress import process_age_s
-from sebulba.experiment.resume import check_resumable, resume_hint
-from sebulba.experiment.run_record import run_record
+from sebulba.experiment.resume import changed_flags, check_resumable, resume_hint, resuming_line
+from sebulba.experiment.run_log import LOG_FILE, log_file
+from sebulba.experiment.run_record import resumed_record, run_record
 from sebulba.experiment.run_dir import RunDir
 from sebulba.loop.checkpoint import CheckpointConfig, Checkpointer
 from sebulba.loop.config import LoopConfig
@@ -106,9 +110,6 @@ def periodic_evaluation(agent: Agent, loop: GymnasiumLoop, flags: EvalFlags, tot
                               block=not cfg.async_mode, report=report, total_env_steps=total_env_steps)
 
 
-LOG_FILE = "log.txt"
-
-
 def last_report(run_dir: RunDir) -> dict[str, Any]:
     """The last metrics row of a run directory, numbers as floats (env_steps as an int)."""
     with run_dir.metrics_csv.open() as f:
@@ -116,25 +117,6 @@ def last_report(run_dir: RunDir) -> dict[str, Any]:
     row = {k: float(v) if v not in ("", None) else float("nan") for k, v in rows[-1].items()} if rows else {}
     row["env_steps"] = int(row.get("env_steps", 0))
     return row
-
-
-@contextlib.contextmanager
-def log_file(path):
-    """Every log record at INFO and above (orbax's checkpoint lines, jax's, ours) also goes to
-    path for the run's duration, appended (a resumed run adds to it)."""
-    handler = logging.FileHandler(path, encoding="utf-8")
-    handler.setLevel(logging.INFO)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(filename)s:%(lineno)d] %(message)s"))
-    root = logging.getLogger()
-    previous = root.level
-    root.setLevel(min(previous, logging.INFO))  # lets INFO through; never hides what was let through
-    root.addHandler(handler)
-    try:
-        yield
-    finally:
-        root.removeHandler(handler)
-        root.setLevel(previous)
-        handler.close()
 
 
 @contextlib.contextmanager
@@ -166,10 +148,11 @@ def graceful_stop(loop: GymnasiumLoop):
 
 
 def open_run_dir(resume: str | None, logdir: str, experiment: str, loop_config: LoopConfig,
-                 flags: dict[str, Any]) -> RunDir:
+                 flags: dict[str, Any], made: list[Path] | None = None) -> RunDir:
     """The run's directory: `resume`, or a new one under logdir. In a multi-process job there is
     one for the job, made by process 0, and every process must see it (a shared filesystem):
-    checkpoints are written into it by all of them."""
+    checkpoints are written into it by all of them; if one cannot, process 0 removes it and
+    `made` (the directories of logdir it created)."""
     first, processes = jax.process_index() == 0, jax.process_count()
     with user_input(), together("opening the run directory"):
         if resume is not None:
@@ -178,7 +161,8 @@ def open_run_dir(resume: str | None, logdir: str, experiment: str, loop_config: 
     if processes == 1:
         return created
     path = broadcast_text(str(created.path) if first else "")
-    with user_input(), together("finding the run directory"):
+    with _removed_unless_trained(created, made) if first else contextlib.nullcontext(), \
+            user_input(), together("finding the run directory"):
         return created or _visible(path)
 
 
@@ -210,21 +194,26 @@ def run(
     (jax.distributed) every process calls it: total_env_steps is the job's, there is one run
     directory for the job (process 0 writes the job's outputs, every process its own under
     processes/p<i>/), and checkpoints hold every process's state.
+    A new run that fails before the loop runs (a mistake in its input, found while the loop is
+    built) leaves no directory. A resume writes nothing until it trains (one that finds the run
+    finished changes no file); then log.txt gets its lines, flags.json the flags it changed, and
+    config.json what the run now follows and the resume (`record_resume`).
     `profile`: a window of the run to trace into the run directory's profile/."""
     multi, first = jax.process_count() > 1, jax.process_index() == 0
-    run_dir = open_run_dir(resume, logdir, experiment, loop_config, flags)
+    made = _missing_dirs(logdir) if resume is None and first else []
+    run_dir = open_run_dir(resume, logdir, experiment, loop_config, flags, made)
     own_dir = run_dir.path / "processes" / f"p{jax.process_index()}" if multi else run_dir.path
     own_dir.mkdir(parents=True, exist_ok=True)
-    if first and (resume is None or not run_dir.config_path.exists()):
-        run_dir.write_config(run_record(experiment, agent, loop_config, total_env_steps))
-    if multi:
-        write_processes(run_dir)
-    with log_file(run_dir.path / LOG_FILE if first else own_dir / LOG_FILE):
+    record = run_record(experiment, agent, loop_config, total_env_steps) if first else None
+    if first and resume is None:
+        run_dir.write_config(record)
+    with _removed_unless_trained(run_dir, made if resume is None and first else None) as setup, \
+            log_file(log_path(run_dir), hold=resume is not None) as transcript:
         log.info(f"run directory: {run_dir.path}")
         problem = reload_problem(type(agent))
         if problem is not None and first:
-            log.warning(f"experiments.evaluate and sebulba.load_policy will not be able to rebuild this run's agent: "
-                        f"{problem}")
+            log.warning(f"experiments.evaluate and sebulba.load_policy cannot rebuild this run's agent by name: {problem}")
+        warn_atari_on_cpu(loop_config.env_id)
         with user_input():  # the run's input: a mistake here is the user's, told in one line
             checkpointer = None
             if checkpoints.every_learner_steps > 0:
@@ -234,14 +223,23 @@ def run(
                 raise ValueError("resuming needs checkpoints: checkpoint_every must be > 0")
             resume_steps = None
             if resume is not None:
-                resume_steps = check_resumable(checkpointer, run_dir, loop_config)["env_steps"]
-                if resume_steps >= total_env_steps:  # finished: nothing to train, not one more cycle
+                meta = check_resumable(checkpointer, run_dir, loop_config)
+                resume_steps, changed = meta["env_steps"], changed_flags(run_dir, flags)
+                if resume_steps >= total_env_steps:  # finished: nothing to train, not one more cycle; no file changes
                     log.info(f"{run_dir.path} is finished: {resume_steps:,} env steps of its budget of "
                              f"{total_env_steps:,}; pass a larger --total_env_steps to extend it")
                     _finished()
                     return RunResult(last_report(run_dir), run_dir, None, checkpointer.latest_step(), finished_before=True)
+                if changed:
+                    log.info(resuming_line(changed))
+            if multi:
+                write_processes(run_dir)
             with together("building the loop"):
                 loop_in_setup = GymnasiumLoop(agent, loop_config)
+        if resume is not None:  # the resume trains: its records say what the run now follows
+            transcript.start()
+            if first:
+                record_resume(run_dir, record, meta, changed)
         watch = distributed.watch()
         if watch is not None:
             watch.context = lambda: resume_hint(run_dir)
@@ -257,6 +255,7 @@ def run(
                     evaluating = periodic_evaluation(agent, loop, evaluation, total_env_steps, outputs)
                 middleware.append(stack.enter_context(contextlib.closing(evaluating)))
             report = outputs if not multi else JobReports(own, outputs)
+            setup.training = True
             loop.run(max_env_steps=total_env_steps, middleware=middleware, report=report, checkpointer=checkpointer,
                      resume=resume is not None)
             final = report.last if multi and first else loop.reports[-1]
@@ -281,6 +280,73 @@ def announce_first_update() -> Callable[[LoopContext], None]:
                                                                        "process started"))
 
     return announce
+
+
+def log_path(run_dir: RunDir) -> Path:
+    """This process's log.txt: the run directory's (process 0), or processes/p<i>/log.txt."""
+    i = jax.process_index()
+    return run_dir.path / LOG_FILE if i == 0 else run_dir.path / "processes" / f"p{i}" / LOG_FILE
+
+
+def record_resume(run_dir: RunDir, record: dict[str, Any], meta: dict[str, Any],
+                  changed: dict[str, tuple[Any, Any]]) -> None:
+    """A resume that trains: flags.json takes the flags it changed (a later resume keeps them), and
+    config.json what the run now follows and the resume itself (`run_record.resumed_record`)."""
+    if changed:
+        saved = json.loads(run_dir.flags_path.read_text())
+        run_dir.write_flags({**saved, **{name: now for name, (_, now) in changed.items()}})
+    previous = json.loads(run_dir.config_path.read_text()) if run_dir.config_path.exists() else record
+    run_dir.write_config(resumed_record(previous, record, meta["env_steps"], meta["learner_steps"], changed))
+
+
+def warn_atari_on_cpu(env_id: str) -> None:
+    """An Atari run with only CPU devices works but crawls: say so once, with what a GPU reaches."""
+    if envs.is_atari(env_id) and all(d.platform == "cpu" for d in jax.devices()):
+        log.warning(
+            f"{env_id} on CPU devices only: expect about 115 env steps/s on 2 cores (the convolutions dominate); "
+            "one H100 with 16 cores runs the IMPALA preset at about 13.5k env steps/s (54k frames/s, BENCHMARKS.md)"
+        )
+
+
+class _Setup:
+    training = False  # set once the loop runs: a failure from then on keeps the run directory
+
+
+@contextlib.contextmanager
+def _removed_unless_trained(run_dir: RunDir, made: list[Path] | None):
+    """A new run's directory (`made`: the directories making it created, deepest first; None: not
+    a new run, never removed) is removed with them when the run fails before the loop runs: a run
+    refused at setup leaves nothing behind."""
+    setup = _Setup()
+    try:
+        yield setup
+    except BaseException:
+        if made is not None and not setup.training:
+            _remove_new(run_dir.path, made)
+        raise
+
+
+def _missing_dirs(path: str | os.PathLike) -> list[Path]:
+    """The directories that making `path` (with its parents) creates, deepest first."""
+    out, p = [], Path(path).absolute()
+    while not p.exists() and p != p.parent:
+        out.append(p)
+        p = p.parent
+    return out
+
+
+def _remove_new(path: Path, made: list[Path]) -> None:
+    """Remove a new run directory, then those of `made` left empty."""
+    shutil.rmtree(path, ignore_errors=True)
+    for d in made:
+        try:
+            d.rmdir()
+        except OSError:  # not empty: another run's, or the user's
+            break
+    if path.exists():
+        log.warning(f"could not remove {path}, made for a run that stopped before training")
+    else:
+        log.info(f"removed {path}: the run stopped before training")
 
 
 def _finished() -> None:

@@ -1,6 +1,7 @@
-"""A trained agent out of its run directory: the agent rebuilt from the run's config.json, its
-networks restored from a checkpoint (only the networks are read), and `Policy`, the jitted act a
-user calls outside the framework (`sebulba.load_policy`)."""
+"""A trained agent out of its run directory: the agent rebuilt from the run's config.json (or
+the class or object the caller gives: `agent=`), its networks restored from a checkpoint (only
+the networks are read), and `Policy`, the jitted act a user calls outside the framework
+(`sebulba.load_policy`)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import numpy as np
 
 import envs
 from sebulba import observations
-from sebulba.agent import Agent, reload_problem
+from sebulba.agent import Agent, name_problem, reload_problem
 from sebulba.experiment.run_dir import RunDir
 from sebulba.loop.checkpoint import complete_steps, read_networks
 from sebulba.loop.evaluator import acting
@@ -40,36 +41,65 @@ def checkpoint_steps(run: RunDir) -> list[int]:
     return complete_steps(run.checkpoint_dir)
 
 
-def build_agent(record: dict, env_kwargs: dict[str, Any] | None = None, run: RunDir | None = None) -> Agent:
-    """The run's agent (its class and config from config.json) for its env (with `env_kwargs`
-    over the run's own). With `run`, a ValueError names its directory."""
+def build_agent(record: dict, env_kwargs: dict[str, Any] | None = None, run: RunDir | None = None,
+                agent: Agent | type[Agent] | None = None) -> Agent:
+    """The run's agent for its env (with `env_kwargs` over the run's own): by default its class
+    imported by the name config.json records, built with the config recorded there. `agent`: a
+    class to build instead of importing one (e.g. defined in a script's `__main__`), or an agent
+    object, used as it is. With `run`, a ValueError names its directory."""
     try:
-        return _build_agent(record, env_kwargs)
+        if isinstance(agent, Agent):
+            return agent
+        return _build_agent(record, env_kwargs, agent)
     except ValueError as e:
         if run is None:
             raise
         raise ValueError(f"{run.path}: {e}") from None
 
 
-def _build_agent(record: dict, env_kwargs: dict[str, Any] | None) -> Agent:
+def _build_agent(record: dict, env_kwargs: dict[str, Any] | None, cls: type[Agent] | None) -> Agent:
     spec = record.get("agent")
     if not isinstance(spec, dict) or "class" not in spec or "loop" not in record:
         raise ValueError("the run's config.json names no agent and loop: it was not written by a sebulba entry point")
-    module, _, name = spec["class"].rpartition(".")
-    try:
-        cls = getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError) as e:
-        raise ValueError(f"the run's agent {spec['class']} cannot be imported here ({e}); evaluate it where its "
-                         "module is importable") from None
-    problem = reload_problem(cls)
+    if cls is None:
+        cls = _import_agent(spec["class"])
+    elif not (isinstance(cls, type) and issubclass(cls, Agent)):
+        raise ValueError(f"agent must be an Agent subclass or an Agent object, got {cls!r}")
+    problem = reload_problem(cls, by_name=False)
     if problem is not None:
         raise ValueError(f"the run's agent {problem}")
     default = inspect.signature(cls.__init__).parameters["config"].default
     fields = {f.name for f in dataclasses.fields(default)}
-    values = {k: tuple(v) if isinstance(v, list) else v for k, v in spec["config"].items() if k in fields}
+    recorded = spec.get("config") or {}
+    unknown = sorted(set(recorded) - fields)
+    if unknown:
+        raise ValueError(f"the run's agent config has {', '.join(unknown)}, which {cls.__qualname__}'s "
+                         f"{type(default).__name__} lacks: the class is not the one that ran (pass the agent object to "
+                         "sebulba.load_policy(run_dir, agent=...) to restore its networks anyway)")
+    values = {k: tuple(v) if isinstance(v, list) else v for k, v in recorded.items()}
     loop = record["loop"]
     kwargs = {**loop.get("env_kwargs", {}), **dict(env_kwargs or {})}
-    return cls(envs.make_spec(loop["env_id"], **kwargs), dataclasses.replace(default, **values))
+    env_spec = envs.make_spec(loop["env_id"], **kwargs)
+    config = dataclasses.replace(default, **values)
+    try:
+        return cls(env_spec, config=config)
+    except TypeError as e:  # the constructor takes the config, but not in this form
+        raise ValueError(f"the run's agent cannot be rebuilt as {cls.__qualname__}(env_spec, config=config): {e} (give "
+                         "it the form __init__(self, env_spec, config=Config()), or pass the agent object to "
+                         "sebulba.load_policy(run_dir, agent=...))") from None
+
+
+def _import_agent(name: str) -> type[Agent]:
+    """The agent class config.json names, imported."""
+    problem = name_problem(name)
+    if problem is not None:
+        raise ValueError(f"the run's agent {problem}")
+    module, _, qualname = name.rpartition(".")
+    try:
+        return getattr(importlib.import_module(module), qualname)
+    except (ImportError, AttributeError, ValueError) as e:
+        raise ValueError(f"the run's agent {name} cannot be imported here ({e}); evaluate it where its module is "
+                         "importable, or pass the agent to sebulba.load_policy(run_dir, agent=...)") from None
 
 
 def restore_networks(run: RunDir, agent: Agent, step: int | None = None) -> tuple[int, Any]:
@@ -124,9 +154,13 @@ class Policy:
         return np.asarray(action), state
 
 
-def load_policy(run_dir: str | os.PathLike, step: int | None = None, greedy: bool = True, seed: int = 0) -> Policy:
-    """The policy of a run directory's latest checkpoint (or learner step `step`)."""
+def load_policy(run_dir: str | os.PathLike, step: int | None = None, greedy: bool = True, seed: int = 0,
+                agent: Agent | type[Agent] | None = None) -> Policy:
+    """The policy of a run directory's latest checkpoint (or learner step `step`). `agent`: the
+    agent's class (built with the run's recorded config) or an agent object (used as it is)
+    when the class cannot be imported by the name config.json records, e.g. one defined in the
+    script that trained it; its networks must have the checkpoint's structure."""
     run, record = open_run(run_dir)
-    agent = build_agent(record, run=run)
-    _, networks = restore_networks(run, agent, step)
-    return Policy(agent, networks, greedy, seed)
+    built = build_agent(record, run=run, agent=agent)
+    _, networks = restore_networks(run, built, step)
+    return Policy(built, networks, greedy, seed)

@@ -1,6 +1,7 @@
 """Run an experiment entry point as a user does: a fresh process with one CPU device."""
 
 import csv
+import hashlib
 import os
 import subprocess
 import sys
@@ -34,3 +35,9 @@ def last_metrics(logdir: Path) -> tuple[Path, dict]:
     (run_dir,) = Path(logdir).iterdir()
     rows = list(csv.DictReader((run_dir / "metrics.csv").open()))
     return run_dir, rows[-1]
+
+
+def file_hashes(directory: Path) -> dict[str, str]:
+    """{path relative to directory: sha256 of its bytes} for every file under it."""
+    return {str(p.relative_to(directory)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(Path(directory).rglob("*")) if p.is_file()}
