@@ -25,6 +25,7 @@ from sebulba.experiment.profiling import ProfileWindow, profiled
 from sebulba.experiment.resume import check_resumable, resume_hint
 from sebulba.experiment.run_record import run_record
 from sebulba.experiment.run_dir import RunDir
+from sebulba.experiment.wandb_logger import WandbFlags, WandbLogger
 from sebulba.loop.checkpoint import CheckpointConfig, Checkpointer
 from sebulba.loop.config import LoopConfig
 from sebulba.loop.evaluator import Evaluator, PeriodicEvaluation
@@ -200,6 +201,7 @@ def run(
     resume: str | None = None,
     profile: ProfileWindow | None = None,
     evaluation: EvalFlags = EvalFlags(),
+    wandb: WandbFlags | None = None,
 ) -> RunResult:
     """Train until total_env_steps, writing metrics, TensorBoard, flags, checkpoints and the
     learning curve into a new run directory under logdir, or, with `resume` (a run directory),
@@ -207,7 +209,8 @@ def run(
     (jax.distributed) every process calls it: total_env_steps is the job's, there is one run
     directory for the job (process 0 writes the job's outputs, every process its own under
     processes/p<i>/), and checkpoints hold every process's state.
-    `profile`: a window of the run to trace into the run directory's profile/."""
+    `profile`: a window of the run to trace into the run directory's profile/. `wandb`: also
+    log the job's metrics, config and learning curve to Weights & Biases (from process 0)."""
     multi, first = jax.process_count() > 1, jax.process_index() == 0
     run_dir = open_run_dir(resume, logdir, experiment, loop_config, flags)
     own_dir = run_dir.path / "processes" / f"p{jax.process_index()}" if multi else run_dir.path
@@ -237,14 +240,21 @@ def run(
                              f"{total_env_steps:,}; pass a larger --total_env_steps to extend it")
                     _finished()
                     return RunResult(last_report(run_dir), run_dir, None, checkpointer.latest_step(), finished_before=True)
+            with together("starting W&B logging"):
+                tracker = WandbLogger.start(run_dir, wandb) if wandb is not None and first else None
             with together("building the loop"):
-                loop_in_setup = GymnasiumLoop(agent, loop_config)
+                try:
+                    loop_in_setup = GymnasiumLoop(agent, loop_config)
+                except BaseException:
+                    if tracker is not None:  # started first, so a bad key fails before the pools build
+                        tracker.finish(failed=True)
+                    raise
         watch = distributed.watch()
         if watch is not None:
             watch.context = lambda: resume_hint(run_dir)
         with loop_in_setup as loop, \
                 _job_outputs(run_dir, total_env_steps, progress and first, resume_steps,
-                             evaluation.every_env_steps > 0, first) as outputs, \
+                             evaluation.every_env_steps > 0, first, tracker) as outputs, \
                 _own_metrics(own_dir, resume_steps, multi) as own, \
                 graceful_stop(loop) as received, profiled(profile, own_dir / "profile"), \
                 contextlib.ExitStack() as stack:
@@ -290,13 +300,13 @@ def write_processes(run_dir: RunDir) -> None:
 
 @contextlib.contextmanager
 def _job_outputs(run_dir: RunDir, total_env_steps: int, progress: bool, resume_steps: int | None, evaluation: bool,
-                 first: bool):
-    """The job's Outputs (metrics.csv, TensorBoard, progress, PNG) on process 0; None elsewhere."""
+                 first: bool, wandb: WandbLogger | None = None):
+    """The job's Outputs (metrics.csv, TensorBoard, progress, PNG, W&B) on process 0; None elsewhere."""
     if not first:
         yield None
         return
     with Outputs(run_dir, total_env_steps, progress=progress, resume_env_steps=resume_steps,
-                 evaluation=evaluation) as outputs:
+                 evaluation=evaluation, wandb=wandb) as outputs:
         yield outputs
 
 
