@@ -82,9 +82,12 @@ def test_outputs_send_rows_axes_and_the_learning_curve_to_an_offline_run(tmp_pat
     assert resumed["summary"]["episode_return_mean"] == 27.0
 
 
-def test_wandb_flags_are_checked():
+def test_wandb_flags_are_checked(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="wandb_mode must be one of online, offline, disabled, got 'ofline'"):
         WandbFlags(mode="ofline")
+    monkeypatch.setenv("WANDB_MODE", "bogus")
+    with pytest.raises(ValueError, match="WANDB_MODE must be one of online, offline, disabled .* got 'bogus'"):
+        WandbLogger.start(RunDir.create(tmp_path, "ppo", "CartPole-v1", 0, {}), WandbFlags())
 
 
 # The entry point run in a child process as `python -m` runs it, then whether wandb was imported;

@@ -62,6 +62,8 @@ class WandbLogger:
         run_id = id_path.read_text().strip() if id_path.is_file() else secrets.token_hex(6)
         config = json.loads(run_dir.config_path.read_text()) if run_dir.config_path.is_file() else {}
         mode = flags.mode or os.environ.get("WANDB_MODE") or "online"
+        if mode not in MODES:
+            raise ValueError(f"WANDB_MODE must be one of {', '.join(MODES)} (or pass --wandb_mode), got {mode!r}")
         try:
             run = wandb.init(
                 project=flags.project or os.environ.get("WANDB_PROJECT") or DEFAULT_PROJECT, entity=flags.entity,
