@@ -16,6 +16,7 @@ from tests.support.job import (
     complete_checkpoints,
     wait_for_checkpoint,
 )
+from tests.support.wandb_files import offline_runs, read_offline_run
 
 EXIT_PEER_LOST = 75
 IMPALA = ["--num_envs=4", "--total_env_steps=4800", "--checkpoint_every=10", "--log_every_s=0.5", "--noprogress",
@@ -47,7 +48,8 @@ def assert_continuous(path: Path) -> None:
 
 @pytest.fixture(scope="session")  # session: built once on the group's worker, whatever the order of its tests
 def impala_straight(tmp_path_factory) -> Path:
-    return job_run("experiments.impala", IMPALA, tmp_path_factory.mktemp("impala-straight"))
+    return job_run("experiments.impala", [*IMPALA, "--wandb", "--wandb_mode=offline"],  # W&B: does not change the run
+                   tmp_path_factory.mktemp("impala-straight"))
 
 
 @pytest.mark.slow(seconds=22)
@@ -71,6 +73,11 @@ def test_a_job_writes_one_run_directory_that_says_which_process_wrote_what(impal
     assert not any("Gloo" in out for out in outs), outs
     assert outs[0].startswith("done (the job of 2 processes): 4,800 env steps"), outs[0]
     assert outs[1].startswith("done (process 1 of 2: its own episodes; the job's are process 0's): "), outs[1]
+    # --wandb: process 0 alone logs, the job's totals
+    (offline,) = offline_runs(run_dir)
+    assert not list((run_dir / "processes").rglob("offline-run-*"))
+    summary = read_offline_run(offline)["summary"]
+    assert summary["env_steps"] == 4800 and summary["episodes"] == int(job[-1]["episodes"])
 
 
 @pytest.mark.slow(seconds=69)

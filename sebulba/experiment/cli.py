@@ -22,6 +22,8 @@ from sebulba.experiment.peers import EXIT_PEER_LOST, abandon
 from sebulba.experiment.profiling import ProfileWindow
 from sebulba.experiment.run_log import echo, quiet_terminal
 from sebulba.experiment.runner import CheckpointFlags, EvalFlags, RunResult, default_devices, log_path, parse_devices, run
+from sebulba.experiment.wandb_logger import MODES as WANDB_MODES
+from sebulba.experiment.wandb_logger import WandbFlags
 from sebulba.loop.config import LoopConfig
 from sebulba.loop.learner import NonFiniteError
 
@@ -85,6 +87,15 @@ def define_loop_flags(default_env: str) -> None:
     define_integer("eval_episodes", 10, "Episodes per evaluation.", lower_bound=1)
     flags.DEFINE_bool("profile_python", False, "Also trace every Python call in the profile (names the Python code, "
                       "but slows it).")
+    flags.DEFINE_bool("wandb", False, "Also log the run to Weights & Biases: every metrics row, config.json as its "
+                      "config, and the learning curve (pip install 'sebulba[wandb]'; `wandb login` first, or "
+                      "--wandb_mode=offline).")
+    flags.DEFINE_string("wandb_project", None, "With --wandb: the W&B project (default: $WANDB_PROJECT, else sebulba).")
+    flags.DEFINE_string("wandb_entity", None, "With --wandb: the W&B entity, a user or team (default: your default "
+                        "entity).")
+    flags.DEFINE_enum("wandb_mode", None, list(WANDB_MODES), "With --wandb: online; offline (no network: files in the "
+                      "run directory's wandb/, uploaded later by `wandb sync`); disabled (default: $WANDB_MODE, else "
+                      "online).")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,6 +154,18 @@ def _ints(flag: str, values: list[str]) -> tuple[int, ...]:
         return tuple(int(v) for v in values)
     except ValueError:
         raise ValueError(f"--{flag} takes comma-separated integers, e.g. 64,64; got {','.join(values)!r}") from None
+
+
+def wandb_from_flags() -> WandbFlags | None:
+    """--wandb's settings, or None without it (where a --wandb_* flag on the command line is a
+    mistake: it would log nothing)."""
+    if not FLAGS.wandb:
+        given = [f"--{name}" for name in ("wandb_project", "wandb_entity", "wandb_mode") if FLAGS[name].present]
+        if given:
+            raise ValueError(f"{', '.join(given)} given without --wandb: W&B logging is off unless --wandb turns it "
+                             "on; add --wandb")
+        return None
+    return WandbFlags(FLAGS.wandb_project, FLAGS.wandb_entity, FLAGS.wandb_mode)
 
 
 def start_distributed() -> bool:
@@ -213,13 +236,14 @@ def train(name: str, exp: Experiment, make_agent: Callable[[envs.EnvSpec, Any], 
     logging.getLogger("sebulba").setLevel(logging.INFO)
     quiet_terminal()
     with user_input():
+        tracking = wandb_from_flags()
         agent = make_agent(envs.make_spec(exp.loop.env_id, **exp.loop.env_kwargs), exp.agent)
     checkpoints = CheckpointFlags(FLAGS.checkpoint_every, FLAGS.keep_checkpoints, FLAGS.save_replay)
     profile = None if FLAGS.profile_after_s is None else ProfileWindow(FLAGS.profile_after_s, FLAGS.profile_seconds, FLAGS.profile_python)
     with user_input():
         evaluation = EvalFlags(FLAGS.eval_every, FLAGS.eval_episodes)
     result = run(name, agent, exp.loop, exp.total_env_steps, FLAGS.logdir, FLAGS.flag_values_dict(), FLAGS.progress,
-                 checkpoints, FLAGS.resume, profile, evaluation)
+                 checkpoints, FLAGS.resume, profile, evaluation, tracking)
     f = result.final
     summary = f"{f['env_steps']:,} env steps, episode_return_mean {f['episode_return_mean']:.1f} (last 20 episodes)"
     if result.finished_before:  # nothing ran, nothing is written: not even to log.txt

@@ -1,5 +1,6 @@
 """What a run writes from its metrics reports: `MetricsWriter` (metrics.csv + TensorBoard event
-files) and `Outputs`, the one object an entry point passes as `GymnasiumLoop.run(report=...)`."""
+files) and `Outputs`, the one object an entry point passes as `GymnasiumLoop.run(report=...)`
+(with W&B logging, `wandb_logger.WandbLogger`, when the run asks for it)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import os
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tensorboardX.event_file_writer import EventsWriter
 from tensorboardX.proto.event_pb2 import Event, SessionLog
@@ -22,6 +23,9 @@ from sebulba.experiment.progress import ProgressBar
 from sebulba.experiment.run_log import ECHO
 from sebulba.experiment.run_dir import RunDir
 from sebulba.loop.evaluator import PeriodicEvaluation
+
+if TYPE_CHECKING:
+    from sebulba.experiment.wandb_logger import WandbLogger
 
 log = logging.getLogger("sebulba")
 
@@ -89,7 +93,8 @@ class MetricsWriter:
         self._tb = EventsWriter(str(self.directory / "events"), filename_suffix=f".{os.getpid()}.{next(_writer_ids)}")
         self._closed = False
 
-    def write(self, report: Mapping[str, Any]) -> None:
+    def write(self, report: Mapping[str, Any]) -> dict[str, Any]:
+        """Write one report; returns the row written (the report plus its wall_time)."""
         if self._closed:
             raise RuntimeError("write() on a closed MetricsWriter")
         if "env_steps" not in report:
@@ -117,6 +122,7 @@ class MetricsWriter:
         if evals:
             self._tb.write_event(Event(wall_time=time.time(), step=int(report["eval_env_steps"]), summary=Summary(value=evals)))
         self._tb.flush()
+        return row
 
     def resume_at(self, env_steps: int) -> None:
         """Continue a run from a checkpoint taken at env_steps: rows logged after it are dropped
@@ -159,13 +165,15 @@ class MetricsWriter:
 
 class Outputs:
     """Everything a run produces from its reports: metrics.csv and TensorBoard (MetricsWriter), a
-    live progress line (ProgressBar, `progress=False` to turn it off) and, on `close()`,
-    learning_curve.png. Pass it as `loop.run(..., report=outputs)`; use it as a context manager
-    or call `close()` in a `finally`."""
+    live progress line (ProgressBar, `progress=False` to turn it off), each row to W&B (`wandb`,
+    a started WandbLogger, which `close()` finishes) and, on `close()`, learning_curve.png. Pass
+    it as `loop.run(..., report=outputs)`; use it as a context manager or call `close()` in a
+    `finally`."""
 
     def __init__(self, run_dir: RunDir, total_env_steps: int | None = None, progress: bool = True,
-                 resume_env_steps: int | None = None, evaluation: bool = False):
+                 resume_env_steps: int | None = None, evaluation: bool = False, wandb: WandbLogger | None = None):
         self.run_dir = run_dir
+        self.wandb = wandb
         self.metrics = MetricsWriter(run_dir.path, columns=PeriodicEvaluation.KEYS if evaluation else ())
         if resume_env_steps is not None:
             self.metrics.resume_at(resume_env_steps)
@@ -173,26 +181,33 @@ class Outputs:
         self._closed = False
 
     def __call__(self, report: Mapping[str, Any]) -> None:
-        self.metrics.write(report)
+        row = self.metrics.write(report)
+        if self.wandb is not None:
+            self.wandb.log({k: f for k, v in row.items() if (f := _scalar(v)) is not None})
         if self.progress is not None:
             self.progress.update(report)
 
-    def close(self) -> None:
-        """Close the progress line and the metrics files, then plot learning_curve.png (when at
-        least one report was written). Idempotent."""
+    def close(self, failed: bool = False) -> None:
+        """Close the progress line and the metrics files, plot learning_curve.png (when at least
+        one report was written), then finish the W&B run with it (`failed`: the run raised).
+        Idempotent."""
         if self._closed:
             return
         self._closed = True
         try:
-            if self.progress is not None:
-                self.progress.close()
+            try:
+                if self.progress is not None:
+                    self.progress.close()
+            finally:
+                self.metrics.close()
+            if self.metrics.columns is not None:
+                plot_learning_curve(self.run_dir.metrics_csv, self.run_dir.learning_curve_png, title=self.run_dir.name)
         finally:
-            self.metrics.close()
-        if self.metrics.columns is not None:
-            plot_learning_curve(self.run_dir.metrics_csv, self.run_dir.learning_curve_png, title=self.run_dir.name)
+            if self.wandb is not None:
+                self.wandb.finish(self.run_dir.learning_curve_png if self.metrics.columns is not None else None, failed)
 
     def __enter__(self) -> Outputs:
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def __exit__(self, exc_type, *exc) -> None:
+        self.close(failed=exc_type is not None)

@@ -26,7 +26,7 @@ NOT_RESUMED = ("resume", "progress", "logdir", "profile_after_s", "profile_secon
 # flags that, given with --resume, replace the run's own: they change how long it runs and what it
 # writes, not what it is (its networks, optimizer, envs and layout are in the checkpoint)
 RESUME_OVERRIDES = ("total_env_steps", "log_every_s", "checkpoint_every", "keep_checkpoints", "save_replay",
-                    "eval_every", "eval_episodes")
+                    "eval_every", "eval_episodes", "wandb", "wandb_project", "wandb_entity", "wandb_mode")
 
 
 

@@ -30,6 +30,7 @@ from sebulba.experiment.resume import changed_flags, check_resumable, resume_hin
 from sebulba.experiment.run_log import LOG_FILE, log_file
 from sebulba.experiment.run_record import resumed_record, run_record
 from sebulba.experiment.run_dir import RunDir
+from sebulba.experiment.wandb_logger import WandbFlags, WandbLogger
 from sebulba.loop.checkpoint import CheckpointConfig, Checkpointer
 from sebulba.loop.config import LoopConfig
 from sebulba.loop.evaluator import Evaluator, PeriodicEvaluation
@@ -187,6 +188,7 @@ def run(
     resume: str | None = None,
     profile: ProfileWindow | None = None,
     evaluation: EvalFlags = EvalFlags(),
+    wandb: WandbFlags | None = None,
 ) -> RunResult:
     """Train until total_env_steps, writing metrics, TensorBoard, flags, checkpoints and the
     learning curve into a new run directory under logdir, or, with `resume` (a run directory),
@@ -198,7 +200,8 @@ def run(
     built) leaves no directory. A resume writes nothing until it trains (one that finds the run
     finished changes no file); then log.txt gets its lines, flags.json the flags it changed, and
     config.json what the run now follows and the resume (`record_resume`).
-    `profile`: a window of the run to trace into the run directory's profile/."""
+    `profile`: a window of the run to trace into the run directory's profile/. `wandb`: also
+    log the job's metrics, config and learning curve to Weights & Biases (from process 0)."""
     multi, first = jax.process_count() > 1, jax.process_index() == 0
     made = _missing_dirs(logdir) if resume is None and first else []
     run_dir = open_run_dir(resume, logdir, experiment, loop_config, flags, made)
@@ -234,8 +237,15 @@ def run(
                     log.info(resuming_line(changed))
             if multi:
                 write_processes(run_dir)
+            with together("starting W&B logging"):
+                tracker = WandbLogger.start(run_dir, wandb) if wandb is not None and first else None
             with together("building the loop"):
-                loop_in_setup = GymnasiumLoop(agent, loop_config)
+                try:
+                    loop_in_setup = GymnasiumLoop(agent, loop_config)
+                except BaseException:
+                    if tracker is not None:  # started first, so a bad key fails before the pools build
+                        tracker.finish(failed=True)
+                    raise
         if resume is not None:  # the resume trains: its records say what the run now follows
             transcript.start()
             if first:
@@ -245,7 +255,7 @@ def run(
             watch.context = lambda: resume_hint(run_dir)
         with loop_in_setup as loop, \
                 _job_outputs(run_dir, total_env_steps, progress and first, resume_steps,
-                             evaluation.every_env_steps > 0, first) as outputs, \
+                             evaluation.every_env_steps > 0, first, tracker) as outputs, \
                 _own_metrics(own_dir, resume_steps, multi) as own, \
                 graceful_stop(loop) as received, profiled(profile, own_dir / "profile"), \
                 contextlib.ExitStack() as stack:
@@ -375,13 +385,13 @@ def write_processes(run_dir: RunDir) -> None:
 
 @contextlib.contextmanager
 def _job_outputs(run_dir: RunDir, total_env_steps: int, progress: bool, resume_steps: int | None, evaluation: bool,
-                 first: bool):
-    """The job's Outputs (metrics.csv, TensorBoard, progress, PNG) on process 0; None elsewhere."""
+                 first: bool, wandb: WandbLogger | None = None):
+    """The job's Outputs (metrics.csv, TensorBoard, progress, PNG, W&B) on process 0; None elsewhere."""
     if not first:
         yield None
         return
     with Outputs(run_dir, total_env_steps, progress=progress, resume_env_steps=resume_steps,
-                 evaluation=evaluation) as outputs:
+                 evaluation=evaluation, wandb=wandb) as outputs:
         yield outputs
 
 
