@@ -29,7 +29,7 @@ def space_to_dm_spec(space: gym.spaces.Space, name: str) -> Any:
             low, high = low.flat[0], high.flat[0]  # uniform bounds as scalars, as EnvPool's specs
         return specs.BoundedArray(space.shape, space.dtype, low, high, name=name)
     if isinstance(space, gym.spaces.MultiDiscrete):
-        return specs.BoundedArray(space.shape, space.dtype, 0, space.nvec - 1, name=name)
+        return specs.BoundedArray(space.shape, space.dtype, space.start, space.start + space.nvec - 1, name=name)
     if isinstance(space, gym.spaces.MultiBinary):
         return specs.BoundedArray(space.shape, space.dtype, 0, 1, name=name)
     raise ValueError(f"no dm_env spec for space {space}")

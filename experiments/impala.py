@@ -72,8 +72,9 @@ ATARI = dict(
 def preset(env_id: str, env_kwargs: dict | None = None) -> dict:
     """The preset for the env's kind (sebulba.experiment.env_kind): Atari games get ATARI, envs
     with continuous actions CONTROL, envs with vector or image observations CARTPOLE, tabular
-    (Discrete-state) and structured (Dict/Tuple) ones TABULAR. An action space IMPALA cannot take (neither Discrete nor a
-    bounded rank-1 Box) is refused here, in one line, before anything is built."""
+    (Discrete-state) and structured (Dict/Tuple) ones TABULAR, whether their actions are Discrete or
+    MultiDiscrete. An action space IMPALA cannot take (neither Discrete, rank-1 MultiDiscrete nor a bounded rank-1
+    Box) is refused here, in one line, before anything is built."""
     kind = env_kind(env_id, env_kwargs)
     check_action_space(kind.action_space, f"IMPALA ({env_id})")
     if kind.actions == "continuous":

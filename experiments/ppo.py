@@ -57,8 +57,9 @@ ATARI = dict(
 
 def preset(env_id: str, env_kwargs: dict | None = None) -> dict:
     """The preset for the env's kind (sebulba.experiment.env_kind): Atari games get ATARI; other
-    discrete-action tasks CARTPOLE; continuous actions CONTROL for the built-in tasks and MUJOCO
-    for Gymnasium's. An action space PPO cannot take is refused here, before anything is built."""
+    discrete-action tasks (Discrete or MultiDiscrete) CARTPOLE; continuous actions CONTROL for the
+    built-in tasks and MUJOCO for Gymnasium's. An action space PPO cannot take is refused here,
+    before anything is built."""
     kind = env_kind(env_id, env_kwargs)
     check_action_space(kind.action_space, f"PPO ({env_id})")
     if kind.observations == "atari":

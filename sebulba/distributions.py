@@ -4,10 +4,15 @@ parameters can be recorded in a trajectory (`ActorOutput.extras`) and vmapped li
 
 Continuous actions (DESIGN.md, "Continuous actions"): a diagonal Gaussian with a learned,
 state-independent log standard deviation (CleanRL's and Cleanba's PPO choice). The sample goes
-to the env clipped to the action space's bounds (`clip_to_space`), and what is learned is the
+to the env clipped to the action space's bounds (`to_env_action`), and what is learned is the
 log-probability of the unclipped sample, so a policy whose mean lies outside the bounds still
 gets exact gradients (a tanh-squashed Gaussian would need its log-det term and has no closed-form
 entropy).
+
+MultiDiscrete actions: one categorical per dimension (`MultiCategorical`), independent given the
+observation, so the joint log-probability and entropy are the sums over dimensions (what PPO's
+ratio and IMPALA's V-trace rho take). Policies act in 0-based indices; `to_env_action` shifts
+them by a Discrete or MultiDiscrete space's `start` for the env, `from_env_action` back.
 """
 
 from __future__ import annotations
@@ -67,29 +72,94 @@ class DiagGaussian(NamedTuple):
         return self.mean
 
 
-Distribution = Union[Categorical, DiagGaussian]
+# The logit of a padding entry: its probability is exactly 0 in float32 (never sampled, never the
+# mode, 0 * logit = 0 in the entropy), and finite, so log_softmax never meets inf - inf.
+_PAD_LOGIT = -1e9
+
+
+class MultiCategorical(NamedTuple):
+    """One categorical per action dimension: `logits` [..., D, K], row d holding dimension d's
+    nvec[d] logits then K - nvec[d] padding entries (K = max(nvec); `from_flat` builds it);
+    actions are int32 [..., D]. log_prob and entropy are the joint distribution's: sums over D.
+
+    Padded rather than kept flat with a static nvec, so it stays a NamedTuple of arrays that a
+    trajectory records and vmaps like the others (a cost of D * K - sum(nvec) floats per step)."""
+
+    logits: Array
+
+    @classmethod
+    def from_flat(cls, flat: Array, nvec: tuple[int, ...]) -> MultiCategorical:
+        """From a head's sum(nvec) logits [..., sum(nvec)], dimension d's in its own slice."""
+        if flat.shape[-1] != sum(nvec):
+            raise ValueError(f"MultiCategorical over nvec {tuple(nvec)} takes {sum(nvec)} logits, got {flat.shape[-1]}")
+        k = max(nvec)
+        rows, offset = [], 0
+        for n in nvec:
+            row = flat[..., offset:offset + n]
+            pad = jnp.full((*flat.shape[:-1], k - n), _PAD_LOGIT, flat.dtype)
+            rows.append(jnp.concatenate([row, pad], -1))
+            offset += n
+        return cls(jnp.stack(rows, -2))
+
+    def sample(self, key: Array) -> Array:
+        return Categorical(self.logits).sample(key)
+
+    def log_prob(self, action: Array) -> Array:
+        return jnp.sum(Categorical(self.logits).log_prob(action), axis=-1)
+
+    def entropy(self) -> Array:
+        return jnp.sum(Categorical(self.logits).entropy(), axis=-1)
+
+    def mode(self) -> Array:
+        return Categorical(self.logits).mode()
+
+
+Distribution = Union[Categorical, DiagGaussian, MultiCategorical]
 
 
 def as_distribution(params: Array | Distribution) -> Distribution:
     """A distribution as it is; a bare array as the logits of a Categorical."""
-    return params if isinstance(params, (Categorical, DiagGaussian)) else Categorical(params)
+    return params if isinstance(params, (Categorical, DiagGaussian, MultiCategorical)) else Categorical(params)
 
 
 def check_action_space(space: gym.spaces.Space, agent: str) -> None:
-    """ValueError, naming the space, unless it is Discrete or a bounded rank-1 Box."""
+    """ValueError, naming the space, unless it is Discrete, rank-1 MultiDiscrete or a bounded
+    rank-1 float Box (the spaces the policy-gradient agents' distributions cover)."""
     if isinstance(space, gym.spaces.Discrete):
+        return
+    if isinstance(space, gym.spaces.MultiDiscrete):
+        if len(space.shape) != 1:
+            raise ValueError(f"{agent} takes a rank-1 MultiDiscrete action space (one categorical per entry of a "
+                             f"vector), got a MultiDiscrete of shape {space.shape}, nvec {space.nvec.tolist()}")
         return
     if isinstance(space, gym.spaces.Box) and len(space.shape) == 1 and np.issubdtype(space.dtype, np.floating):
         if not (np.all(np.isfinite(space.low)) and np.all(np.isfinite(space.high))):
             raise ValueError(f"{agent} needs a bounded Box action space (its actions are clipped to the bounds), "
                              f"got {space}")
         return
-    raise ValueError(f"{agent} takes a Discrete or a rank-1 float Box action space, got {space}")
+    raise ValueError(f"{agent} takes a Discrete, a rank-1 MultiDiscrete or a rank-1 float Box action space, "
+                     f"got {space}")
 
 
-def clip_to_space(action: Array, space: gym.spaces.Space) -> Array:
-    """A Box action clipped into the space's bounds (what the env receives); other actions as they are."""
-    if not isinstance(space, gym.spaces.Box):
-        return action
-    low, high = np.asarray(space.low, np.float32), np.asarray(space.high, np.float32)
-    return jnp.clip(action, low, high).astype(space.dtype)
+def _start(space: gym.spaces.Space) -> np.ndarray | None:
+    """A Discrete or MultiDiscrete space's `start` (None where it is 0 everywhere, or another space)."""
+    if isinstance(space, (gym.spaces.Discrete, gym.spaces.MultiDiscrete)) and np.any(space.start != 0):
+        return np.asarray(space.start, np.int32)
+    return None
+
+
+def to_env_action(action: Array, space: gym.spaces.Space) -> Array:
+    """What the env receives for a policy's action: a Box's clipped into the space's bounds, a
+    Discrete's or MultiDiscrete's 0-based index shifted by the space's `start`."""
+    if isinstance(space, gym.spaces.Box):
+        low, high = np.asarray(space.low, np.float32), np.asarray(space.high, np.float32)
+        return jnp.clip(action, low, high).astype(space.dtype)
+    start = _start(space)
+    return action if start is None else action + start
+
+
+def from_env_action(action: Array, space: gym.spaces.Space) -> Array:
+    """The policy's 0-based index of a Discrete or MultiDiscrete action the env received (the
+    inverse of `to_env_action` there); other actions as they are."""
+    start = _start(space)
+    return action if start is None else action - start

@@ -114,8 +114,9 @@ def test_config_validation(kwargs, message):
 
 def test_action_spaces_it_cannot_take_are_rejected():
     spec = envs.make_spec("CartPole-v1")
-    spec.action_space = gym.spaces.MultiDiscrete([2, 2])
-    with pytest.raises(ValueError, match="IMPALA takes a Discrete or a rank-1 float Box action space, got Multi"):
+    spec.action_space = gym.spaces.MultiBinary(2)
+    with pytest.raises(ValueError, match="IMPALA takes a Discrete, a rank-1 MultiDiscrete or a rank-1 float Box action "
+                                         "space, got MultiBinary"):
         Impala(spec)
     spec.action_space = gym.spaces.Box(-np.inf, np.inf, (2,), np.float32)
     with pytest.raises(ValueError, match="IMPALA needs a bounded Box action space"):

@@ -293,8 +293,9 @@ def test_config_and_spaces_are_validated():
         with pytest.raises(ValueError, match=message):
             PPOConfig(**kwargs)
     spec = envs.make_spec("CartPole-v1")
-    spec.action_space = gym.spaces.MultiDiscrete([2, 3])
-    with pytest.raises(ValueError, match=r"PPO takes a Discrete or a rank-1 float Box action space, got MultiDiscrete"):
+    spec.action_space = gym.spaces.MultiBinary(3)
+    with pytest.raises(ValueError, match=r"PPO takes a Discrete, a rank-1 MultiDiscrete or a rank-1 float Box action "
+                                         r"space, got MultiBinary"):
         PPO(spec)
     with pytest.raises(ValueError, match="normalize_observations takes vector"):
         PPO(envs.make_spec("FrozenLake-v1"), PPOConfig(normalize_observations=True))

@@ -11,7 +11,7 @@ from absl.testing import parameterized
 
 from sebulba.agents.impala import losses
 from sebulba.agents.impala.vtrace import vtrace, vtrace_td_error_and_advantage
-from sebulba.distributions import DiagGaussian
+from sebulba.distributions import DiagGaussian, MultiCategorical
 
 # A T=3 trajectory used by the hand checks: V(x_0..x_3) = 1, 2, 3, 4; rewards 1, 2, 3; gamma 0.5.
 # One-step TD errors r_s + gamma V(x_{s+1}) - V(x_s):
@@ -348,6 +348,52 @@ class LossesTest(chex.TestCase):
         _close(metrics["pg_loss"], pg, atol=1e-4)
         _close(metrics["baseline_loss"], base, atol=1e-4)
         _close(total, pg + 0.5 * base - 0.01 * np.sum(m * ent), atol=1e-4)
+
+    @chex.variants(with_jit=True, without_jit=True)
+    def test_impala_loss_on_multi_categorical_policies(self):
+        """MultiDiscrete IMPALA: rho is the joint ratio, prod_d pi_d(a_d|x) / mu_d(a_d|x), one
+        categorical per dim (nvec 2, 3: the 2-valued dim's logits padded), clipped once; the
+        numpy reference takes each dim's softmax of its own slice of the flat logits."""
+        rng = np.random.default_rng(7)
+        T, nvec = 6, (2, 3)
+        flat_t = rng.normal(size=(T + 1, 5)).astype(np.float32)
+        flat_b = (flat_t[:T] + rng.normal(0.0, 0.7, (T, 5))).astype(np.float32)
+        actions = np.stack([rng.integers(0, 2, T), rng.integers(0, 3, T)], -1)
+        values = rng.normal(size=T + 1).astype(np.float32)
+        rewards = rng.normal(size=T).astype(np.float32)
+        discounts = np.full(T, 0.9, np.float32)
+        discounts[2] = 0.0
+        mask = np.ones(T, bool)
+        mask[3] = False
+        target = MultiCategorical.from_flat(jnp.asarray(flat_t), nvec)
+        behaviour = MultiCategorical.from_flat(jnp.asarray(flat_b), nvec)
+        kw = dict(lambda_=0.95, baseline_cost=0.5, entropy_cost=0.01)
+        total, metrics, count = self.variant(functools.partial(losses.impala_loss, **kw))(
+            target, behaviour, actions, values, rewards, discounts, mask)
+
+        def log_softmax(x):
+            x = x.astype(np.float64)
+            return x - np.log(np.sum(np.exp(x), -1, keepdims=True))
+
+        def joint(flat):  # (log pi(a) summed over dims, entropy summed over dims) per step
+            logp_dims = [log_softmax(flat[:, :2]), log_softmax(flat[:, 2:])]
+            logp = sum(lp[np.arange(len(flat)), actions[:len(flat), d]] for d, lp in enumerate(logp_dims))
+            return logp, sum(-np.sum(np.exp(lp) * lp, -1) for lp in logp_dims)
+
+        (logp_t, ent), (logp_b, _) = joint(flat_t[:T]), joint(flat_b)
+        rho = np.where(mask, np.exp(logp_t - logp_b), 0.0)
+        self.assertTrue(np.any(rho[mask] > 1.0) and np.any(rho[mask] < 1.0))  # the clip matters
+        targets = ref_vtrace_recursive(values[:-1], values[1:], rewards, discounts, rho, 0.95, 1.0, 1.0)
+        _, adv = ref_pg_advantage(values[:-1], values[1:], rewards, discounts, rho, targets, 1.0)
+        m = mask.astype(np.float64)
+        pg, base = -np.sum(m * logp_t * adv), 0.5 * np.sum(m * (targets - values[:-1]) ** 2)
+        self.assertEqual(float(count), T - 1)
+        _close(metrics["rho"], np.sum(m * rho), atol=1e-5)
+        _close(metrics["rho_clipped"], np.sum(m * (rho > 1.0)))
+        _close(metrics["entropy"], np.sum(m * ent), atol=1e-5)
+        _close(metrics["pg_loss"], pg, atol=1e-5)
+        _close(metrics["baseline_loss"], base, atol=1e-5)
+        _close(total, pg + 0.5 * base - 0.01 * np.sum(m * ent), atol=1e-5)
 
     def test_impala_loss_gradients_are_finite_and_skip_masked_steps(self):
         rng = np.random.default_rng(1)

@@ -28,6 +28,8 @@ class RandomAgent(Agent[tuple, tuple, tuple, jax.Array]):
         space = self.env_spec.action_space
         if isinstance(space, gym.spaces.Discrete):
             sample = lambda k: jax.random.randint(k, (), space.start, space.start + space.n)
+        elif isinstance(space, gym.spaces.MultiDiscrete):
+            sample = lambda k: jax.random.randint(k, space.shape, space.start, space.start + space.nvec)
         else:
             sample = lambda k: jax.random.uniform(k, space.shape, jnp.float32, space.low, space.high)
         return jax.vmap(sample)(keys[:, 1]), keys[:, 0]

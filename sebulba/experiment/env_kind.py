@@ -17,7 +17,8 @@ class EnvKind:
     """`observations`: "atari" (ALE's stacked frames), "image" (another uint8 image), "tabular"
     (a Discrete state: toy-text tasks such as FrozenLake, whose rewards are sparse), "structured"
     (a Dict or Tuple of leaves: MiniGrid, SignalCorridor-v0) or "vector" (a Box of numbers, e.g.
-    classic control). `actions`: "discrete" or "continuous" (a Box)."""
+    classic control). `actions`: "discrete", "multi_discrete" (a MultiDiscrete: one categorical
+    per dimension in IMPALA and PPO) or "continuous" (a Box, or another space)."""
 
     env_id: str
     observations: str
@@ -40,7 +41,12 @@ def env_kind(env_id: str, env_kwargs: Mapping[str, Any] | None = None) -> EnvKin
         observations = "image"
     else:
         observations = "vector"
-    actions = "discrete" if isinstance(act, gym.spaces.Discrete) else "continuous"
+    if isinstance(act, gym.spaces.Discrete):
+        actions = "discrete"
+    elif isinstance(act, gym.spaces.MultiDiscrete):
+        actions = "multi_discrete"
+    else:
+        actions = "continuous"
     return EnvKind(env_id, observations, actions, act, envs.resolve(env_id, (env_kwargs or {}).get("backend"))[0] == "native")
 
 

@@ -175,3 +175,47 @@ def register_structured_envs():
 # Registered on import, for Gymnasium's `module:EnvId` form: envs.make("tests.support.toy_envs:ToyModuleForm-v0").
 if "ToyModuleForm-v0" not in gym.registry:
     gym.register("ToyModuleForm-v0", entry_point=InfoEnv, max_episode_steps=50)
+
+
+class MultiChoiceEnv(gym.Env):
+    """A contextual bandit with MultiDiscrete actions, for learning tests. Each step shows one of
+    `contexts` contexts (one-hot); in context c, action dim d has one right value,
+    start[d] + (c + d) % nvec[d]. The reward is the fraction of dims right, so only a policy right
+    in every dim earns the maximum, 1 per step (`length` per episode); uniform random play earns
+    mean(1 / nvec) per step (0.36 for the default nvec), and a policy right in every dim but the
+    4-valued one 0.75."""
+
+    def __init__(self, nvec=(2, 3, 4), start=None, contexts=4, length=10):
+        self.nvec = np.asarray(nvec, np.int64)
+        self.start = np.zeros_like(self.nvec) if start is None else np.asarray(start, np.int64)
+        self.contexts, self.length = contexts, length
+        self.observation_space = gym.spaces.Box(0.0, 1.0, (contexts,), np.float32)
+        self.action_space = gym.spaces.MultiDiscrete(self.nvec, start=self.start)
+
+    def best(self, context: int) -> np.ndarray:
+        """The action that earns 1 in `context`."""
+        return self.start + (context + np.arange(len(self.nvec))) % self.nvec
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return self._observe(), {}
+
+    def _observe(self):
+        self.context = int(self.np_random.integers(self.contexts))
+        return np.eye(self.contexts, dtype=np.float32)[self.context]
+
+    def step(self, action):
+        action = np.asarray(action)
+        if action.shape != self.nvec.shape or not self.action_space.contains(action.astype(np.int64)):
+            raise ValueError(f"{action!r} is not an action of {self.action_space}")
+        reward = float(np.mean(action == self.best(self.context)))
+        self.t += 1
+        return self._observe(), reward, self.t >= self.length, False, {}
+
+
+# The MultiDiscrete learning task, by Gymnasium's `module:EnvId` form, as a CLI run names it
+# (--env=tests.support.toy_envs:ToyMultiChoice-v0); the Start variant's dims begin at 1, -1 and 5.
+for _name, _kwargs in (("ToyMultiChoice-v0", {}), ("ToyMultiChoiceStart-v0", {"start": (1, -1, 5)})):
+    if _name not in gym.registry:
+        gym.register(_name, entry_point=MultiChoiceEnv, kwargs=_kwargs)

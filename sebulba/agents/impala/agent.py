@@ -1,5 +1,7 @@
 """IMPALA (Espeholt et al. 2018) as a Sebulba agent: on-policy actor-critic whose V-trace
-targets correct for the policy lag between the actors' networks and the learner's."""
+targets correct for the policy lag between the actors' networks and the learner's. Discrete,
+MultiDiscrete (one categorical per dimension: rho is the joint ratio, the product of the
+dimensions') and Box (a Gaussian) actions."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from sebulba.agent import Agent
 from sebulba.agents.impala.config import ImpalaConfig
 from sebulba.agents.impala.losses import impala_loss
 from sebulba.agents.impala.networks import make_network
-from sebulba.distributions import check_action_space, clip_to_space
+from sebulba.distributions import as_distribution, check_action_space, from_env_action, to_env_action
 from sebulba.schedules import linear_decay
 from sebulba.sharding import LEARNER_AXIS
 from sebulba.types import ActorOutput, EnvStep, Metrics, Trajectory
@@ -63,18 +65,18 @@ class Impala(Agent[dict, optax.OptState, Trajectory, jax.Array]):
     def step(self, networks: dict, step_state: jax.Array, env_step: EnvStep) -> tuple[ActorOutput, jax.Array]:
         key, sample = jax.random.split(step_state)
         policy, _ = self.net.apply(networks, env_step.obs)
+        action = as_distribution(policy).sample(sample)
         if self.continuous:  # the env gets the sample clipped to its bounds; the sample is learned
-            action = policy.sample(sample)
             extras = {"policy": policy, "sample": action}
-            return ActorOutput(clip_to_space(action, self.env_spec.action_space), extras), key
-        return ActorOutput(jax.random.categorical(sample, policy), extras=policy), key
+            return ActorOutput(to_env_action(action, self.env_spec.action_space), extras), key
+        # The behaviour policy is recorded: logits [B, A], or a MultiCategorical's [B, D, K].
+        return ActorOutput(to_env_action(action, self.env_spec.action_space), extras=policy), key
 
     def evaluation_step(self, networks: dict, step_state: jax.Array, env_step: EnvStep) -> tuple[jax.Array, jax.Array]:
-        """Greedy: the most likely action, or the Gaussian's mean (clipped to the bounds)."""
+        """Greedy: the most likely action (in each dimension of a MultiDiscrete space), or the
+        Gaussian's mean (clipped to the bounds)."""
         policy, _ = self.net.apply(networks, env_step.obs)
-        if self.continuous:
-            return clip_to_space(policy.mode(), self.env_spec.action_space), step_state
-        return jnp.argmax(policy, -1).astype(jnp.int32), step_state
+        return to_env_action(as_distribution(policy).mode(), self.env_spec.action_space), step_state
 
     def update_experience(self, experience, initial_step_state, final_step_state, trajectory: Trajectory) -> Trajectory:
         return trajectory  # on-policy: each trajectory is learned from once
@@ -91,7 +93,7 @@ class Impala(Agent[dict, optax.OptState, Trajectory, jax.Array]):
         if self.continuous:
             behaviour, actions = experience.extras["policy"], experience.extras["sample"]
         else:
-            behaviour, actions = experience.extras, experience.action
+            behaviour, actions = experience.extras, from_env_action(experience.action, self.env_spec.action_space)
         total, sums, count = jax.vmap(self._loss_fn, in_axes=1)(
             policy, behaviour, actions, values, es.reward[1:] * self.config.reward_scale, discounts, mask
         )

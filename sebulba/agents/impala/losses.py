@@ -34,15 +34,18 @@ Numeric = chex.Numeric
 
 
 def _steps(policy: Policy) -> int:
-    """T of a policy over one trajectory: logits [T, A] or a distribution of [T, ...] leaves."""
+    """T of a policy over one trajectory: logits [T, A] or a distribution of [T, ...] leaves
+    (a Gaussian's [T, D], a MultiCategorical's logits [T, D, K])."""
     leaves = jax.tree.leaves(policy)
-    chex.assert_rank(leaves, 2)
+    chex.assert_rank(leaves, {2, 3})
+    chex.assert_equal_shape_prefix(leaves, 1)
     return leaves[0].shape[0]
 
 
 def policy_gradient_loss(logits_tm1: Policy, a_tm1: Array, adv_tm1: Array, mask_tm1: Array) -> Array:
     """-sum_s mask_s log pi(a_s | x_s) stop_gradient(adv_s). logits [T, A] (or a distribution,
-    e.g. a Gaussian's mean and log std [T, D] with actions [T, D]), the rest [T]."""
+    e.g. a Gaussian's mean and log std [T, D] with actions [T, D], a MultiCategorical's logits
+    [T, D, K] with int actions [T, D]: log pi summed over the D dims), the rest [T]."""
     chex.assert_rank([adv_tm1, mask_tm1], [1, 1])
     chex.assert_equal_shape([adv_tm1, mask_tm1])
     chex.assert_axis_dimension(a_tm1, 0, _steps(logits_tm1))
@@ -89,7 +92,8 @@ def impala_loss(
         observation's, is ignored); or a distribution (`sebulba.distributions`, e.g. a Gaussian's
         mean and log std [T (+ 1), D]) for continuous actions.
       behaviour_logits: [T, A] the acting policy's logits (or distribution), recorded by the actor.
-      actions: [T] int, the actions taken; [T, D] for a Gaussian (the unclipped samples).
+      actions: [T] int, the actions taken; [T, D] for a Gaussian (the unclipped samples) or a
+        MultiCategorical (int, 0-based per dimension).
       values: [T + 1] the learner's values V(x_0..x_T); V(x_T) bootstraps.
       rewards: [T] r_{s+1} (env_step.reward[1:]).
       discounts: [T] gamma * (1 - terminated at x_{s+1}) (the discount is folded in here).
@@ -97,7 +101,9 @@ def impala_loss(
       lambda_, clip_*: v-trace's (see vtrace.py); baseline_cost, entropy_cost: the weights.
 
     rho_s = exp(log pi(a_s|x_s) - log mu(a_s|x_s)) (stop_gradient'ed), set to 0 where the mask is 0,
-    which cuts the trace at episode boundaries (vtrace.py's docstring).
+    which cuts the trace at episode boundaries (vtrace.py's docstring). For a distribution over
+    several dims (Gaussian, MultiCategorical) the log-probs are the joint's, summed over the dims,
+    so rho is the joint ratio, the product of the dims' ratios, clipped once.
 
     Returns:
       (total, metrics, count): total = pg + baseline_cost * baseline + entropy_cost * entropy_loss

@@ -1,4 +1,5 @@
-"""PPO (Schulman et al. 2017) as a Sebulba agent, for discrete and continuous (Box) actions.
+"""PPO (Schulman et al. 2017) as a Sebulba agent, for discrete (Discrete, MultiDiscrete) and
+continuous (Box) actions.
 
 Each cycle: the learner refreshes its running statistics (observations, discounted returns) from
 the trajectory, computes GAE advantages with its current values (`begin_update`, once, as
@@ -26,7 +27,7 @@ from sebulba.agents.ppo.config import PPOConfig
 from sebulba.agents.ppo.gae import episode_gae
 from sebulba.agents.ppo.losses import normalize_advantages, ppo_loss
 from sebulba.agents.ppo.networks import make_network
-from sebulba.distributions import check_action_space, clip_to_space
+from sebulba.distributions import check_action_space, from_env_action, to_env_action
 from sebulba.schedules import linear_decay
 from sebulba.sharding import LEARNER_AXIS
 from sebulba.types import ActorOutput, EnvStep, Metrics, Trajectory
@@ -41,7 +42,7 @@ class Samples(NamedTuple):
     """What the optimizer steps learn from, [T, B, ...]: independent samples once advantages are in."""
 
     obs: jax.Array  # the network's input (normalised with the statistics of this update)
-    action: jax.Array  # the sampled action (for Gaussian policies: before clipping to the bounds)
+    action: jax.Array  # the sampled action (Gaussian: before clipping to the bounds; (Multi)Discrete: 0-based)
     behaviour_log_prob: jax.Array
     advantage: jax.Array
     value: jax.Array  # the value before the update (value clipping)
@@ -107,12 +108,13 @@ class PPO(Agent[dict, optax.OptState, Samples, StepState]):
         ret = jnp.where(env_step.first, 0.0, step_state.discounted_return * self.config.discount + env_step.reward)
         if self.config.scale_rewards:
             extras["discounted_return"] = ret
-        return ActorOutput(clip_to_space(sample, self.env_spec.action_space), extras), StepState(key, ret)
+        return ActorOutput(to_env_action(sample, self.env_spec.action_space), extras), StepState(key, ret)
 
     def evaluation_step(self, networks: dict, step_state: StepState, env_step: EnvStep) -> tuple[jax.Array, StepState]:
-        """Greedy: the most likely action, or the Gaussian's mean (clipped to the bounds)."""
+        """Greedy: the most likely action (in each dimension of a MultiDiscrete space), or the
+        Gaussian's mean (clipped to the bounds)."""
         policy, _ = self.net.apply(networks["params"], self._input(networks, env_step.obs))
-        return clip_to_space(policy.mode(), self.env_spec.action_space), step_state
+        return to_env_action(policy.mode(), self.env_spec.action_space), step_state
 
     # ---------------------------------------------------------------- learning
     def update_experience(self, experience, initial_step_state, final_step_state, trajectory: Trajectory) -> Trajectory:
@@ -135,7 +137,7 @@ class PPO(Agent[dict, optax.OptState, Samples, StepState]):
         values = values.reshape(T + 1, B)
         gae = functools.partial(episode_gae, discount=c.discount, lambda_=c.gae_lambda)
         advantages, valid = jax.vmap(gae, in_axes=1, out_axes=1)(values, rewards, es.terminated, es.truncated)
-        action = traj.extras["sample"] if self.continuous else traj.action
+        action = traj.extras["sample"] if self.continuous else from_env_action(traj.action, self.env_spec.action_space)
         samples = Samples(jax.tree.map(lambda x: x[:-1], obs), action, traj.extras["log_prob"], advantages, values[:-1], advantages + values[:-1],
                           valid)
         return networks, jax.lax.stop_gradient(samples)
