@@ -147,4 +147,7 @@ class MujocoRenderer:
     def close(self) -> None:
         renderer, self._renderer = self._renderer, None
         if renderer is not None:
-            renderer.close()
+            try:
+                renderer.close()
+            except RuntimeError:  # its context is current in another thread (EGL): the process frees it at exit
+                pass
