@@ -115,6 +115,7 @@ RENDER_ONE = ("import os, envs; p = envs.make('Hopper-v5', render_mode='rgb_arra
               "f = p.render(); print(os.environ['MUJOCO_GL'], f.shape, f.std() > 10)")
 
 
+@pytest.mark.slow(seconds=4)
 def test_a_headless_host_renders_without_mujoco_gl():
     """MUJOCO_GL unset and no display: the first headless backend that works is chosen, also when
     mujoco was imported before (its GL module had picked GLFW)."""
@@ -125,6 +126,7 @@ def test_a_headless_host_renders_without_mujoco_gl():
     assert name in gl.HEADLESS and " ".join(rest) == "(1, 48, 64, 3) True", out.stdout
 
 
+@pytest.mark.slow(seconds=5)
 def test_no_working_gl_backend_is_one_line():
     """A MUJOCO_GL that cannot work here (OSMesa under PyOpenGL's EGL platform, on any host), and
     no backend at all: one line naming the variable and what to install, raised at make."""
