@@ -62,7 +62,7 @@ def build(task_id: str, env_type: str, kwargs: dict[str, Any], start: bool) -> t
     if task.config.render_mode is not None:
         raise ValueError(
             f"render_mode={task.config.render_mode!r}: {task_id!r} runs in worker processes, which do not render; "
-            "rendering is built in for the classic-control tasks and Atari games"
+            "rendering is built in for the classic-control tasks, Atari games and MuJoCo v5 tasks"
         )
     if not start:
         return task.config, (task.observation_space, task.action_space, {})

@@ -25,7 +25,7 @@ def _reference_entry_point(task_id: str, backend: str) -> Any:
 
 
 def vector_metadata(task_id: str, backend: str) -> dict[str, Any]:
-    metadata: dict[str, Any] = {"render_modes": ["rgb_array"] if backend in ("native", "atari") else []}
+    metadata: dict[str, Any] = {"render_modes": ["rgb_array"] if backend in ("native", "atari", "mujoco") else []}
     entry_point = _reference_entry_point(task_id, backend)
     try:
         creator = gym.envs.registration.load_env_creator(entry_point) if isinstance(entry_point, str) else entry_point

@@ -7,12 +7,14 @@ evaluation policy on envs of its own.
     python -m experiments.evaluate runs/<run dir> --video cartpole.mp4    # or .gif (pip install -e ".[video]")
 
 Prints the mean, standard deviation, min and max return and the episode lengths, and writes them
-to RUN_DIR/eval.json.
+to RUN_DIR/eval.json; then records the video, if asked, with a progress line (a video that fails is
+one line, exit status 1, and leaves the evaluation written).
 """
 
 from __future__ import annotations
 
 import json
+import sys
 
 import jax
 import numpy as np
@@ -58,20 +60,32 @@ def main(argv: list[str]) -> None:
     with evaluator:
         result = evaluator.run(networks, FLAGS.episodes, jax.random.key(FLAGS.seed))
     summary = result.summary()
-    if video is not None:
-        video_return, video_length = record_video(video, agent, networks, loop["env_id"], env_kwargs, FLAGS.seed,
-                                                  FLAGS.greedy, FLAGS.video_fps)
-        summary.update(video=str(video), video_return=video_return, video_length=video_length)
-        print(f"video of one episode (return {video_return:.1f}, {video_length} steps): {video}")
     out = {"run_dir": str(run.path), "checkpoint": step, "env_id": loop["env_id"], "env_kwargs": env_kwargs,
            "episodes": FLAGS.episodes, "num_envs": num_envs, "seed": FLAGS.seed, "greedy": FLAGS.greedy,
            **summary, "returns": result.returns.tolist(), "lengths": result.lengths.tolist()}
-    (run.path / "eval.json").write_text(json.dumps(out, indent=1) + "\n")
+    eval_json = run.path / "eval.json"
+    eval_json.write_text(json.dumps(out, indent=1) + "\n")
     print(f"{loop['env_id']}, checkpoint {step}, {FLAGS.episodes} episodes ({'greedy' if FLAGS.greedy else 'behaviour'}"
           f" policy): return {summary['eval_return_mean']:.1f} +- {summary['eval_return_std']:.1f} "
           f"(min {summary['eval_return_min']:.1f}, max {summary['eval_return_max']:.1f}), length mean "
           f"{summary['eval_length_mean']:.1f} (min {int(np.min(result.lengths))}, max {int(np.max(result.lengths))}); "
-          f"written to {run.path / 'eval.json'}")
+          f"written to {eval_json}", flush=True)
+    if video is None:
+        return
+    # The evaluation is printed and written: a video that fails costs only the video.
+    try:
+        video_return, video_length = record_video(video, agent, networks, loop["env_id"], env_kwargs, FLAGS.seed,
+                                                  FLAGS.greedy, FLAGS.video_fps)
+    except Exception as e:  # noqa: BLE001 - whatever stops the video, the evaluation stands
+        if FLAGS.debug:
+            raise
+        lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+        print(f"error: no video written ({lines[0] if lines else type(e).__name__}); the evaluation is in {eval_json} "
+              "(--debug shows the traceback)", file=sys.stderr)
+        raise SystemExit(1) from None
+    out.update(video=str(video), video_return=video_return, video_length=video_length)
+    eval_json.write_text(json.dumps(out, indent=1) + "\n")
+    print(f"video of one episode (return {video_return:.1f}, {video_length} steps): {video}")
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from sebulba.agents.r2d2 import R2D2
 from sebulba.experiment.trained import build_agent, open_run, restore_networks
 from sebulba.loop.evaluator import Evaluator
 from tests.support.cli import run_experiment
+from tests.support.mujoco_models import cheap_hopper
 
 RUNS = {  # a short real run of each agent, written with its checkpoint
     "impala": ["--total_env_steps=3000"],
@@ -242,19 +243,82 @@ def test_evaluate_writes_a_video_of_one_episode(runs, tmp_path):
     assert decode(tmp_path / "episode.gif").shape == (length + 1, 400, 600, 3) and ret == length
 
 
-@pytest.mark.slow(seconds=12)
+@pytest.mark.slow(seconds=15)
 def test_video_frames_for_atari_and_worker_process_envs(tmp_path):
-    """Atari: ALE's RGB screens; a Gymnasium env in worker processes: drawn by that env made here."""
+    """Atari: ALE's RGB screens; a Gymnasium env in worker processes: drawn by that env made here
+    (MuJoCo's too, with the OpenGL backend chosen for a headless host)."""
     from sebulba.experiment import video
 
     for env_id, kwargs, shape in [("Pong-v5", {"max_episode_steps": 12}, (210, 160, 3)),
-                                  ("Pendulum-v1", {"backend": "process", "max_episode_steps": 9}, (500, 500, 3))]:
+                                  ("Pendulum-v1", {"backend": "process", "max_episode_steps": 9}, (500, 500, 3)),
+                                  ("Hopper-v5", {"backend": "process", "max_episode_steps": 9, "width": 64, "height": 48,
+                                                 "xml_file": cheap_hopper(tmp_path)}, (48, 64, 3))]:
         agent = Impala(envs.make_spec(env_id, **kwargs))
         networks = agent.init_networks(jax.random.key(0))
         path = tmp_path / f"{env_id}.mp4"
         ret, length = video.record(path, agent, networks, env_id, kwargs, seed=0)
         frames = decode(path)
         assert frames.shape == (length + 1, *shape) and length > 0, (env_id, frames.shape, length)
+
+
+@pytest.fixture(scope="session")
+def hopper_run(tmp_path_factory):
+    """One cycle of `python -m experiments.ppo --env Hopper-v5` (the native MuJoCo pool), checkpointed."""
+    logdir = tmp_path_factory.mktemp("hopper")
+    done = run_experiment("experiments.ppo", "--env=Hopper-v5", "--total_env_steps=2048", f"--logdir={logdir}",
+                          "--noprogress")
+    assert done.returncode == 0, done.stderr[-3000:]
+    (run_dir,) = logdir.iterdir()
+    return run_dir
+
+
+HOPPER = pytest.mark.xdist_group("hopper_run")
+HOPPER_SLOW = pytest.mark.slow(seconds=27)  # the first of them builds the fixture (~10 s)
+
+
+def long_episode(tmp_path):
+    """--env_kwargs of an episode that neither falls nor ends before 120 steps (a video with a
+    progress line at 100 frames), on a hopper cheap to draw without a GPU (the same physics)."""
+    return f"--env_kwargs=terminate_when_unhealthy=False,max_episode_steps=120,xml_file='{cheap_hopper(tmp_path)}'"
+
+
+@HOPPER_SLOW
+@HOPPER
+def test_evaluate_prints_and_writes_the_evaluation_then_records_a_mujoco_video(hopper_run, tmp_path):
+    """The native MuJoCo pool renders itself, headless; the summary and eval.json come before the
+    video, which shows its progress."""
+    run = tmp_path / "run"
+    shutil.copytree(hopper_run, run)
+    path = tmp_path / "hopper.mp4"
+    out = run_experiment("experiments.evaluate", str(run), "--episodes=2", long_episode(tmp_path), f"--video={path}")
+    assert out.returncode == 0, out.stderr[-3000:]
+    report = json.loads((run / "eval.json").read_text())
+    summary, video_line = out.stdout.strip().splitlines()
+    assert summary.startswith("Hopper-v5, checkpoint") and "eval.json" in summary
+    assert video_line == f"video of one episode (return {report['video_return']:.1f}, 120 steps): {path}"
+    assert "video: 100 frames of at most 121, return" in out.stderr, out.stderr[-2000:]
+    assert report["episodes"] == 2 and report["video_length"] == 120 and report["video"] == str(path)
+    frames = decode(path)
+    assert frames.shape == (121, 480, 480, 3) and frames.std() > 10
+
+
+@HOPPER_SLOW
+@HOPPER
+def test_a_video_that_fails_keeps_the_evaluation(hopper_run, tmp_path):
+    """No OpenGL backend that works (MUJOCO_GL=osmesa under PyOpenGL's EGL platform): the
+    evaluation is printed and written, then one line says why there is no video; exit status 1."""
+    run = tmp_path / "run"
+    shutil.copytree(hopper_run, run)
+    path = tmp_path / "hopper.gif"
+    out = run_experiment("experiments.evaluate", str(run), "--episodes=2", long_episode(tmp_path), f"--video={path}",
+                         env={"MUJOCO_GL": "osmesa", "PYOPENGL_PLATFORM": "egl"})
+    lines = [line for line in out.stderr.splitlines() if line.strip()]
+    assert out.returncode == 1 and len(lines) == 1, out.stderr[-3000:]
+    assert lines[0].startswith("error: no video written (MuJoCo cannot render with MUJOCO_GL=osmesa (")
+    assert f"the evaluation is in {run / 'eval.json'}" in lines[0]
+    assert out.stdout.startswith("Hopper-v5, checkpoint") and not path.exists()
+    report = json.loads((run / "eval.json").read_text())
+    assert report["episodes"] == 2 and "video" not in report
 
 
 def test_video_input_is_checked_before_anything_runs(tmp_path, monkeypatch):

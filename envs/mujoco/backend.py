@@ -6,7 +6,8 @@ and copy the fields the task reads into batched arrays; the task's numpy (envs/m
 then makes observations, rewards, termination and info for the whole batch. A send starts the
 kernel and returns: the physics runs while the caller computes its next actions, and `collect`
 waits for it. Resets draw each env's noise from its own generator (env i seeded seed + i), as
-the Gymnasium env draws it.
+the Gymnasium env draws it. With render_mode="rgb_array", envs/mujoco/render.py draws each env's
+MjData between steps.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import numpy as np
 
 from envs.config import PoolConfig
 from envs.episodes import EpisodeBook
+from envs.mujoco.render import MujocoRenderer, check_render_kwargs
 from envs.mujoco.tasks import RENDER_KWARGS, TASKS, Task
 from envs.ready import Batch, Chunk
 
@@ -88,6 +90,7 @@ class MujocoTask:
     observation_space: gym.spaces.Box
     action_space: gym.spaces.Box
     extra_info: dict[str, np.dtype]
+    camera_id: int | None  # the camera camera_id / camera_name picked (None: the task's own)
 
 
 def _check_kwargs(task_id: str, kw: dict[str, Any], defaults: dict[str, Any]) -> None:
@@ -118,12 +121,10 @@ def configure(task_id: str, env_type: str, kwargs: dict[str, Any]) -> MujocoTask
     task_cls = TASKS[task_id]
     config = PoolConfig.create(task_id, env_type, "mujoco", task_cls.max_episode_steps, kwargs,
                                {**task_cls.defaults, **RENDER_KWARGS})
-    if config.render_mode is not None:
-        raise ValueError(f"render_mode={config.render_mode!r}: the native MuJoCo pool does not render; pass "
-                         f"backend='process' to render {task_id} with Gymnasium's own env")
     kw = dict(config.task_kwargs)
     _check_kwargs(task_id, kw, task_cls.defaults)
     model = load_model(kw["xml_file"])
+    camera_id = check_render_kwargs(task_id, kw, model)
     if "main_body" in kw:
         try:
             model.body(kw["main_body"])
@@ -138,7 +139,7 @@ def configure(task_id: str, env_type: str, kwargs: dict[str, Any]) -> MujocoTask
     # Humanoid's tendon_length and tendon_velocity have a value per tendon: a subarray dtype
     info = {k: np.dtype((np.float64, (model.ntendon,))) if k in task_cls.vector_info else np.dtype(np.float64)
             for k in task_cls.info_keys}
-    return MujocoTask(config, task_cls, model, probe.observation_space(), action_space, info)
+    return MujocoTask(config, task_cls, model, probe.observation_space(), action_space, info, camera_id)
 
 
 class _Job:
@@ -179,6 +180,9 @@ class MujocoBackend:
         self.task = task.task_cls(kw, model, self._datas[0].qpos.copy(), self._datas[0].qvel.copy())
         self._rngs = [np.random.default_rng(config.seed + i) for i in range(n)]
         self._book = EpisodeBook(n, config.max_episode_steps)
+        self._renderer = None  # before the kernel's threads start: a GL backend that fails leaves nothing running
+        if config.render_mode is not None:
+            self._renderer = MujocoRenderer(config.task_id, model, kw, task.camera_id, task.task_cls.tracks)
         fields = self.task.fields
         self._sizes = [getattr(self._datas[0], f).size for f in fields]
         # each env's last value of the fields its next step reads as "before"
@@ -326,11 +330,20 @@ class MujocoBackend:
             mujoco.mj_setState(self._model, d, row, spec)
         self._last, self._rngs, self._book = copy.deepcopy(last), copy.deepcopy(rngs), copy.deepcopy(book)
 
+    def render(self, ids: np.ndarray) -> np.ndarray:
+        """Frames of envs ids as they are now (MuJoCo's renderer, envs/mujoco/render.py)."""
+        if self._job is not None and np.isin(ids, self._job.ids).any():
+            raise RuntimeError("render() of envs whose step is in flight: recv() their results first")
+        return self._renderer.frames(self._datas, ids)
+
     def gather(self, ids: np.ndarray) -> Batch:
         raise AssertionError("MuJoCo chunks always carry their batch")
 
     def close(self) -> None:
         self._queued = []
+        renderer, self._renderer = getattr(self, "_renderer", None), None
+        if renderer is not None:
+            renderer.close()
         pool, self._pool = getattr(self, "_pool", None), None
         if pool:
             self._lib.mjp_destroy(pool)  # waits for a job in flight

@@ -14,8 +14,8 @@ from typing import Any, ClassVar
 import gymnasium as gym
 import numpy as np
 
-# MujocoEnv's rendering kwargs: accepted as Gymnasium accepts them, used only by rendering, which
-# this backend does not do (render_mode is refused when the pool is built).
+# MujocoEnv's rendering kwargs, used by render_mode="rgb_array" (envs/mujoco/render.py). A
+# default_camera_config of None stands for the Gymnasium env's own; {} for none.
 RENDER_KWARGS: dict[str, Any] = {
     "default_camera_config": None, "width": 480, "height": 480, "camera_id": None, "camera_name": None,
     "max_geom": 1000, "visual_options": {},
@@ -42,6 +42,7 @@ class Task:
     normal_qvel_noise: ClassVar[bool] = False  # reset qvel noise: scale * standard_normal, else uniform
     info_keys: ClassVar[tuple[str, ...]]
     vector_info: ClassVar[tuple[str, ...]] = ()  # info keys with a row per env (the others: a number)
+    tracks: ClassVar[bool] = False  # the body runs away: the camera follows it (envs/mujoco/render.py)
 
     def __init__(self, kw: dict[str, Any], model: Any, init_qpos: np.ndarray, init_qvel: np.ndarray):
         self.kw = kw
@@ -91,6 +92,7 @@ class Task:
 
 class HalfCheetah(Task):
     task_id = "HalfCheetah-v5"
+    tracks = True
     defaults = {"xml_file": "half_cheetah.xml", "frame_skip": 5, "forward_reward_weight": 1.0, "ctrl_cost_weight": 0.1,
                 "reset_noise_scale": 0.1, "exclude_current_positions_from_observation": True}
     normal_qvel_noise = True
@@ -109,6 +111,7 @@ class HalfCheetah(Task):
 
 class Hopper(Task):
     task_id = "Hopper-v5"
+    tracks = True
     defaults = {"xml_file": "hopper.xml", "frame_skip": 4, "forward_reward_weight": 1.0, "ctrl_cost_weight": 1e-3,
                 "healthy_reward": 1.0, "terminate_when_unhealthy": True, "healthy_state_range": (-100.0, 100.0),
                 "healthy_z_range": (0.7, float("inf")), "healthy_angle_range": (-0.2, 0.2), "reset_noise_scale": 5e-3,
@@ -165,6 +168,7 @@ class Walker2d(Hopper):
 
 class Swimmer(Task):
     task_id = "Swimmer-v5"
+    tracks = True
     defaults = {"xml_file": "swimmer.xml", "frame_skip": 4, "forward_reward_weight": 1.0, "ctrl_cost_weight": 1e-4,
                 "reset_noise_scale": 0.1, "exclude_current_positions_from_observation": True}
     skipped_positions = 2

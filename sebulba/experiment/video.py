@@ -1,24 +1,29 @@
 """Videos of a trained agent: MP4 (imageio's ffmpeg plugin, which ships its own ffmpeg binary) or
-GIF (pillow), frames annotated with the step and the return so far. Frames come from the env
-pool's `render` (`render_mode="rgb_array"`): the built-in classic-control tasks are drawn by
-Gymnasium's own renderer (pygame), Atari games are ALE's RGB screens; a Gymnasium env that runs
-in worker processes (which do not render) is rendered by that env made in this process, whose
-observations are the pool's.
+GIF (pillow), frames annotated with the step and the return so far, written as they come with a
+progress line. Frames come from the env pool's `render` (`render_mode="rgb_array"`): the built-in
+classic-control tasks are drawn by Gymnasium's own renderer (pygame), Atari games are ALE's RGB
+screens, MuJoCo tasks MuJoCo's renderer (headless: envs/mujoco/gl.py chooses EGL or OSMesa); a
+Gymnasium env that runs in worker processes (which do not render) is rendered by that env made in
+this process, whose observations are the pool's.
 """
 
 from __future__ import annotations
 
 import os
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import gymnasium as gym
 import jax
 import numpy as np
 
 import envs
+from envs.mujoco import gl
 from sebulba.agent import Agent
+from sebulba.experiment.progress import _isatty
 from sebulba.loop.evaluator import acting
 from sebulba.types import EnvStep
 
@@ -58,21 +63,34 @@ def annotate(frame: np.ndarray, step: int, episode_return: float) -> np.ndarray:
     return np.asarray(image)
 
 
-def _frames_of(env_id: str, env_kwargs: dict[str, Any], seed: int) -> tuple[Any, str]:
+def _is_mujoco(env: gym.Env) -> bool:
+    module = sys.modules.get("gymnasium.envs.mujoco.mujoco_env")  # loaded if env is one
+    return module is not None and isinstance(env.unwrapped, module.MujocoEnv)
+
+
+def _frames_of(env_id: str, env_kwargs: dict[str, Any], seed: int) -> tuple[Any, str, int | None]:
     """A one-env source of observations and frames: a rendering pool, or (worker-process tasks)
-    Gymnasium's env itself. Returns (source, "pool" | "gym")."""
+    Gymnasium's env itself. Returns (source, "pool" | "gym", its episode step limit or None)."""
     backend, _ = envs.resolve(env_id, env_kwargs.get("backend"))
     if backend == "process":
         kwargs = {k: v for k, v in env_kwargs.items() if k not in ("backend", "num_threads")}
-        return gym.make(env_id, render_mode="rgb_array", **kwargs), "gym"
-    return envs.make(env_id, num_envs=1, seed=seed, render_mode="rgb_array", **env_kwargs), "pool"
+        env = gym.make(env_id, render_mode="rgb_array", **kwargs)
+        if _is_mujoco(env):
+            try:
+                gl.choose()  # before its first frame: Gymnasium reads MUJOCO_GL then
+            except Exception:
+                env.close()
+                raise
+        return env, "gym", env.spec.max_episode_steps if env.spec is not None else None
+    pool = envs.make(env_id, num_envs=1, seed=seed, render_mode="rgb_array", **env_kwargs)
+    return pool, "pool", pool.config["max_episode_steps"]
 
 
-def play(agent: Agent, networks: Any, env_id: str, env_kwargs: dict[str, Any], seed: int, greedy: bool = True
+def play(source: Any, kind: str, agent: Agent, networks: Any, seed: int, greedy: bool = True
          ) -> Iterator[tuple[np.ndarray, int, float, bool]]:
-    """One episode with the agent's evaluation policy (or behaviour policy): yields (frame, step,
-    return so far, done) from the reset frame to the last."""
-    source, kind = _frames_of(env_id, dict(env_kwargs), seed)
+    """One episode on a source of `_frames_of` with the agent's evaluation policy (or behaviour
+    policy): yields (frame, step, return so far, done) from the reset frame to the last; closes
+    the source when done."""
     policy = acting(agent, greedy)
     try:
         if kind == "pool":
@@ -104,27 +122,95 @@ def play(agent: Agent, networks: Any, env_id: str, env_kwargs: dict[str, Any], s
         source.close()
 
 
-def write_video(path: Path, frames: list[np.ndarray], fps: int = 30) -> None:
-    """MP4 (H.264) or GIF by the path's suffix. Frames are padded to even sizes (H.264 needs them)."""
-    import imageio.v2 as imageio
+class VideoWriter:
+    """Frames to an MP4 (H.264) or a GIF, by the path's suffix, as they come. Frames are padded to
+    even sizes (H.264 needs them). A GIF keeps each frame as 8-bit palette colours (pillow's fast
+    octree, a third of the RGB frame) until `close` writes them all (pillow writes a GIF at once)."""
 
-    h, w = frames[0].shape[:2]
-    pad = ((0, h % 2), (0, w % 2), (0, 0))
-    frames = [np.pad(f, pad) for f in frames] if (h % 2 or w % 2) else frames
-    if path.suffix.lower() == ".gif":
-        imageio.mimsave(path, frames, duration=1000 / fps, loop=0)
-        return
-    with imageio.get_writer(path, fps=fps, codec="libx264", macro_block_size=1, quality=7,
-                            ffmpeg_log_level="error") as writer:
-        for f in frames:
-            writer.append_data(f)
+    def __init__(self, path: Path, fps: int = 30):
+        self.path, self.fps = Path(path), fps
+        self.gif = self.path.suffix.lower() == ".gif"
+        self._frames: list[Any] = []
+        self._mp4: Any = None
+        self.count = 0
+
+    def append(self, frame: np.ndarray) -> None:
+        h, w = frame.shape[:2]
+        if h % 2 or w % 2:
+            frame = np.pad(frame, ((0, h % 2), (0, w % 2), (0, 0)))
+        self.count += 1
+        if self.gif:
+            from PIL import Image
+
+            self._frames.append(Image.fromarray(frame).quantize(method=Image.Quantize.FASTOCTREE))
+            return
+        if self._mp4 is None:
+            import imageio.v2 as imageio
+
+            self._mp4 = imageio.get_writer(self.path, fps=self.fps, codec="libx264", macro_block_size=1, quality=7,
+                                           ffmpeg_log_level="error")
+        self._mp4.append_data(frame)
+
+    def close(self, keep: bool = True) -> None:
+        """Finish the file (a GIF is written now); keep=False: remove what was written."""
+        if self._mp4 is not None:
+            self._mp4.close()
+            self._mp4 = None
+        frames, self._frames = self._frames, []
+        if keep and frames:
+            frames[0].save(self.path, save_all=True, append_images=frames[1:], duration=1000 / self.fps, loop=0)
+        elif not keep:
+            self.path.unlink(missing_ok=True)
+
+
+class FrameProgress:
+    """Progress of a video being recorded: a tqdm bar of frames on a terminal, elsewhere (a log, a
+    pipe) a line every `every` frames, as the training progress line does (progress.py)."""
+
+    def __init__(self, total: int | None, file: IO | None = None, every: int = 100, desc: str = "video"):
+        self.file = file if file is not None else sys.stderr
+        self.total, self.every, self.desc = total, every, desc
+        self._start = time.monotonic()
+        self._bar: Any = None
+        if _isatty(self.file):
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=total, desc=desc, file=self.file, unit=" frames", dynamic_ncols=True,
+                             mininterval=0.5)
+
+    def update(self, frames: int, episode_return: float) -> None:
+        if self._bar is not None:
+            self._bar.set_postfix_str(f"return {episode_return:.1f}", refresh=False)
+            self._bar.update(frames - self._bar.n)
+            return
+        if frames % self.every == 0:
+            of = f" of at most {self.total:,}" if self.total else ""
+            elapsed = time.monotonic() - self._start
+            print(f"{self.desc}: {frames:,} frames{of}, return {episode_return:.1f} [{elapsed:.0f} s]", file=self.file,
+                  flush=True)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
 
 
 def record(path: Path, agent: Agent, networks: Any, env_id: str, env_kwargs: dict[str, Any], seed: int,
-           greedy: bool = True, fps: int = 30) -> tuple[float, int]:
-    """Write a video of one episode to path; returns its (return, length)."""
-    frames, total, t = [], 0.0, 0
-    for frame, t, total, _ in play(agent, networks, env_id, env_kwargs, seed, greedy):
-        frames.append(annotate(np.asarray(frame, np.uint8), t, total))
-    write_video(path, frames, fps)
+           greedy: bool = True, fps: int = 30, progress: IO | None = None) -> tuple[float, int]:
+    """Write a video of one episode to path, with progress on `progress` (stderr by default);
+    returns its (return, length)."""
+    writer = VideoWriter(path, fps)
+    source, kind, limit = _frames_of(env_id, dict(env_kwargs), seed)
+    bar = FrameProgress(None if limit is None else limit + 1, progress)
+    episode = play(source, kind, agent, networks, seed, greedy)
+    total, t, done = 0.0, 0, False
+    try:
+        for frame, t, total, _ in episode:
+            writer.append(annotate(np.asarray(frame, np.uint8), t, total))
+            bar.update(writer.count, total)
+        done = True
+    finally:
+        episode.close()  # closes the source
+        bar.close()
+        writer.close(keep=done)  # no half-written video
     return total, t

@@ -24,8 +24,11 @@ def child_env(**overrides: str) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": path, **overrides}
 
 
-def run_experiment(module: str, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
-    env = child_env(XLA_FLAGS="", JAX_COMPILATION_CACHE_DIR=str(JAX_CACHE), JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
+def run_experiment(module: str, *args: str, timeout: float = 900, env: dict[str, str] | None = None
+                   ) -> subprocess.CompletedProcess:
+    """`python -m module *args` in a child process; `env`: variables set for it (e.g. MUJOCO_GL)."""
+    env = child_env(XLA_FLAGS="", JAX_COMPILATION_CACHE_DIR=str(JAX_CACHE),
+                    JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0", **(env or {}))
     return subprocess.run([sys.executable, "-m", module, *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=timeout)
 
