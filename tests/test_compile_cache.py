@@ -21,12 +21,10 @@ def run(tmp_path, *flags: str) -> tuple[subprocess.CompletedProcess, list]:
     return out, sorted(p.name for p in folder.iterdir()) if folder.exists() else []
 
 
-@pytest.mark.slow(seconds=20)
-def test_a_run_fills_the_cache_a_second_run_reuses_it_and_the_flag_turns_it_off(tmp_path):
-    first, cached = run(tmp_path)
+@pytest.mark.slow(seconds=14)
+def test_a_run_fills_the_cache_and_the_flag_turns_it_off(tmp_path):
+    first, cached = run(tmp_path / "on")
     assert len(cached) >= 2, cached  # at least the act and the update
     assert "the first learner update is done, " in first.stderr and "act and update compiled in " in first.stderr
-    second, again = run(tmp_path)
-    assert again == cached  # every program was found, none compiled anew
     _, none = run(tmp_path / "off", "--nocompilation_cache")
     assert none == [] and not (tmp_path / "off" / "cache" / "sebulba").exists()

@@ -25,7 +25,7 @@ def test_the_readme_custom_agent_example_runs_with_the_entry_points_outputs(tmp_
                          text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     (run_dir,) = (tmp_path / "runs").iterdir()
-    assert run_dir.name in out.stdout and re.search(r"env steps [\d,]+/20,000", out.stderr)  # its print, the progress line
+    assert run_dir.name in out.stdout and re.search(r"env steps [\d,]+(/20,000| \(the 20,000 budget reached\))", out.stderr)  # its print, the progress line
     for name in ("flags.json", "config.json", "metrics.csv", "learning_curve.png", "log.txt"):
         assert (run_dir / name).is_file(), name
     assert any(p.name.startswith("events.out.tfevents") for p in run_dir.iterdir())
