@@ -147,21 +147,5 @@ def test_learning_bar_cartpole(tmp_path):
     assert float(last["episode_return_mean"]) >= 400, last
 
 
-@pytest.mark.slow(seconds=270)
-@pytest.mark.timeout(900)
-def test_learning_bar_memory(tmp_path):
-    """The memory task: `python -m experiments.r2d2 --env CartPoleNoVelocity-v1` (velocities
-    hidden) with the LSTM core reaches >= 3x the mean return of the same run with `--core mlp`,
-    same preset and 500k-step budget, seed 0 (about 5 minutes for the two runs on 2 CPU cores)."""
-    returns = {}
-    for core in ("lstm", "mlp"):
-        logdir = tmp_path / core
-        out = run_experiment("experiments.r2d2", "--env=CartPoleNoVelocity-v1", f"--core={core}", "--seed=0",
-                             f"--logdir={logdir}", "--noprogress")
-        assert out.returncode == 0, out.stderr[-3000:]
-        _, last = last_metrics(logdir)
-        assert int(last["env_steps"]) >= 500_000
-        returns[core] = float(last["episode_return_mean"])
-    lstm, mlp = returns["lstm"], returns["mlp"]
-    assert lstm >= 3 * mlp, (f"memory bar missed: LSTM {lstm:.1f} vs MLP {mlp:.1f} = {lstm / max(mlp, 1e-9):.2f}x "
-                             "(need >= 3x; mean return over the last 20 episodes)")
+# The memory bar (LSTM >= 3x MLP on CartPoleNoVelocity-v1, 500k steps each: about 5 minutes on 2 cores) is
+# benchmarks/bench_r2d2.py's, over seeds 0-2 (BENCHMARKS.md): the suite must stay under 20 minutes.
