@@ -21,7 +21,7 @@ def run(tmp_path, *flags: str) -> tuple[subprocess.CompletedProcess, list]:
     return out, sorted(p.name for p in folder.iterdir()) if folder.exists() else []
 
 
-@pytest.mark.slow(seconds=14)
+@pytest.mark.slow(seconds=34)
 def test_a_run_fills_the_cache_and_the_flag_turns_it_off(tmp_path):
     first, cached = run(tmp_path / "on")
     assert len(cached) >= 2, cached  # at least the act and the update
