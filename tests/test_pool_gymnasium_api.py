@@ -13,10 +13,10 @@ import pickle
 import gymnasium as gym
 import numpy as np
 import pytest
-from gymnasium.wrappers.utils import RunningMeanStd
 from gymnasium.wrappers.vector import ClipAction, NormalizeObservation, RecordEpisodeStatistics, TransformObservation
 
 import envs
+from tests.support.pool_checks import normalized_beside_raw
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -241,17 +241,9 @@ def test_normalize_observation_on_a_pool():
     pool gives the raw ones), and its output is (raw - mean) / std at each step."""
     n = 4
     env = NormalizeObservation(envs.make("CartPole-v1", num_envs=n, seed=4))
-    rms = RunningMeanStd(shape=(4,), dtype=np.float32)
     with envs.make("CartPole-v1", num_envs=n, seed=4) as twin:
-        obs, _ = env.reset(seed=4)  # Gymnasium's call that raised TypeError on the pool (issue 36)
-        raw, _ = twin.reset()
-        seen = [raw]
-        for action in random_actions(twin.action_space, n, 200, seed=5):
-            rms.update(raw)
-            np.testing.assert_allclose(obs, (raw - rms.mean) / np.sqrt(rms.var + 1e-8), rtol=1e-5, atol=1e-5)
-            obs = env.step(action)[0]
-            raw = twin.step(action)[0]
-            seen.append(raw)
+        # reset(seed=4): Gymnasium's call that raised TypeError on the pool (issue 36)
+        seen, _ = normalized_beside_raw(env, twin, random_actions(twin.action_space, n, 200, seed=5), seed=4)
     everything = np.concatenate(seen)
     np.testing.assert_allclose(env.obs_rms.mean, everything.mean(0), rtol=1e-3, atol=1e-5)
     np.testing.assert_allclose(env.obs_rms.var, everything.var(0), rtol=1e-3)

@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
-from gymnasium.wrappers.utils import RunningMeanStd
 from gymnasium.wrappers.vector import ClipAction, DictInfoToList, NormalizeObservation, RecordEpisodeStatistics
 
 import envs
 from envs.vector import GYMNASIUM_VECTOR_ENTRY_POINTS, VectorEnvPool
 from tests.support import toy_envs
+from tests.support.pool_checks import normalized_beside_raw
 
 toy_envs.register_info_envs()
 pytestmark = pytest.mark.timeout(120)
@@ -238,17 +238,8 @@ def test_record_episode_statistics(task_id, steps):
 def test_normalize_observation():
     n = 4
     env = NormalizeObservation(envs.make_vector_env("CartPole-v1", n, seed=4))
-    rms = RunningMeanStd(shape=(4,), dtype=np.float32)
     with envs.make("CartPole-v1", num_envs=n, seed=4) as pool:
-        obs, _ = env.reset()
-        raw, _ = pool.reset()
-        seen = [obs]
-        for action in random_actions(pool.action_space, n, 200, seed=5):
-            rms.update(raw)
-            np.testing.assert_allclose(obs, (raw - rms.mean) / np.sqrt(rms.var + 1e-8), rtol=1e-5, atol=1e-5)
-            obs = env.step(action)[0]
-            raw = pool.step(action)[0]
-            seen.append(obs)
+        _, seen = normalized_beside_raw(env, pool, random_actions(pool.action_space, n, 200, seed=5))
     assert env.obs_rms.count == pytest.approx(1e-4 + n * 201)
     late = np.concatenate(seen[100:])
     assert np.abs(late.mean(0)).max() < 0.5 and np.all((late.std(0) > 0.5) & (late.std(0) < 2))

@@ -30,3 +30,23 @@ def assert_async_matches_sync(
             t[ids] += 1
     for i in range(n):
         np.testing.assert_array_equal(np.stack(traj[i][: steps + 1]), sync[i])
+
+
+def normalized_beside_raw(env, twin, actions: list, **reset_kwargs) -> tuple[list, list]:
+    """Step a NormalizeObservation-wrapped `env` and a raw `twin` pool (same task and seed) with the
+    same actions, checking at each step that env's observation is (raw - mean) / std over the raw
+    ones so far; every raw observation and every normalised one, the resets' included."""
+    from gymnasium.wrappers.utils import RunningMeanStd
+
+    rms = RunningMeanStd(shape=twin.observation_space.shape, dtype=np.float32)
+    obs, _ = env.reset(**reset_kwargs)
+    raw, _ = twin.reset()
+    raws, outs = [raw], [obs]
+    for action in actions:
+        rms.update(raw)
+        np.testing.assert_allclose(obs, (raw - rms.mean) / np.sqrt(rms.var + 1e-8), rtol=1e-5, atol=1e-5)
+        obs = env.step(action)[0]
+        raw = twin.step(action)[0]
+        raws.append(raw)
+        outs.append(obs)
+    return raws, outs
