@@ -1,0 +1,134 @@
+"""JAX-native envs behind the pool's contract: a suite's env is a `RawJaxEnv` (one env, pure
+functions, no auto-reset); `JaxEnv` batches it and applies the contract every backend of the pool
+keeps (DESIGN.md "Flags"), so agents' masks are the same in both loops:
+
+- next-step auto-reset: the step after one that ended an episode resets that env instead (the
+  action is discarded, reward 0, `first`, elapsed 0);
+- `terminated` and `truncated` apart, never both: the time limit (`max_episode_steps`) and a
+  suite's own cut truncate, and a terminal state on the limit's step is `terminated` only;
+- env i of a batch is keyed `fold_in(key, first_index + i)`, so its stream does not depend on how
+  the batch is split over devices.
+
+Everything is pure and jittable: the Anakin loop (`sebulba/loop/anakin.py`) scans `JaxEnv.step`
+inside its program; the pool's JAX backend jits it on the host's default device.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple, Protocol
+
+import gymnasium as gym
+import jax
+import jax.numpy as jnp
+
+
+
+class RawJaxEnv(Protocol):
+    """One env of a JAX suite, unbatched, with no auto-reset and no time limit of its own (the
+    adapter applies `max_episode_steps`). Its RNG key, if it needs one to step, lives in its
+    state. Spaces are one env's Gymnasium spaces, images channel-first."""
+
+    task_id: str  # SUITE/ID, e.g. "gymnax/CartPole-v1"
+    observation_space: gym.spaces.Space
+    action_space: gym.spaces.Space
+    max_episode_steps: int | None  # the suite's time limit (None: none)
+
+    def reset(self, key: jax.Array) -> tuple[Any, Any]:
+        """(state, obs) of a new episode."""
+
+    def step(self, state: Any, action: jax.Array) -> tuple[Any, Any, jax.Array, jax.Array, jax.Array]:
+        """(state, obs, reward f32, terminated bool, truncated bool): truncated for a cut the
+        suite makes itself besides the time limit (else False)."""
+
+
+class Step(NamedTuple):
+    """What a batch of envs returned (leading axis B); the same fields as the agents' `Step`
+    (`sebulba.types`), which the loops build from it: `first` marks an observation that starts
+    an episode."""
+
+    obs: Any
+    reward: jax.Array  # float32 [B]
+    terminated: jax.Array  # bool [B]
+    truncated: jax.Array  # bool [B]
+    first: jax.Array  # bool [B]
+
+
+class Lanes(NamedTuple):
+    """The batch's env state between steps (every leaf [B, ...], plain arrays: shardable along
+    B, donatable and checkpointable)."""
+
+    state: Any  # the raw env states
+    key: jax.Array  # uint32 key data [B, ...]: each env's key for its next reset
+    elapsed: jax.Array  # int32 [B]: steps since the episode's reset (EnvPool's elapsed_step)
+    done: jax.Array  # bool [B]: the last step ended the episode; the next step resets the env
+
+
+def _tree_where(mask: jax.Array, a: Any, b: Any) -> Any:
+    def pick(x, y):
+        return jnp.where(mask.reshape(mask.shape + (1,) * (x.ndim - mask.ndim)), x, y)
+
+    return jax.tree.map(pick, a, b)
+
+
+class JaxEnv:
+    """A batch of a RawJaxEnv's envs with the pool's contract (see the module docstring)."""
+
+    def __init__(self, raw: RawJaxEnv, max_episode_steps: int | None = None):
+        limit = raw.max_episode_steps if max_episode_steps is None else max_episode_steps
+        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+            raise ValueError(f"max_episode_steps must be a positive int or None, got {limit!r}")
+        self.raw = raw
+        self.max_episode_steps = limit
+
+    @property
+    def task_id(self) -> str:
+        return self.raw.task_id
+
+    @property
+    def observation_space(self) -> gym.spaces.Space:
+        return self.raw.observation_space
+
+    @property
+    def action_space(self) -> gym.spaces.Space:
+        return self.raw.action_space
+
+    def _reset_keys(self, key_data: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """(keys for this reset, key data for the next one), per env."""
+        pairs = jax.vmap(lambda k: jax.random.split(jax.random.wrap_key_data(k)))(key_data)
+        return pairs[:, 0], jax.random.key_data(pairs[:, 1])
+
+    def reset(self, key: jax.Array, num_envs: int, first_index: int | jax.Array = 0) -> tuple[Lanes, Step]:
+        """Envs first_index .. first_index + num_envs - 1 of a batch keyed by `key` (typed), each
+        at the start of an episode."""
+        index = first_index + jnp.arange(num_envs)
+        key_data = jax.vmap(lambda i: jax.random.key_data(jax.random.fold_in(key, i)))(index)
+        now, later = self._reset_keys(key_data)
+        state, obs = jax.vmap(self.raw.reset)(now)
+        false = jnp.zeros(num_envs, bool)
+        lanes = Lanes(state, later, jnp.zeros(num_envs, jnp.int32), false)
+        return lanes, Step(obs, jnp.zeros(num_envs, jnp.float32), false, false, jnp.ones(num_envs, bool))
+
+    def step(self, lanes: Lanes, action: jax.Array) -> tuple[Lanes, Step]:
+        """One step of every env: those whose last step ended an episode reset instead."""
+        state, obs, reward, terminated, truncated = jax.vmap(self.raw.step)(lanes.state, action)
+        reward = reward.astype(jnp.float32)
+        terminated = terminated.astype(bool)
+        elapsed = lanes.elapsed + 1
+        cut = truncated.astype(bool)
+        if self.max_episode_steps is not None:
+            cut = cut | (elapsed >= self.max_episode_steps)
+        truncated = cut & ~terminated
+        stepped = (state, obs, lanes.key)
+
+        def with_resets(stepped):
+            now, later = self._reset_keys(lanes.key)
+            new_state, new_obs = jax.vmap(self.raw.reset)(now)
+            return _tree_where(lanes.done, (new_state, new_obs, later), stepped)
+
+        # A reset is computed only in steps where some env resets (a select of both otherwise).
+        state, obs, key = jax.lax.cond(jnp.any(lanes.done), with_resets, lambda s: s, stepped)
+        first = lanes.done
+        reward = jnp.where(first, 0.0, reward)
+        terminated, truncated = terminated & ~first, truncated & ~first
+        lanes = Lanes(state, key, jnp.where(first, 0, elapsed), terminated | truncated)
+        return lanes, Step(obs, reward, terminated, truncated, first)
