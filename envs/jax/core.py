@@ -40,6 +40,11 @@ class RawJaxEnv(Protocol):
         """(state, obs, reward f32, terminated bool, truncated bool): truncated for a cut the
         suite makes itself besides the time limit (else False)."""
 
+    # Optional: `restart(state, key) -> (state, obs)`, the next episode of an env whose episode
+    # ended, from its last state. JaxEnv's auto-reset calls it where a raw env defines it, else
+    # reset(key). The built-in tasks define it (envs/native/stateless.py): their reset noise
+    # continues each env's own stream, as the pool's and Gymnasium's reset() without a seed.
+
 
 class Step(NamedTuple):
     """What a batch of envs returned (leading axis B); the same fields as the agents' `Step`
@@ -122,7 +127,11 @@ class JaxEnv:
 
         def with_resets(stepped):
             now, later = self._reset_keys(lanes.key)
-            new_state, new_obs = jax.vmap(self.raw.reset)(now)
+            restart = getattr(self.raw, "restart", None)
+            if restart is None:
+                new_state, new_obs = jax.vmap(self.raw.reset)(now)
+            else:
+                new_state, new_obs = jax.vmap(restart)(lanes.state, now)
             return _tree_where(lanes.done, (new_state, new_obs, later), stepped)
 
         # A reset is computed only in steps where some env resets (a select of both otherwise).

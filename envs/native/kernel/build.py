@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-SOURCES = ("classic_control.h", "pool.cc")
+SOURCES = ("classic_control.h", "pool.cc", "stateless.cc")
 _HERE = Path(__file__).resolve().parent
 
 
@@ -70,7 +70,7 @@ def _compile(target: Path, include: str) -> None:
     build_atomically(target, lambda tmp: [
         cxx, "-O2", "-std=c++17", "-shared", "-fPIC", "-ffp-contract=off", "-fno-fast-math", "-w",  # every product and sum rounds as in numpy
         "-fno-builtin-pow", "-fno-builtin-powf",  # pow(x, 2) stays libm pow, which differs from x * x in the last bit
-        f"-I{include}", str(_HERE / "pool.cc"), "-o", tmp,
+        f"-I{include}", str(_HERE / "pool.cc"), str(_HERE / "stateless.cc"), "-o", tmp,
     ])  # fmt: skip
 
 
