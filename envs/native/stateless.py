@@ -82,6 +82,9 @@ class StatelessEnv:
         if task_id not in TASK_CODES:
             known = ", ".join(sorted(TASK_CODES))
             raise ValueError(f"{task_id!r} is not a built-in task the compiled kernel steps (one of {known})")
+        if jax.default_backend() != "cpu":
+            raise KernelUnavailable(f"the stateless {task_id} runs in CPU programs only (JAX's default backend here is "
+                                    f"{jax.default_backend()}); on accelerators use gymnax/{task_id} & co.")  # fmt: skip
         _register()
         task = NATIVE_TASKS[task_id]
         self.task_id = task_id

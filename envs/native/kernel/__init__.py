@@ -1,1 +1,2 @@
-"""The compiled native pool: C++ sources (classic_control.h, pool.cc) and their loader (build.py)."""
+"""The compiled native pool: C++ sources (classic_control.h, pool.cc; stateless.cc, the same tasks as
+pure XLA FFI targets for envs/native/stateless.py) and their loader (build.py)."""

@@ -1,4 +1,5 @@
-"""Builds the compiled native pool on first use and loads it.
+"""Builds the compiled native pool (and the stateless targets of envs/native/stateless.py, in the
+same library) on first use and loads it.
 
 The sources ship with the package; the first pool of a built-in task compiles them with the
 machine's C++ compiler (`$CXX`, else `c++`; a few seconds) against the XLA FFI headers that
