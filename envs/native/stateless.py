@@ -161,6 +161,11 @@ def seeded_reset(env: JaxEnv, seed: int | jax.Array, num_envs: int, first_index:
         hi, lo = (jnp.uint32(w) for w in divmod(int(seed), 2**32))
     else:
         hi, lo = jnp.uint32(0), jnp.asarray(seed).astype(jnp.uint32)
+    return _seeded_reset(env, num_envs, hi, lo, first_index)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1))  # one compiled program when called eagerly
+def _seeded_reset(env: JaxEnv, num_envs: int, hi: jax.Array, lo: jax.Array, first_index: int | jax.Array) -> tuple[Lanes, Step]:
     index = jnp.asarray(first_index).astype(jnp.uint32) + jnp.arange(num_envs, dtype=jnp.uint32)
     env_lo = lo + index
     words = jnp.stack([hi + (env_lo < index).astype(jnp.uint32), env_lo], axis=-1)  # seed + g, carried into the high word
