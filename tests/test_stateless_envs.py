@@ -145,8 +145,8 @@ def test_bad_actions_are_refused_in_one_line():
     with pytest.raises(Exception, match=r"action out of range for Discrete\(2\): \[2\]"):
         jax.block_until_ready(jax.jit(cartpole.step)(lanes, jnp.full(4, 2, jnp.int32)))
     plan, _ = pendulum.reset(jax.random.key(0), 4)
-    with pytest.raises(ValueError, match=r"Pendulum-v1: an env's action must be float of shape \(1,\) .* got int32\[1\]"):
-        pendulum.step(plan, jnp.zeros((4, 1), jnp.int32))
+    with pytest.raises(ValueError, match=r"Pendulum-v1: an env's action must be float of shape \(1,\) .* got bool\[1\]"):
+        pendulum.step(plan, jnp.zeros((4, 1), bool))
     with pytest.raises(ValueError, match=r"got float32\[\]"):
         pendulum.step(plan, jnp.zeros(4, jnp.float32))
 

@@ -100,16 +100,14 @@ class StatelessEnv:
         if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):
             key = jax.random.key_data(key)
         if key.shape != (2,) or key.dtype != jnp.uint32:
-            raise ValueError(f"{self.task_id}: reset needs a threefry key (key data uint32[2], JAX's default), got {key.dtype}{list(key.shape)}")
+            raise ValueError(f"{self.task_id}: reset needs a threefry key (key data uint32[2], JAX's default), "
+                             f"got {key.dtype}{list(key.shape)}")  # fmt: skip
         return key
 
     def _start(self, rng: jax.Array) -> tuple[KernelState, jax.Array]:
-        u32 = jnp.uint32
-        variables, rng, fresh, obs = _call(
-            "reset",
-            (jax.ShapeDtypeStruct((2 * self._rows,), u32), jax.ShapeDtypeStruct((8,), u32), jax.ShapeDtypeStruct((), jnp.bool_), self._obs),
-            rng, task=self._code,
-        )  # fmt: skip
+        u32, flag = jnp.uint32, jax.ShapeDtypeStruct((), jnp.bool_)
+        out = (jax.ShapeDtypeStruct((2 * self._rows,), u32), jax.ShapeDtypeStruct((8,), u32), flag, self._obs)
+        variables, rng, fresh, obs = _call("reset", out, rng, task=self._code)
         return KernelState(variables, rng, fresh), obs
 
     def reset(self, key: jax.Array) -> tuple[KernelState, jax.Array]:
@@ -133,18 +131,17 @@ class StatelessEnv:
         return KernelState(variables, state.rng, fresh), obs, reward, terminated, jnp.bool_(False)
 
     def _checked(self, action: Any) -> jax.Array:
-        """One env's action as the kernel takes it (int32 [] or float32 [1]); the wrong shape or
-        kind is refused here, at trace time, in one line (out-of-range values fail in the kernel,
-        with the pool's message)."""
+        """One env's action as the kernel takes it (int32 [] or float32 [1]). The dtype kinds the
+        pool takes (integer or bool for Discrete, float or integer for Box); the wrong shape or
+        kind is refused here, at trace time, in one line; out-of-range values fail in the kernel,
+        with the pool's message."""
         action = jnp.asarray(action)
-        want = self.action_space.shape
-        if self._discrete:
-            if action.shape != () or not jnp.issubdtype(action.dtype, jnp.integer):
-                raise ValueError(f"{self.task_id}: an env's action must be one integer ({self.action_space}), got {action.dtype}{list(action.shape)}")
-            return action.astype(jnp.int32)
-        if action.shape != want or not jnp.issubdtype(action.dtype, jnp.floating):
-            raise ValueError(f"{self.task_id}: an env's action must be float of shape {want} ({self.action_space}), got {action.dtype}{list(action.shape)}")
-        return action.astype(jnp.float32)
+        kind, want = np.dtype(action.dtype).kind, self.action_space.shape
+        if action.shape != want or kind not in ("iub" if self._discrete else "fiu"):
+            what = "one integer" if self._discrete else f"float of shape {want}"
+            raise ValueError(f"{self.task_id}: an env's action must be {what} ({self.action_space}), "
+                             f"got {action.dtype}{list(action.shape)}")  # fmt: skip
+        return action.astype(jnp.int32 if self._discrete else jnp.float32)
 
 
 def seeded_reset(env: JaxEnv, seed: int | jax.Array, num_envs: int, first_index: int | jax.Array = 0) -> tuple[Lanes, Step]:
