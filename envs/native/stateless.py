@@ -35,6 +35,7 @@ import numpy as np
 
 from envs.jax.core import JaxEnv, Lanes, Step
 from envs.native.kernel import build
+from envs.native.kernel.build import KernelUnavailable  # raised, one line, when the kernel cannot be had
 from envs.native.kernel_pool import TASK_CODES
 from envs.native.tasks import NATIVE_TASKS
 
@@ -52,10 +53,6 @@ def variables_of(state: KernelState) -> np.ndarray:
     """The task's float64 state variables (host numpy, [..., rows]), in the numpy task's row order."""
     words = np.ascontiguousarray(np.asarray(state.variables, np.uint32))
     return words.view("<f8")
-
-
-class KernelUnavailable(RuntimeError):
-    """The stateless env needs the compiled kernel, which this host cannot build or load."""
 
 
 @functools.cache
