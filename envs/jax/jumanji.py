@@ -3,8 +3,14 @@ RawJaxEnvs, over `jumanji.make(id)`'s `reset(key)` / `step(state, action)` (dm_e
 no auto-reset: jumanji's AutoResetWrapper is not used).
 
 - Terminated vs truncated: a LAST TimeStep with discount 0 is terminated, with discount > 0
-  truncated (a jumanji env carries its own time limit, e.g. Snake's 4000 steps, and ends an episode
-  there with discount 1). So `max_episode_steps` is None unless the pool or the Anakin loop sets one.
+  truncated. But jumanji 1.1 ends most episodes at the env's own `time_limit` with discount 0 too
+  (`termination`, e.g. Snake, Tetris, Maze, PacMan; only LevelBasedForaging truncates), which would
+  read as a true end. So for an env that takes a `time_limit` and uses it only to end episodes
+  (LIFTED_TIME_LIMIT), the adapter builds it with a limit it never reaches and makes its
+  `time_limit` our `max_episode_steps`, which truncates at the same step (its step count = our
+  elapsed count): the same stream, with the time limit as truncation. The spaces are those of the
+  env with its own limit (Snake's `step_count` in [0, time_limit)). `max_episode_steps` given to
+  the pool replaces the env's time limit; an env without one has None.
 - Observations: jumanji's NamedTuples (nested ones too, e.g. Maze's `Position`) become dicts, a
   Gymnasium Dict space of Box leaves with the spec's bounds and the env's dtypes (`action_mask`
   stays a bool leaf, which the agents read as any other). Leaves keep jumanji's layout: no jumanji
@@ -29,13 +35,18 @@ import jax.numpy as jnp
 import numpy as np
 
 UNSUPPORTED = {"Sokoban-v0": "it downloads its levels (Boxoban) when it is built"}
+# Envs whose `time_limit` only ends episodes (read in their step; MMST's also shapes its instances):
+# built with _NEVER as theirs, and truncated by the adapter at their own.
+LIFTED_TIME_LIMIT = ("Cleaner-v0", "Maze-v0", "PacMan-v1", "RobotWarehouse-v0", "RubiksCube-v0",
+                     "RubiksCube-partly-scrambled-v0", "SlidingTilePuzzle-v0", "Snake-v1", "Tetris-v0")
+_NEVER = 2**30
 
 
 def ids() -> list[str]:
-    """jumanji's registered ids that the adapter may serve (a multi-agent one is refused at make)."""
+    """jumanji's registered ids (Sokoban and the multi-agent ones are refused, with the reason, at make)."""
     import jumanji
 
-    return sorted(name for name in jumanji.registered_environments() if name not in UNSUPPORTED)
+    return sorted(jumanji.registered_environments())
 
 
 def as_dict(x: Any) -> Any:
@@ -105,7 +116,12 @@ class JumanjiEnv:
         unknown = sorted(set(kwargs) - set(valid))
         if unknown:
             raise ValueError(f"unknown kwarg(s) {unknown} for {self.task_id}; its parameters are {valid}")
-        self.env = jumanji.make(name, **kwargs)
+        own = jumanji.make(name, **kwargs)  # with its own time limit: its spaces
+        self.max_episode_steps = None
+        self.env = own
+        if name in LIFTED_TIME_LIMIT:
+            self.max_episode_steps = int(own.time_limit)
+            self.env = jumanji.make(name, **{**kwargs, "time_limit": _NEVER})
         key = jax.random.key_data(jax.random.key(0))
         state, ts = jax.eval_shape(self.env.reset, key)
         action = jax.eval_shape(self.env.action_spec.generate_value)
@@ -113,9 +129,8 @@ class JumanjiEnv:
         if next_ts.reward.shape != ():
             raise ValueError(f"{self.task_id} is not supported: it gives one reward per agent (shape "
                              f"{next_ts.reward.shape}); the agents learn from one reward per env")
-        self.max_episode_steps = None
-        self.observation_space = observation_space(self.env.observation_spec, as_dict(ts.observation))
-        self.action_space = action_space(self.env.action_spec, self.task_id)
+        self.observation_space = observation_space(own.observation_spec, as_dict(ts.observation))
+        self.action_space = action_space(own.action_spec, self.task_id)
         self._action_dtype = self.env.action_spec.dtype
 
     def reset(self, key: jax.Array) -> tuple[Any, Any]:

@@ -1,0 +1,227 @@
+"""JAX-native envs (envs/jax): each suite's adapter against the suite's own API, step for step,
+the contract (next-step auto-reset, terminated vs the time limit), and the ids' errors."""
+
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from envs.jax.registry import SUITES, is_jax_id, make_jax_env, make_raw
+
+gymnax = pytest.importorskip("gymnax")
+
+
+def _run(env, key, actions):
+    """Our JaxEnv's stream for one env: (obs, reward, terminated, truncated, first) per step,
+    the reset's first."""
+    lanes, step = jax.jit(env.reset, static_argnums=1)(key, 1)
+
+    def body(lanes, a):
+        lanes, step = env.step(lanes, a[None])
+        return lanes, step
+
+    _, steps = jax.jit(lambda lanes, a: jax.lax.scan(body, lanes, a))(lanes, jnp.asarray(np.stack(actions)))
+    steps = jax.tree.map(lambda first, rest: np.concatenate([np.asarray(first), np.asarray(rest)[:, 0]]), step, steps)
+    return [jax.tree.map(lambda x: x[t], steps) for t in range(len(actions) + 1)]
+
+
+@jax.jit
+def _episode_keys(key_data):
+    """(key for this reset, key data for the next): JaxEnv's per-env key rule."""
+    now, later = jax.random.split(jax.random.wrap_key_data(key_data))
+    return now, jax.random.key_data(later)
+
+
+def _gymnax_reference(name, key, actions, **params):
+    """gymnax's own reset_env/step_env, episode after episode, with the adapter's keys; the time
+    limit is gymnax's is_truncated (its state.time), terminated beating it."""
+    env, default = gymnax.make(name)
+    params = default.replace(**params)
+
+    @jax.jit
+    def new_episode(key_data):
+        now, later = _episode_keys(key_data)
+        k, r = jax.random.split(now)
+        obs, state = env.reset_env(r, params)
+        return obs, state, k, later
+
+    @jax.jit
+    def step(k, state, a):
+        k, now = jax.random.split(k)
+        obs, state, reward, term, _ = env.step_env(now, state, a, params)
+        return k, obs, state, reward, term, env.is_truncated(state, params)
+
+    obs, state, k, later = new_episode(jax.random.key_data(jax.random.fold_in(key, 0)))
+    out = [(obs, 0.0, False, False, True)]
+    done = False
+    for a in actions:
+        if done:
+            obs, state, k, later = new_episode(later)
+            out.append((obs, 0.0, False, False, True))
+            done = False
+            continue
+        k, obs, state, reward, term, trunc = step(k, state, a)
+        term = bool(term)
+        trunc = bool(trunc) and not term
+        out.append((obs, float(reward), term, trunc, False))
+        done = term or trunc
+    return out
+
+
+def _compare(ours, ref, channel_first=False):
+    assert len(ours) == len(ref)
+    for t, (s, (obs, reward, term, trunc, first)) in enumerate(zip(ours, ref)):
+        obs = np.asarray(obs)
+        if channel_first:
+            obs = obs.transpose(2, 0, 1)
+        np.testing.assert_allclose(s.obs, obs, rtol=1e-6, atol=1e-6, err_msg=f"step {t}")
+        assert (float(s.reward), bool(s.terminated), bool(s.truncated), bool(s.first)) == pytest.approx(
+            (reward, term, trunc, first)
+        ), f"step {t}"
+
+
+@pytest.mark.parametrize(
+    "name, actions, params, image",
+    [
+        ("CartPole-v1", [1] * 30, {}, False),  # terminates (~10 steps), then resets
+        ("CartPole-v1", [0, 1] * 10, {"max_steps_in_episode": 4}, False),  # the time limit truncates
+        ("Pendulum-v1", [np.array([0.5], np.float32)] * 8, {"max_steps_in_episode": 3}, False),
+        ("Breakout-MinAtar", [0, 1, 2] * 10, {}, True),
+    ],
+)
+def test_gymnax_equals_its_own_api_step_for_step(name, actions, params, image):
+    key = jax.random.key(7)
+    ours = _run(make_jax_env(f"gymnax/{name}", **params), key, actions)
+    _compare(ours, _gymnax_reference(name, key, actions, **params), channel_first=image)
+    if "max_steps_in_episode" in params:
+        assert any(s.truncated for s in ours) and not any(s.terminated and s.truncated for s in ours)
+
+
+def test_gymnax_terminal_on_the_limits_step_is_terminated_only():
+    """DeepSea ends every episode on its limit's step (size 8, 8 steps): gymnax's own step says
+    terminated and truncated; ours terminated only, and the reference agrees."""
+    key, actions = jax.random.key(1), [1] * 20
+    ours = _run(make_jax_env("gymnax/DeepSea-bsuite"), key, actions)
+    _compare(ours, _gymnax_reference("DeepSea-bsuite", key, actions))
+    ends = [t for t, s in enumerate(ours) if s.terminated]
+    assert ends[:2] == [8, 17] and not any(s.truncated for s in ours)
+
+
+def test_gymnax_spaces_and_kwargs():
+    breakout = make_raw("gymnax/Breakout-MinAtar")
+    assert breakout.observation_space.shape == (4, 10, 10) and breakout.observation_space.dtype == np.float32
+    catch = make_raw("gymnax/Catch-bsuite")  # gymnax's space says int32; the env returns float32
+    assert catch.observation_space.dtype == np.float32
+    rooms = make_raw("gymnax/FourRooms-misc")  # ... and the other way round
+    assert rooms.observation_space.dtype == np.int32
+    lake = make_raw("gymnax/FrozenLake-misc")
+    assert lake.observation_space.n == 16 and lake.action_space.n == 4
+    assert make_raw("gymnax/DeepSea-bsuite", size=5).observation_space.shape == (5, 5)  # a constructor arg
+    env = make_jax_env("gymnax/CartPole-v1", gravity=20.0)  # a parameter
+    assert env.raw.params.gravity == 20.0 and env.max_episode_steps == 500
+    assert make_jax_env("gymnax/CartPole-v1", max_episode_steps=50).max_episode_steps == 50
+    with pytest.raises(ValueError, match=r"unknown kwarg\(s\) \['gravty'\] for gymnax/CartPole-v1; its parameters are \[.*'gravity'"):
+        make_raw("gymnax/CartPole-v1", gravty=1.0)
+    with pytest.raises(ValueError, match="downloads MNIST"):
+        make_raw("gymnax/MNISTBandit-bsuite")
+
+
+def test_every_gymnax_id_builds_and_its_reset_fits_its_space():
+    from envs.jax.gymnax import UNSUPPORTED, ids
+
+    for name in set(ids()) - set(UNSUPPORTED):
+        raw = make_raw(f"gymnax/{name}")
+        _, obs = jax.eval_shape(raw.reset, jax.random.key(0))
+        space = raw.observation_space
+        assert (obs.shape, obs.dtype) == (space.shape, space.dtype), name
+
+
+def test_ids_and_errors():
+    assert is_jax_id("gymnax/CartPole-v1") and is_jax_id("brax/ant") and not is_jax_id("CartPole-v1")
+    assert not is_jax_id("ALE/Pong-v5") and not is_jax_id(3)
+    assert {"gymnax", "jumanji", "craftax", "xminigrid", "navix", "brax", "playground"} <= set(SUITES)
+    with pytest.raises(ValueError, match=r"^unknown gymnax id 'gymnax/CartPol-v1'; did you mean gymnax/CartPole-v1"):
+        make_raw("gymnax/CartPol-v1")
+    for suite in ("craftax", "xminigrid", "navix", "brax", "playground"):
+        with pytest.raises(ImportError, match=rf"pip install 'sebulba\[{suite}\]'|adapter is not written") as e:
+            make_raw(f"{suite}/anything")
+        assert "\n" not in str(e.value)
+
+
+# ---------------------------------------------------------------- jumanji
+
+def _jumanji_reference(name, key, actions, **kwargs):
+    """jumanji's own reset/step, episode after episode, with the adapter's keys."""
+    jumanji = pytest.importorskip("jumanji")
+    from envs.jax.jumanji import as_dict
+
+    env = jumanji.make(name, **kwargs)
+    reset, step = jax.jit(env.reset), jax.jit(env.step)
+    now, later = _episode_keys(jax.random.key_data(jax.random.fold_in(key, 0)))
+    state, ts = reset(jax.random.key_data(now))
+    out = [(as_dict(ts.observation), 0.0, False, False, True)]
+    done = False
+    for a in actions:
+        if done:
+            now, later = _episode_keys(later)
+            state, ts = reset(jax.random.key_data(now))
+            out.append((as_dict(ts.observation), 0.0, False, False, True))
+            done = False
+            continue
+        state, ts = step(state, jnp.asarray(a, jnp.int32))
+        last = bool(ts.last())
+        out.append((as_dict(ts.observation), float(ts.reward), last, float(ts.discount), False))
+        done = last
+    return out
+
+
+def test_jumanji_equals_its_own_api_and_maps_last_steps():
+    """Snake on a 6x6 grid with a time limit of 6, against jumanji's own env with that limit:
+    moving up hits the wall (LAST, discount 0: terminated); moving left and right lasts until the
+    limit, where jumanji says LAST with discount 0 too, and ours truncated (its limit is lifted
+    and ours truncates at the same step); everything else equal."""
+    pytest.importorskip("jumanji")
+    kwargs = {"num_rows": 6, "num_cols": 6, "time_limit": 6}
+    key = jax.random.key(3)
+    actions = [0] * 8 + [1, 3] * 6  # 0 up, 1 right, 3 left
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        env = make_jax_env("jumanji/Snake-v1", **kwargs)
+        assert env.max_episode_steps == 6
+        ours = _run(env, key, actions)
+        ref = _jumanji_reference("Snake-v1", key, actions, **kwargs)
+    assert len(ours) == len(ref)
+    for t, (s, (obs, reward, last, discount, first)) in enumerate(zip(ours, ref)):
+        for k in obs:
+            np.testing.assert_array_equal(s.obs[k], np.asarray(obs[k]), err_msg=f"step {t} {k}")
+        at_limit = last and int(obs["step_count"]) == 6
+        assert (float(s.reward), bool(s.first)) == (reward, first), f"step {t}"
+        assert (bool(s.terminated), bool(s.truncated)) == (last and not at_limit, at_limit), f"step {t}"
+        assert not last or discount == 0  # jumanji's own: every end is a termination
+    assert any(s.terminated for s in ours) and sum(bool(s.truncated) for s in ours) == 2
+
+
+def test_jumanji_spaces_and_errors():
+    pytest.importorskip("jumanji")
+    import gymnasium as gym
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        maze = make_raw("jumanji/Maze-v0")
+        assert isinstance(maze.observation_space, gym.spaces.Dict)
+        assert isinstance(maze.observation_space["agent_position"], gym.spaces.Dict)  # a nested NamedTuple
+        assert maze.observation_space["action_mask"].dtype == np.bool_
+        tetris = make_raw("jumanji/Tetris-v0")
+        assert isinstance(tetris.action_space, gym.spaces.MultiDiscrete) and tetris.action_space.nvec.tolist() == [4, 10]
+        _, obs = jax.eval_shape(tetris.reset, jax.random.key(0))
+        assert {k: (v.shape, v.dtype) for k, v in obs.items()} == {
+            k: (s.shape, s.dtype) for k, s in tetris.observation_space.spaces.items()
+        }
+        with pytest.raises(ValueError, match=r"one reward per agent \(shape \(2,\)\)"):
+            make_raw("jumanji/LevelBasedForaging-v0")
+        with pytest.raises(ValueError, match=r"unknown kwarg\(s\) \['rows'\] for jumanji/Snake-v1; its parameters are"):
+            make_raw("jumanji/Snake-v1", rows=3)
+        with pytest.raises(ValueError, match="downloads its levels"):
+            make_raw("jumanji/Sokoban-v0")
