@@ -48,63 +48,54 @@ def _bounds(value: Any, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     return v.astype(dtype)
 
 
-def _space(space: Any, leaf: jax.ShapeDtypeStruct, what: str, task_id: str, discrete: Any = np.int64) -> gym.spaces.Space:
-    """A gymnax space as the Gymnasium space of one env, with the dtype and shape of `leaf` (what
-    the env returns), channel-last images as channel-first."""
-    from gymnax.environments import spaces
-
+def space(space: Any, leaf: jax.ShapeDtypeStruct, what: str, task_id: str, discrete: Any = np.int64) -> gym.spaces.Space:
+    """A gymnax-style space (gymnax's, Craftax's: read by class name) as the Gymnasium space of one
+    env, with the dtype and shape of `leaf` (what the env returns), channel-last images as
+    channel-first."""
+    kind = type(space).__name__
     dtype = np.dtype(leaf.dtype)
-    if isinstance(space, spaces.Discrete):
+    if kind == "Discrete":
         if leaf.shape != ():
             raise ValueError(f"{task_id}: its {what} space is Discrete but the env returns shape {leaf.shape}")
         return gym.spaces.Discrete(int(space.n), dtype=discrete)
-    if isinstance(space, spaces.Box):
+    if kind == "Box":
         shape = tuple(leaf.shape)
         low, high = _bounds(space.low, shape, dtype), _bounds(space.high, shape, dtype)
         if len(shape) == 3:
             low, high = low.transpose(2, 0, 1), high.transpose(2, 0, 1)
         return gym.spaces.Box(low, high, low.shape, dtype)
-    raise ValueError(f"{task_id}: its {what} space {type(space).__name__} is not supported (Discrete and Box are)")
+    raise ValueError(f"{task_id}: its {what} space {kind} is not supported (Discrete and Box are)")
 
 
-def _channel_first(obs: jax.Array) -> jax.Array:
+def channel_first(obs: jax.Array) -> jax.Array:
     return jnp.transpose(obs, (2, 0, 1)) if obs.ndim == 3 else obs
 
 
-class GymnaxEnv:
-    """A RawJaxEnv over one gymnax env: state = (gymnax state, key data for its next step)."""
+def check_kwargs(task_id: str, kwargs: dict[str, Any], *valid: Any) -> None:
+    unknown = sorted(set(kwargs) - set().union(*valid))
+    if unknown:
+        raise ValueError(f"unknown kwarg(s) {unknown} for {task_id}; its parameters are {sorted(set().union(*valid))}")
 
-    def __init__(self, name: str, **kwargs: Any):
-        import gymnax
 
-        self.task_id = f"gymnax/{name}"
-        if name in UNSUPPORTED:
-            raise ValueError(f"{self.task_id} is not supported: {UNSUPPORTED[name]}")
-        factory = gymnax.registration._registry[name]
-        ctor = [p for p in inspect.signature(factory).parameters if p not in ("self", "args", "kwargs")]
-        probe, _ = gymnax.make(name)
-        fields = [f.name for f in dataclasses.fields(probe.default_params)]
-        unknown = sorted(set(kwargs) - set(ctor) - set(fields))
-        if unknown:
-            raise ValueError(f"unknown kwarg(s) {unknown} for {self.task_id}; its parameters are {sorted(set(ctor) | set(fields))}")
-        self.env, default = gymnax.make(name, **{k: v for k, v in kwargs.items() if k in ctor})
-        params = {k: v for k, v in kwargs.items() if k in fields and k not in ctor}
-        self.params = default.replace(**params) if params else default
-        limit = self.params.max_steps_in_episode
-        if float(limit) != int(limit) or int(limit) < 1:
-            raise ValueError(f"{self.task_id}: max_steps_in_episode must be a positive int, got {limit!r}")
-        self.max_episode_steps = int(limit)
+class GymnaxStyleEnv:
+    """A RawJaxEnv over an env with gymnax's `reset_env(key, params)` / `step_env(key, state,
+    action, params)` (gymnax's, Craftax's): state = (its state, key data for its next step).
+    `step_params` are the params it steps with (the time limit lifted where its done includes it)."""
+
+    def __init__(self, task_id: str, env: Any, params: Any, step_params: Any, max_episode_steps: int):
+        self.task_id, self.env, self.params, self._step_params = task_id, env, params, step_params
+        self.max_episode_steps = max_episode_steps
         obs = jax.eval_shape(lambda k: self.env.reset_env(k, self.params)[0], jax.random.key(0))
         if not isinstance(obs, jax.ShapeDtypeStruct):
             raise ValueError(f"{self.task_id}: structured observations are not supported")
-        self.observation_space = _space(self.env.observation_space(self.params), obs, "observation", self.task_id, np.int32)
+        self.observation_space = space(self.env.observation_space(self.params), obs, "observation", task_id, np.int32)
         act = self.env.action_space(self.params)
         act_leaf = jax.ShapeDtypeStruct(tuple(getattr(act, "shape", ()) or ()), np.float32)
-        self.action_space = _space(act, act_leaf, "action", self.task_id)
+        self.action_space = space(act, act_leaf, "action", task_id)
         self._obs_dtype = self.observation_space.dtype
 
     def _obs(self, obs: jax.Array) -> jax.Array:
-        return _channel_first(obs).astype(self._obs_dtype)
+        return channel_first(obs).astype(self._obs_dtype)
 
     def reset(self, key: jax.Array) -> tuple[Any, Any]:
         key, now = jax.random.split(key)
@@ -114,9 +105,33 @@ class GymnaxEnv:
     def step(self, state: Any, action: jax.Array):
         state, key_data = state
         key, now = jax.random.split(jax.random.wrap_key_data(key_data))
-        obs, state, reward, terminated, _ = self.env.step_env(now, state, action, self.params)
+        obs, state, reward, terminated, _ = self.env.step_env(now, state, action, self._step_params)
         state = (state, jax.random.key_data(key))
         return state, self._obs(obs), jnp.asarray(reward, jnp.float32), jnp.asarray(terminated, bool), jnp.bool_(False)
+
+
+class GymnaxEnv(GymnaxStyleEnv):
+    """A gymnax env: its step_env's done is is_terminated alone (gymnax >= 1.0), so it steps with
+    its own params."""
+
+    def __init__(self, name: str, **kwargs: Any):
+        import gymnax
+
+        task_id = f"gymnax/{name}"
+        if name in UNSUPPORTED:
+            raise ValueError(f"{task_id} is not supported: {UNSUPPORTED[name]}")
+        factory = gymnax.registration._registry[name]
+        ctor = [p for p in inspect.signature(factory).parameters if p not in ("self", "args", "kwargs")]
+        probe, _ = gymnax.make(name)
+        fields = [f.name for f in dataclasses.fields(probe.default_params)]
+        check_kwargs(task_id, kwargs, ctor, fields)
+        env, default = gymnax.make(name, **{k: v for k, v in kwargs.items() if k in ctor})
+        given = {k: v for k, v in kwargs.items() if k in fields and k not in ctor}
+        params = default.replace(**given) if given else default
+        limit = params.max_steps_in_episode
+        if float(limit) != int(limit) or int(limit) < 1:
+            raise ValueError(f"{task_id}: max_steps_in_episode must be a positive int, got {limit!r}")
+        super().__init__(task_id, env, params, params, int(limit))
 
 
 make = GymnaxEnv

@@ -37,10 +37,10 @@ SUITES: dict[str, Suite] = {
     for s in (
         Suite("gymnax", "gymnax", "gymnax", "gymnax"),
         Suite("jumanji", "jumanji", "jumanji", "jumanji"),
-        Suite("craftax", "craftax", "craftax", None),
-        Suite("xminigrid", "xminigrid", "xminigrid", None),
+        Suite("craftax", "craftax", "craftax", "craftax"),
+        Suite("xminigrid", "xminigrid", "xminigrid", "xminigrid"),
         Suite("navix", "navix", "navix", None),
-        Suite("brax", "brax", "brax", None),
+        Suite("brax", "brax", "brax", "brax"),
         Suite(
             "playground",
             "mujoco_playground",
