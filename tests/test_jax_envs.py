@@ -9,77 +9,35 @@ import numpy as np
 import pytest
 
 from envs.jax.registry import SUITES, is_jax_id, make_jax_env, make_raw
+from tests.support.jax_envs import compare, episode_keys, reference, run
 
 gymnax = pytest.importorskip("gymnax")
 
 
-def _run(env, key, actions):
-    """Our JaxEnv's stream for one env: (obs, reward, terminated, truncated, first) per step,
-    the reset's first."""
-    lanes, step = jax.jit(env.reset, static_argnums=1)(key, 1)
-
-    def body(lanes, a):
-        lanes, step = env.step(lanes, a[None])
-        return lanes, step
-
-    _, steps = jax.jit(lambda lanes, a: jax.lax.scan(body, lanes, a))(lanes, jnp.asarray(np.stack(actions)))
-    steps = jax.tree.map(lambda first, rest: np.concatenate([np.asarray(first), np.asarray(rest)[:, 0]]), step, steps)
-    return [jax.tree.map(lambda x: x[t], steps) for t in range(len(actions) + 1)]
-
-
-@jax.jit
-def _episode_keys(key_data):
-    """(key for this reset, key data for the next): JaxEnv's per-env key rule."""
-    now, later = jax.random.split(jax.random.wrap_key_data(key_data))
-    return now, jax.random.key_data(later)
-
-
 def _gymnax_reference(name, key, actions, **params):
-    """gymnax's own reset_env/step_env, episode after episode, with the adapter's keys; the time
-    limit is gymnax's is_truncated (its state.time), terminated beating it."""
+    """gymnax's own reset_env/step_env, with the adapter's keys; the time limit is gymnax's
+    is_truncated (its state.time)."""
     env, default = gymnax.make(name)
     params = default.replace(**params)
 
     @jax.jit
-    def new_episode(key_data):
-        now, later = _episode_keys(key_data)
+    def new_episode(now):
         k, r = jax.random.split(now)
         obs, state = env.reset_env(r, params)
-        return obs, state, k, later
+        return (state, k), obs
 
     @jax.jit
-    def step(k, state, a):
+    def step(state, a):
+        state, k = state
         k, now = jax.random.split(k)
         obs, state, reward, term, _ = env.step_env(now, state, a, params)
-        return k, obs, state, reward, term, env.is_truncated(state, params)
+        return (state, k), obs, reward, term, env.is_truncated(state, params)
 
-    obs, state, k, later = new_episode(jax.random.key_data(jax.random.fold_in(key, 0)))
-    out = [(obs, 0.0, False, False, True)]
-    done = False
-    for a in actions:
-        if done:
-            obs, state, k, later = new_episode(later)
-            out.append((obs, 0.0, False, False, True))
-            done = False
-            continue
-        k, obs, state, reward, term, trunc = step(k, state, a)
-        term = bool(term)
-        trunc = bool(trunc) and not term
-        out.append((obs, float(reward), term, trunc, False))
-        done = term or trunc
-    return out
+    return reference(new_episode, step, key, actions)
 
 
-def _compare(ours, ref, channel_first=False):
-    assert len(ours) == len(ref)
-    for t, (s, (obs, reward, term, trunc, first)) in enumerate(zip(ours, ref)):
-        obs = np.asarray(obs)
-        if channel_first:
-            obs = obs.transpose(2, 0, 1)
-        np.testing.assert_allclose(s.obs, obs, rtol=1e-6, atol=1e-6, err_msg=f"step {t}")
-        assert (float(s.reward), bool(s.terminated), bool(s.truncated), bool(s.first)) == pytest.approx(
-            (reward, term, trunc, first)
-        ), f"step {t}"
+def _chw(obs):
+    return np.asarray(obs).transpose(2, 0, 1)
 
 
 @pytest.mark.parametrize(
@@ -93,8 +51,8 @@ def _compare(ours, ref, channel_first=False):
 )
 def test_gymnax_equals_its_own_api_step_for_step(name, actions, params, image):
     key = jax.random.key(7)
-    ours = _run(make_jax_env(f"gymnax/{name}", **params), key, actions)
-    _compare(ours, _gymnax_reference(name, key, actions, **params), channel_first=image)
+    ours = run(make_jax_env(f"gymnax/{name}", **params), key, actions)
+    compare(ours, _gymnax_reference(name, key, actions, **params), _chw if image else np.asarray)
     if "max_steps_in_episode" in params:
         assert any(s.truncated for s in ours) and not any(s.terminated and s.truncated for s in ours)
 
@@ -103,8 +61,8 @@ def test_gymnax_terminal_on_the_limits_step_is_terminated_only():
     """DeepSea ends every episode on its limit's step (size 8, 8 steps): gymnax's own step says
     terminated and truncated; ours terminated only, and the reference agrees."""
     key, actions = jax.random.key(1), [1] * 20
-    ours = _run(make_jax_env("gymnax/DeepSea-bsuite"), key, actions)
-    _compare(ours, _gymnax_reference("DeepSea-bsuite", key, actions))
+    ours = run(make_jax_env("gymnax/DeepSea-bsuite"), key, actions)
+    compare(ours, _gymnax_reference("DeepSea-bsuite", key, actions))
     ends = [t for t, s in enumerate(ours) if s.terminated]
     assert ends[:2] == [8, 17] and not any(s.truncated for s in ours)
 
@@ -153,21 +111,21 @@ def test_ids_and_errors():
 # ---------------------------------------------------------------- jumanji
 
 def _jumanji_reference(name, key, actions, **kwargs):
-    """jumanji's own reset/step, episode after episode, with the adapter's keys."""
+    """jumanji's own reset/step with the adapter's keys: (obs, reward, LAST, discount, first)."""
     jumanji = pytest.importorskip("jumanji")
     from envs.jax.jumanji import as_dict
 
     env = jumanji.make(name, **kwargs)
     reset, step = jax.jit(env.reset), jax.jit(env.step)
-    now, later = _episode_keys(jax.random.key_data(jax.random.fold_in(key, 0)))
+    now, later = episode_keys(jax.random.key_data(jax.random.fold_in(key, 0)))
     state, ts = reset(jax.random.key_data(now))
-    out = [(as_dict(ts.observation), 0.0, False, False, True)]
+    out = [(as_dict(ts.observation), 0.0, False, 1.0, True)]
     done = False
     for a in actions:
         if done:
-            now, later = _episode_keys(later)
+            now, later = episode_keys(later)
             state, ts = reset(jax.random.key_data(now))
-            out.append((as_dict(ts.observation), 0.0, False, False, True))
+            out.append((as_dict(ts.observation), 0.0, False, 1.0, True))
             done = False
             continue
         state, ts = step(state, jnp.asarray(a, jnp.int32))
@@ -190,7 +148,7 @@ def test_jumanji_equals_its_own_api_and_maps_last_steps():
         warnings.simplefilter("ignore")
         env = make_jax_env("jumanji/Snake-v1", **kwargs)
         assert env.max_episode_steps == 6
-        ours = _run(env, key, actions)
+        ours = run(env, key, actions)
         ref = _jumanji_reference("Snake-v1", key, actions, **kwargs)
     assert len(ours) == len(ref)
     for t, (s, (obs, reward, last, discount, first)) in enumerate(zip(ours, ref)):
