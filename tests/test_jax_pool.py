@@ -134,3 +134,16 @@ def test_errors_are_one_line():
         with pytest.raises(error, match=pattern) as e:
             build()
         assert "\n" not in str(e.value)
+
+
+@pytest.mark.slow(seconds=10)
+def test_the_sebulba_loop_runs_on_a_jax_env():
+    """The Sebulba loop builds its pools with envs.make, so a JAX id trains as any env: two
+    inferencer threads, each with its own pool of the same jitted programs."""
+    import sebulba
+    from sebulba.agents import RandomAgent
+
+    cfg = sebulba.LoopConfig(env_id=ID, num_envs=8, steps_per_cycle=8, log_every_s=1000.0)
+    with sebulba.GymnasiumLoop(RandomAgent(envs.make_spec(ID)), cfg) as loop:
+        ctx = loop.run(max_cycles=6)
+        assert ctx.env_steps == 6 * 8 * 8 and loop.reports[-1]["episodes"] > 0

@@ -35,17 +35,17 @@ def pool_key() -> jax.Array:
 
 
 class _Programs:
-    """The jitted functions of one JaxEnv, shared by the pools of the same task and settings."""
+    """The jitted functions of one JaxEnv, shared by the pools of the same task and settings. A
+    send of any envs is one program over all num_envs lanes (the others kept as they were), so a
+    pool compiles it once, whatever its batch sizes and env ids: on a CPU host the dispatch, not
+    the env arithmetic, is what a send of a JAX env costs."""
 
     def __init__(self, env: JaxEnv):
         self.env = env
         space = env.action_space
         self.action = jax.ShapeDtypeStruct(tuple(space.shape or ()), jax.dtypes.canonicalize_dtype(space.dtype))
         self.init = jax.jit(self._init, static_argnums=1)
-        self.step_all = jax.jit(self._step_all, donate_argnums=0)
-        self.step_ids = jax.jit(self._step_ids, donate_argnums=0)
-        self.reset_ids = jax.jit(self._reset_ids, donate_argnums=0)
-        self.reset_all = jax.jit(self._reset_all, donate_argnums=0)
+        self.send = jax.jit(self._send, donate_argnums=0)
         self.reseed = jax.jit(self._reseed, donate_argnums=0)
 
     def _keys(self, seeds: jax.Array) -> jax.Array:
@@ -57,27 +57,16 @@ class _Programs:
         state, _ = jax.vmap(self.env.raw.reset)(jax.vmap(jax.random.wrap_key_data)(key))  # a template
         return Lanes(state, key, jnp.zeros(n, jnp.int32), jnp.ones(n, bool))
 
-    def _out(self, lanes: Lanes, step: Any, ids: jax.Array | None) -> tuple:
-        elapsed = lanes.elapsed if ids is None else lanes.elapsed[ids]
-        return step.obs, step.reward, step.terminated, step.truncated, elapsed
+    def _send(self, lanes: Lanes, action: jax.Array, sent: jax.Array, reset: jax.Array) -> tuple[Lanes, tuple]:
+        """Steps the envs `sent` (bool [n]); those also in `reset` reset instead (an explicit reset is
+        the step after an end: its action discarded)."""
+        stepped, step = self.env.step(lanes._replace(done=lanes.done | reset), action.astype(self.action.dtype))
 
-    def _step_all(self, lanes: Lanes, action: jax.Array) -> tuple[Lanes, tuple]:
-        lanes, step = self.env.step(lanes, action.astype(self.action.dtype))
-        return lanes, self._out(lanes, step, None)
+        def pick(new, old):
+            return jnp.where(sent.reshape(sent.shape + (1,) * (new.ndim - 1)), new, old)
 
-    def _step_ids(self, lanes: Lanes, ids: jax.Array, action: jax.Array) -> tuple[Lanes, tuple]:
-        sub, step = self.env.step(jax.tree.map(lambda x: x[ids], lanes), action.astype(self.action.dtype))
-        lanes = jax.tree.map(lambda x, y: x.at[ids].set(y), lanes, sub)
-        return lanes, self._out(lanes, step, ids)
-
-    def _noop(self, n: int) -> jax.Array:
-        return jnp.zeros((n, *self.action.shape), self.action.dtype)
-
-    def _reset_all(self, lanes: Lanes) -> tuple[Lanes, tuple]:
-        return self._step_all(lanes._replace(done=jnp.ones_like(lanes.done)), self._noop(len(lanes.done)))
-
-    def _reset_ids(self, lanes: Lanes, ids: jax.Array) -> tuple[Lanes, tuple]:
-        return self._step_ids(lanes._replace(done=lanes.done.at[ids].set(True)), ids, self._noop(len(ids)))
+        lanes = jax.tree.map(pick, stepped, lanes)
+        return lanes, (step.obs, step.reward, step.terminated, step.truncated, lanes.elapsed)
 
     def _reseed(self, lanes: Lanes, ids: jax.Array, seeds: jax.Array) -> Lanes:
         return lanes._replace(key=lanes.key.at[ids].set(self._keys(seeds)))
@@ -110,19 +99,27 @@ class JaxBackend:
         self._p = progs
         self.observation_space = progs.env.observation_space
         self.action_space = progs.env.action_space
-        self.num_envs = config.num_envs
-        self._all_ids = np.arange(config.num_envs, dtype=np.int32)
-        self._lanes = progs.init(jnp.int32(config.seed), config.num_envs)
+        n = self.num_envs = config.num_envs
+        self._all_ids = np.arange(n, dtype=np.int32)
+        self._all, self._none = np.ones(n, bool), np.zeros(n, bool)
+        self._noop = np.zeros((n, *progs.action.shape), progs.action.dtype)
+        self._lanes = progs.init(jnp.int32(config.seed), n)
         self._sent: list[tuple[np.ndarray | None, Any]] = []  # (ids, results on the device)
 
     def send(self, ids: np.ndarray | None, action: np.ndarray | None, reset: bool) -> None:
-        p = self._p
-        if reset:
-            self._lanes, out = p.reset_all(self._lanes) if ids is None else p.reset_ids(self._lanes, ids)
-        elif ids is None:
-            self._lanes, out = p.step_all(self._lanes, action)
+        if ids is None:
+            sent = self._all
+            action = self._noop if reset else action
         else:
-            self._lanes, out = p.step_ids(self._lanes, ids, action)
+            sent = np.zeros(self.num_envs, bool)
+            sent[ids] = True
+            if not reset:
+                full = np.zeros_like(self._noop)
+                full[ids] = action
+                action = full
+            else:
+                action = self._noop
+        self._lanes, out = self._p.send(self._lanes, action, sent, sent if reset else self._none)
         self._sent.append((ids, out))
 
     def collect(self, block: bool) -> list[Chunk]:
@@ -130,10 +127,14 @@ class JaxBackend:
         chunks = []
         for ids, out in sent:
             obs, reward, terminated, truncated, elapsed = jax.device_get(out)
-            obs = jax.tree.map(np.array, obs)  # writable arrays the caller owns
-            env_id = self._all_ids.copy() if ids is None else ids
-            batch = Batch(env_id, obs, np.array(reward), np.array(terminated), np.array(truncated), np.array(elapsed))
-            chunks.append(Chunk(env_id, batch, ids is None))
+            if ids is None:  # every env, in order: arrays the caller owns
+                obs = jax.tree.map(np.array, obs)
+                batch = Batch(self._all_ids.copy(), obs, np.array(reward), np.array(terminated), np.array(truncated),
+                              np.array(elapsed))  # fmt: skip
+            else:  # fancy indexing copies
+                obs = jax.tree.map(lambda x: np.asarray(x)[ids], obs)
+                batch = Batch(ids, obs, *(np.asarray(x)[ids] for x in (reward, terminated, truncated, elapsed)))
+            chunks.append(Chunk(batch.env_id, batch, ids is None))
         return chunks
 
     def gather(self, ids: np.ndarray | None) -> Batch:

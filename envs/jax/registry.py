@@ -37,20 +37,21 @@ SUITES: dict[str, Suite] = {
     for s in (
         Suite("gymnax", "gymnax", "gymnax", "gymnax"),
         Suite("jumanji", "jumanji", "jumanji", "jumanji"),
-        Suite("craftax", "craftax", "craftax", "craftax"),
+        Suite(
+            "craftax",
+            "craftax",
+            "craftax",
+            "craftax",
+            "it pulls pygame, which overwrites pygame-ce's files (sebulba's render, video and dev extras): install it "
+            "where those are not",
+        ),
         Suite("xminigrid", "xminigrid", "xminigrid", "xminigrid"),
         Suite("navix", "navix", "navix", None),
         Suite("brax", "brax", "brax", "brax"),
-        Suite(
-            "playground",
-            "mujoco_playground",
-            "playground",
-            None,
-            "MuJoCo Playground pulls mujoco/mujoco-mjx >= 3.6 and warp-lang, and the native MuJoCo pool "
-            "(envs/mujoco) is compiled against the installed mujoco's headers: install it in its own venv",
-        ),
+        Suite("playground", "mujoco_playground", "playground", None),
     )
 }
+
 
 def is_jax_id(task_id: Any) -> bool:
     """Whether task_id names a JAX-native env (`SUITE/ID` with a reserved suite name)."""
