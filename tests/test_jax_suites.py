@@ -79,3 +79,21 @@ def test_brax_equals_its_own_api():
     ours = run(make_jax_env("brax/inverted_pendulum", max_episode_steps=1000), key, actions)
     compare(ours, reference(lambda now: (s := reset(jax.random.key_data(now)), s.obs), own_step, key, actions))
     assert any(s.terminated for s in ours)  # pushed one way, the pole falls
+
+
+@pytest.mark.slow(seconds=15)
+def test_navix_equals_its_own_api():
+    """Navix-Empty-5x5 with max_steps 3: its step type 1 (truncation) and 2 (termination, at the
+    goal) map to truncated and terminated."""
+    navix = pytest.importorskip("navix")
+    env = navix.make("Navix-Empty-5x5-v0", max_steps=6)
+    reset, step = jax.jit(env.reset), jax.jit(env._step)
+
+    def own_step(ts, a):
+        ts = step(ts, jnp.asarray(a, jnp.int32))
+        return ts, ts.observation, ts.reward, ts.step_type == 2, ts.step_type == 1
+
+    key, actions = jax.random.key(6), [0] * 8 + [2, 2, 1, 2, 2] * 3  # 0 turn left, 1 turn right, 2 forward
+    ours = run(make_jax_env("navix/Navix-Empty-5x5-v0", max_steps=6), key, actions)
+    compare(ours, reference(lambda now: (ts := reset(jax.random.key_data(now)), ts.observation), own_step, key, actions))
+    assert any(s.truncated for s in ours)

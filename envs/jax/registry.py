@@ -46,7 +46,7 @@ SUITES: dict[str, Suite] = {
             "where those are not",
         ),
         Suite("xminigrid", "xminigrid", "xminigrid", "xminigrid"),
-        Suite("navix", "navix", "navix", None),
+        Suite("navix", "navix", "navix", "navix"),
         Suite("brax", "brax", "brax", "brax"),
         Suite("playground", "mujoco_playground", "playground", None),
     )
