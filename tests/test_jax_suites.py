@@ -97,3 +97,29 @@ def test_navix_equals_its_own_api():
     ours = run(make_jax_env("navix/Navix-Empty-5x5-v0", max_steps=6), key, actions)
     compare(ours, reference(lambda now: (ts := reset(jax.random.key_data(now)), ts.observation), own_step, key, actions))
     assert any(s.truncated for s in ours)
+
+
+@pytest.mark.slow(seconds=30)
+def test_playground_equals_its_own_api():
+    """CartpoleBalance (MJX, or MuJoCo Warp on this install): the stream equals Playground's own
+    reset/step, and its episode_length is our time limit."""
+    pytest.importorskip("mujoco_playground")
+    from mujoco_playground import registry
+
+    env = registry.load("CartpoleBalance", config_overrides={"episode_length": 5})
+    reset, step = jax.jit(env.reset), jax.jit(env.step)
+
+    def own_step(state, a):
+        state = step(state, jnp.asarray(a, jnp.float32))
+        return state, state.obs, state.reward, state.done > 0, False
+
+    def new_episode(now):
+        state = reset(jax.random.key_data(now))
+        return state, state.obs
+
+    key, actions = jax.random.key(8), [np.array([0.5], np.float32)] * 7
+    ours = run(make_jax_env("playground/CartpoleBalance", episode_length=5), key, actions)
+    ref = reference(new_episode, own_step, key, actions)
+    assert [t for t, s in enumerate(ours) if s.truncated] == [5]  # the reference has no time limit
+    compare(ours[:5], ref[:5])
+    np.testing.assert_allclose(ours[5].obs, ref[5][0], rtol=1e-6, atol=1e-6)

@@ -63,6 +63,8 @@ class _Programs:
         stepped, step = self.env.step(lanes._replace(done=lanes.done | reset), action.astype(self.action.dtype))
 
         def pick(new, old):
+            if new.ndim == 0 or new.shape[0] != sent.shape[0]:  # not batched (MJX's contact buffers)
+                return new
             return jnp.where(sent.reshape(sent.shape + (1,) * (new.ndim - 1)), new, old)
 
         lanes = jax.tree.map(pick, stepped, lanes)

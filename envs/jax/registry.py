@@ -48,7 +48,7 @@ SUITES: dict[str, Suite] = {
         Suite("xminigrid", "xminigrid", "xminigrid", "xminigrid"),
         Suite("navix", "navix", "navix", "navix"),
         Suite("brax", "brax", "brax", "brax"),
-        Suite("playground", "mujoco_playground", "playground", None),
+        Suite("playground", "mujoco_playground", "playground", "playground"),
     )
 }
 
