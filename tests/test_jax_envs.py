@@ -1,6 +1,7 @@
 """JAX-native envs (envs/jax): each suite's adapter against the suite's own API, step for step,
 the contract (next-step auto-reset, terminated vs the time limit), and the ids' errors."""
 
+import importlib.util
 import warnings
 
 import jax
@@ -44,7 +45,6 @@ def _chw(obs):
     "name, actions, params, image",
     [
         ("CartPole-v1", [1] * 30, {}, False),  # terminates (~10 steps), then resets
-        ("CartPole-v1", [0, 1] * 10, {"max_steps_in_episode": 4}, False),  # the time limit truncates
         ("Pendulum-v1", [np.array([0.5], np.float32)] * 8, {"max_steps_in_episode": 3}, False),
         ("Breakout-MinAtar", [0, 1, 2] * 10, {}, True),
     ],
@@ -103,9 +103,10 @@ def test_ids_and_errors():
     with pytest.raises(ValueError, match=r"^unknown gymnax id 'gymnax/CartPol-v1'; did you mean gymnax/CartPole-v1"):
         make_raw("gymnax/CartPol-v1")
     for suite in ("craftax", "xminigrid", "navix", "brax", "playground"):
-        with pytest.raises(ImportError, match=rf"pip install 'sebulba\[{suite}\]'|adapter is not written") as e:
-            make_raw(f"{suite}/anything")
-        assert "\n" not in str(e.value)
+        if importlib.util.find_spec(SUITES[suite].module) is None:
+            with pytest.raises(ImportError, match=rf"pip install 'sebulba\[{suite}\]'") as e:
+                make_raw(f"{suite}/anything")
+            assert "\n" not in str(e.value)
 
 
 # ---------------------------------------------------------------- jumanji

@@ -24,7 +24,7 @@ class Suite:
     name: str  # the reserved SUITE of SUITE/ID
     module: str  # the package it needs, imported only when one of its ids is built
     extra: str  # sebulba's pip extra for it
-    adapter: str | None  # envs.jax.<adapter>, with make(name, **kwargs) -> RawJaxEnv and ids(); None: none yet
+    adapter: str  # envs.jax.<adapter>, with make(name, **kwargs) -> RawJaxEnv and ids()
     conflict: str = ""  # why the extra cannot coexist with the base install ("" when it can)
 
     @property
@@ -60,11 +60,6 @@ def is_jax_id(task_id: Any) -> bool:
 
 def _adapter(suite: Suite) -> tuple[Callable[..., RawJaxEnv], Callable[[], list[str]]]:
     """The suite's (make, ids), importing its package: a one-line ImportError when it is missing."""
-    if suite.adapter is None:
-        installed = importlib.util.find_spec(suite.module) is not None
-        state = "is installed, but" if installed else f"is not installed ({suite.install}), and"
-        raise ImportError(f"suite {suite.name!r}: {suite.module} {state} its adapter is not written yet; "
-                          f"served suites: {', '.join(s.name for s in SUITES.values() if s.adapter)}")
     if importlib.util.find_spec(suite.module) is None:
         extra = f" ({suite.conflict})" if suite.conflict else ""
         raise ImportError(f"{suite.name}/... envs need {suite.module}: {suite.install}{extra}")
