@@ -7,12 +7,13 @@ evaluation and `load_policy` run on it as on any pool.
 - The contract is JaxEnv's own (next-step auto-reset, the time limit truncates, terminated wins):
   an explicit reset of env i is the step that an ended episode's next send would be (its action
   discarded), so resets, auto-resets and reseeds draw from one per-env key stream.
-- Seeds: env i of a pool made with seed s is keyed `fold_in(POOL_KEY, s + i)`, a function of
+- Seeds: env i of a pool made with seed s is keyed `fold_in(pool_key(), s + i)`, a function of
   s + i only, so `reset(seed=s)` replays a pool made with seed=s (EnvPool's rule) and this pool's
-  envs equal `JaxEnv.reset(POOL_KEY, num_envs, first_index=s)` (what the Anakin loop needs for
+  envs equal `JaxEnv.reset(pool_key(), num_envs, first_index=s)` (what the Anakin loop needs for
   identical env streams).
-- Sends are dispatched at once (JAX runs them asynchronously); results come to the host when the
-  pool collects them, one transfer per send.
+- Every send, of any envs, is the same program over all lanes with masks (which envs step, which
+  reset): one compile per pool shape. Sends are dispatched at once (JAX runs them
+  asynchronously); results come to the host when the pool collects them, one transfer per send.
 """
 
 from __future__ import annotations
