@@ -1,5 +1,7 @@
 """The pool over JAX-native envs (`envs.make("gymnax/CartPole-v1", ...)`, envs/jax/backend.py):
-EnvPool's contract and API, as the other backends keep it (tests/test_pool_contract.py)."""
+EnvPool's contract and API, as the other backends keep it (tests/test_pool_contract.py; its
+`xla()` runs EnvPool's examples in tests/test_xla.py, its seeded resets in
+tests/test_pool_gymnasium_api.py)."""
 
 import pickle
 
@@ -107,23 +109,6 @@ def test_minatar_images_channel_first_and_jumanji_dict_observations():
         assert isinstance(spec.observation_space, gym.spaces.Dict)
         assert isinstance(spec.action_space, gym.spaces.MultiDiscrete)
         assert set(spec.observation_spec().obs) == set(spec.observation_space.spaces)
-
-
-def test_xla_runs_the_pool_inside_jit():
-    with envs.make(ID, num_envs=N, seed=3) as pool, envs.make(ID, num_envs=N, seed=3) as twin:
-        handle, recv, send, step = pool.xla()
-        pool.async_reset()
-        twin.reset()
-
-        @jax.jit
-        def two(handle):
-            handle, (obs, reward, *_) = recv(handle)
-            handle = send(handle, np.ones(N, np.int32))
-            handle, (obs, reward, *_) = recv(handle)
-            return handle, obs
-
-        _, obs = two(handle)
-        np.testing.assert_array_equal(np.asarray(obs), twin.step(np.ones(N, int))[0])
 
 
 def test_errors_are_one_line():
