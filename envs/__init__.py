@@ -7,7 +7,8 @@
 Built-in classic-control tasks run in-process, in a compiled C++ step loop (vectorized numpy where
 no compiler is found, and for rendering); Gymnasium's MuJoCo tasks in a native MuJoCo pool (the
 `mujoco` extra); Atari games (`Pong-v5`, ...) in ALE's C++ threaded vector env (the `atari` extra);
-any other Gymnasium id in worker processes. `backend="process"` forces Gymnasium's own
+JAX-native envs (`SUITE/ID`: `gymnax/CartPole-v1`, `jumanji/Snake-v1`, ...) in one jitted call
+per step on JAX's default device (`envs/jax`); any other Gymnasium id in worker processes. `backend="process"` forces Gymnasium's own
 implementation of a built-in id. Which backend serves an id: `envs.registry`; building it:
 `envs.backends`.
 

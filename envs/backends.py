@@ -1,5 +1,5 @@
 """Building a task's backend: the one place that maps the backend `registry.resolve` names (native
-numpy or compiled, MuJoCo, Atari, worker processes) to the object that steps the envs, and each
+numpy or compiled, MuJoCo, Atari, JAX-native envs, worker processes) to the object that steps the envs, and each
 backend to the pool class that serves it (`pool_class`)."""
 
 from __future__ import annotations
@@ -31,6 +31,13 @@ def build(task_id: str, env_type: str, kwargs: dict[str, Any], start: bool) -> t
         from envs.native.backend import NativeBackend
 
         return config, NativeBackend(native, config)
+    if name == "jax":
+        from envs.jax import backend as jax_backend
+
+        config, progs = jax_backend.configure(task_id, env_type, kwargs)
+        if not start:
+            return config, (progs.env.observation_space, progs.env.action_space, {})
+        return config, jax_backend.JaxBackend(config, progs)
     if name == "mujoco":
         from envs.mujoco import backend as mujoco_backend
 

@@ -9,7 +9,7 @@ from typing import Any
 
 ENV_TYPES = ("gym", "gymnasium", "dm")
 INT32_MAX = 2**31 - 1
-BACKENDS = ("native", "process", "atari", "mujoco")
+BACKENDS = ("native", "process", "atari", "mujoco", "jax")
 
 # Standard kwargs of envpool.make (envpool.readthedocs.io), with their defaults. None means "derived".
 STANDARD_KWARGS: dict[str, Any] = {

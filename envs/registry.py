@@ -21,6 +21,7 @@ from envs.atari.games import (
     unsupported_rom_error,
     unsupported_rom_of_id,
 )
+from envs.jax.registry import close_suite, is_jax_id
 from envs.mujoco import MUJOCO_TASKS
 from envs.native.base import NativeTask
 from envs.native.tasks import NATIVE_TASKS
@@ -119,6 +120,9 @@ def list_all_envs() -> list[str]:
 
 
 def _unknown(task_id: str, hint: str = "") -> ValueError:
+    suite_id = close_suite(task_id)
+    if suite_id is not None:  # "gymanx/CartPole-v1"
+        return ValueError(f"unknown task id {task_id!r}{hint}; did you mean {suite_id}?")
     close = difflib.get_close_matches(task_id, list_all_envs(), n=5, cutoff=0.6)
     suggestion = f"; did you mean {', '.join(close[:-1])} or {close[-1]}?" if len(close) > 1 else \
         f"; did you mean {close[0]}?" if close else ""
@@ -204,8 +208,16 @@ def resolve(task_id: Any, backend: str | None) -> tuple[str, type[NativeTask] | 
     """Returns (backend name, native task class or None for the process and Atari backends)."""
     if not isinstance(task_id, str):
         raise ValueError(f"task_id must be a str, got {task_id!r}")
-    if backend not in (None, "native", "process", "atari", "mujoco"):
-        raise ValueError(f"backend must be 'native', 'process', 'atari', 'mujoco' or None (automatic), got {backend!r}")
+    if backend not in (None, "native", "process", "atari", "mujoco", "jax"):
+        raise ValueError(
+            f"backend must be 'native', 'process', 'atari', 'mujoco', 'jax' or None (automatic), got {backend!r}"
+        )
+    if is_jax_id(task_id):  # SUITE/ID: the suite names are reserved, never Gymnasium namespaces
+        if backend not in (None, "jax"):
+            raise ValueError(f"{task_id!r} is a JAX-native env: it runs on backend='jax' only")
+        return "jax", None
+    if backend == "jax":
+        raise ValueError(f"backend='jax' runs JAX-native envs, named SUITE/ID (e.g. 'gymnax/CartPole-v1'), got {task_id!r}")
     if task_id in ATARI_TASKS:
         if backend not in (None, "atari"):
             raise ValueError(f"{task_id!r} is an Atari task: it runs on backend='atari' (ALE's vector env) only")

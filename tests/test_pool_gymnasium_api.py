@@ -22,6 +22,7 @@ pytestmark = pytest.mark.timeout(120)
 
 no_mujoco = pytest.mark.skipif(importlib.util.find_spec("mujoco") is None, reason="the mujoco extra is not installed")
 no_ale = pytest.mark.skipif(importlib.util.find_spec("ale_py") is None, reason="the atari extra is not installed")
+no_gymnax = pytest.mark.skipif(importlib.util.find_spec("gymnax") is None, reason="the gymnax extra is not installed")
 
 # One pool kind per backend (and per path of the native one).
 BACKENDS = [
@@ -31,6 +32,7 @@ BACKENDS = [
     pytest.param("Hopper-v5", {}, "mujoco", id="mujoco", marks=no_mujoco),
     pytest.param("Pong-v5", {"num_threads": 1}, "atari", id="atari-vector", marks=no_ale),
     pytest.param("Pong-v5", {"render_mode": "rgb_array"}, "atari", id="atari-single-ale", marks=no_ale),
+    pytest.param("gymnax/CartPole-v1", {}, "jax", id="jax", marks=no_gymnax),
 ]
 
 

@@ -14,12 +14,15 @@ BACKENDS = {
     "native": dict(task="CartPole-v1"),
     "process": dict(task="CartPole-v1", backend="process", num_threads=2),
     "atari": dict(task="Pong-v5", num_threads=2),
+    "jax": dict(task="gymnax/CartPole-v1"),  # the callback path over a JaxEnv stepped by jit
 }
 
 
 def make(kind, env_type="gymnasium", **kw):
     if kind == "atari":
         pytest.importorskip("ale_py")
+    if kind == "jax":
+        pytest.importorskip("gymnax")
     opts = dict(BACKENDS[kind])
     task = opts.pop("task")
     return envs.make(task, env_type=env_type, **opts, **kw)

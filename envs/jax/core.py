@@ -69,7 +69,12 @@ class Lanes(NamedTuple):
 
 
 def _tree_where(mask: jax.Array, a: Any, b: Any) -> Any:
+    """a where mask (per env), else b. A leaf without the batch axis (MJX's Data has some, its
+    contact buffers under vmap: Playground) is a's."""
+
     def pick(x, y):
+        if x.ndim == 0 or x.shape[0] != mask.shape[0]:
+            return x
         return jnp.where(mask.reshape(mask.shape + (1,) * (x.ndim - mask.ndim)), x, y)
 
     return jax.tree.map(pick, a, b)

@@ -1,8 +1,27 @@
-"""gymnax's envs (`gymnax/CartPole-v1`, `gymnax/Breakout-MinAtar`, ...) as RawJaxEnvs: its
-`reset_env`/`step_env`, which neither auto-reset nor truncate (our JaxEnv does both)."""
+"""gymnax's envs (`gymnax/CartPole-v1`, `gymnax/Breakout-MinAtar`, `gymnax/Catch-bsuite`,
+`gymnax/FourRooms-misc`, ...) as RawJaxEnvs, over gymnax's `reset_env`/`step_env`, which neither
+auto-reset nor truncate (our JaxEnv does both).
+
+- Terminated vs the time limit: in gymnax 1.0 (the extra's pin), `step_env`'s done is
+  `is_terminated` alone, every family (classic control, MinAtar, bsuite, misc), and the limit is
+  `is_truncated(state) = state.time >= max_steps_in_episode`, one step per `step_env` from 0: our
+  elapsed count, so `max_steps_in_episode` becomes the JaxEnv's `max_episode_steps` (gymnax 0.0.x
+  folded the limit into `is_terminal`: that is why the pin is >= 1.0). A terminal state on the
+  limit's step is terminated only (gymnax's own `step` reports both: DeepSea ends on its limit's
+  step every episode).
+- Spaces: Gymnasium spaces of one env whose dtype and shape are what `reset_env` returns (gymnax's
+  spaces say int32 where Catch returns float32, float32 where FourRooms returns int32); images
+  (MinAtar's [10, 10, C], Pong-misc's [30, 40, 3]: every rank-3 observation of gymnax is
+  channel-last) are transposed to channel-first [C, H, W], as the pool presents images.
+- kwargs: the env's parameters (`EnvParams` fields, e.g. `gravity=9.8`, `max_steps_in_episode`)
+  and its constructor's arguments (e.g. DeepSea's `size`); anything else is a one-line ValueError
+  naming the valid ones.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 from typing import Any
 
 import gymnasium as gym
@@ -10,43 +29,109 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-
-def _space(space: Any) -> gym.spaces.Space:
-    """A gymnax space as the Gymnasium space of one env."""
-    from gymnax.environments import spaces
-
-    if isinstance(space, spaces.Discrete):
-        return gym.spaces.Discrete(int(space.n))
-    if isinstance(space, spaces.Box):
-        shape = tuple(space.shape)
-        low = np.broadcast_to(np.asarray(space.low, np.float32), shape)
-        high = np.broadcast_to(np.asarray(space.high, np.float32), shape)
-        return gym.spaces.Box(low, high, shape, np.float32)
-    raise ValueError(f"gymnax space {space} is not supported")
+# gymnax ids that cannot run here: why (shown when one is asked for).
+UNSUPPORTED = {"MNISTBandit-bsuite": "it downloads MNIST when it is built"}
 
 
-class GymnaxEnv:
-    """A RawJaxEnv over one gymnax env: state = (gymnax state, key for its steps)."""
+def ids() -> list[str]:
+    """gymnax's registered ids (those in UNSUPPORTED are refused, with the reason, at make)."""
+    import gymnax
 
-    def __init__(self, name: str, **params: Any):
-        import gymnax
+    return list(gymnax.registered_envs)
 
-        self.task_id = f"gymnax/{name}"
-        self.env, default = gymnax.make(name)
-        self.params = default.replace(**params) if params else default
-        self.max_episode_steps = int(self.params.max_steps_in_episode)
-        # gymnax's is_terminal folds the time limit into `done`: our adapter truncates instead
-        self._no_limit = self.params.replace(max_steps_in_episode=np.iinfo(np.int32).max)
-        self.observation_space = _space(self.env.observation_space(self.params))
-        self.action_space = _space(self.env.action_space(self.params))
+
+def _bounds(value: Any, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    v = np.broadcast_to(np.asarray(value, np.float64), shape)
+    if np.issubdtype(dtype, np.integer):
+        info = np.iinfo(dtype)
+        return np.clip(v, info.min, info.max).astype(dtype)
+    return v.astype(dtype)
+
+
+def space(space: Any, leaf: jax.ShapeDtypeStruct, what: str, task_id: str, discrete: Any = np.int64) -> gym.spaces.Space:
+    """A gymnax-style space (gymnax's, Craftax's: read by class name) as the Gymnasium space of one
+    env, with the dtype and shape of `leaf` (what the env returns), channel-last images as
+    channel-first."""
+    kind = type(space).__name__
+    dtype = np.dtype(leaf.dtype)
+    if kind == "Discrete":
+        if leaf.shape != ():
+            raise ValueError(f"{task_id}: its {what} space is Discrete but the env returns shape {leaf.shape}")
+        return gym.spaces.Discrete(int(space.n), dtype=discrete)
+    if kind == "Box":
+        shape = tuple(leaf.shape)
+        low, high = _bounds(space.low, shape, dtype), _bounds(space.high, shape, dtype)
+        if len(shape) == 3:
+            low, high = low.transpose(2, 0, 1), high.transpose(2, 0, 1)
+        return gym.spaces.Box(low, high, low.shape, dtype)
+    raise ValueError(f"{task_id}: its {what} space {kind} is not supported (Discrete and Box are)")
+
+
+def channel_first(obs: jax.Array) -> jax.Array:
+    return jnp.transpose(obs, (2, 0, 1)) if obs.ndim == 3 else obs
+
+
+def check_kwargs(task_id: str, kwargs: dict[str, Any], *valid: Any) -> None:
+    unknown = sorted(set(kwargs) - set().union(*valid))
+    if unknown:
+        raise ValueError(f"unknown kwarg(s) {unknown} for {task_id}; its parameters are {sorted(set().union(*valid))}")
+
+
+class GymnaxStyleEnv:
+    """A RawJaxEnv over an env with gymnax's `reset_env(key, params)` / `step_env(key, state,
+    action, params)` (gymnax's, Craftax's): state = (its state, key data for its next step).
+    `step_params` are the params it steps with (the time limit lifted where its done includes it)."""
+
+    def __init__(self, task_id: str, env: Any, params: Any, step_params: Any, max_episode_steps: int):
+        self.task_id, self.env, self.params, self._step_params = task_id, env, params, step_params
+        self.max_episode_steps = max_episode_steps
+        obs = jax.eval_shape(lambda k: self.env.reset_env(k, self.params)[0], jax.random.key(0))
+        if not isinstance(obs, jax.ShapeDtypeStruct):
+            raise ValueError(f"{self.task_id}: structured observations are not supported")
+        self.observation_space = space(self.env.observation_space(self.params), obs, "observation", task_id, np.int32)
+        act = self.env.action_space(self.params)
+        act_leaf = jax.ShapeDtypeStruct(tuple(getattr(act, "shape", ()) or ()), np.float32)
+        self.action_space = space(act, act_leaf, "action", task_id)
+        self._obs_dtype = self.observation_space.dtype
+
+    def _obs(self, obs: jax.Array) -> jax.Array:
+        return channel_first(obs).astype(self._obs_dtype)
 
     def reset(self, key: jax.Array) -> tuple[Any, Any]:
         key, now = jax.random.split(key)
         obs, state = self.env.reset_env(now, self.params)
-        return (state, key), obs
+        return (state, jax.random.key_data(key)), self._obs(obs)
 
     def step(self, state: Any, action: jax.Array):
-        state, key = state
-        key, now = jax.random.split(key)
-        obs, state, reward, done, _ = self.env.step_env(now, state, action, self._no_limit)
-        return (state, key), obs, jnp.asarray(reward, jnp.float32), jnp.asarray(done, bool), jnp.bool_(False)
+        state, key_data = state
+        key, now = jax.random.split(jax.random.wrap_key_data(key_data))
+        obs, state, reward, terminated, _ = self.env.step_env(now, state, action, self._step_params)
+        state = (state, jax.random.key_data(key))
+        return state, self._obs(obs), jnp.asarray(reward, jnp.float32), jnp.asarray(terminated, bool), jnp.bool_(False)
+
+
+class GymnaxEnv(GymnaxStyleEnv):
+    """A gymnax env: its step_env's done is is_terminated alone (gymnax >= 1.0), so it steps with
+    its own params."""
+
+    def __init__(self, name: str, **kwargs: Any):
+        import gymnax
+
+        task_id = f"gymnax/{name}"
+        if name in UNSUPPORTED:
+            raise ValueError(f"{task_id} is not supported: {UNSUPPORTED[name]}")
+        factory = gymnax.registration._registry[name]
+        ctor = [p for p in inspect.signature(factory).parameters if p not in ("self", "args", "kwargs")]
+        probe, _ = gymnax.make(name)
+        fields = [f.name for f in dataclasses.fields(probe.default_params)]
+        check_kwargs(task_id, kwargs, ctor, fields)
+        env, default = gymnax.make(name, **{k: v for k, v in kwargs.items() if k in ctor})
+        given = {k: v for k, v in kwargs.items() if k in fields and k not in ctor}
+        params = default.replace(**given) if given else default
+        limit = params.max_steps_in_episode
+        if float(limit) != int(limit) or int(limit) < 1:
+            raise ValueError(f"{task_id}: max_steps_in_episode must be a positive int, got {limit!r}")
+        super().__init__(task_id, env, params, params, int(limit))
+
+
+make = GymnaxEnv

@@ -1,23 +1,83 @@
-"""Which ids are JAX-native (`SUITE/ID`) and how to build them."""
+"""Which ids are JAX-native (`SUITE/ID`) and how to build them.
+
+Every suite name below is reserved: an id `SUITE/...` is never looked up as a Gymnasium namespace,
+installed or not. A suite's package is imported only when one of its ids is built; a suite not
+installed is a one-line ImportError naming its pip extra (and, where the extra cannot coexist with
+the base install, why).
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+import difflib
+import importlib
+import importlib.util
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
-from envs.jax.core import JaxEnv
+if TYPE_CHECKING:  # jax is imported only when a JAX env is built
+    from envs.jax.core import JaxEnv, RawJaxEnv
 
-SUITES = ("gymnax",)  # reserved names: never Gymnasium namespaces
+
+@dataclasses.dataclass(frozen=True)
+class Suite:
+    name: str  # the reserved SUITE of SUITE/ID
+    module: str  # the package it needs, imported only when one of its ids is built
+    extra: str  # sebulba's pip extra for it
+    adapter: str  # envs.jax.<adapter>, with make(name, **kwargs) -> RawJaxEnv and ids()
+    conflict: str = ""  # why the extra cannot coexist with the base install ("" when it can)
+
+    @property
+    def install(self) -> str:
+        return f"pip install 'sebulba[{self.extra}]'"
+
+
+SUITES: dict[str, Suite] = {
+    s.name: s
+    for s in (
+        Suite("gymnax", "gymnax", "gymnax", "gymnax"),
+        Suite("jumanji", "jumanji", "jumanji", "jumanji"),
+        Suite(
+            "craftax",
+            "craftax",
+            "craftax",
+            "craftax",
+            "it pulls pygame, which overwrites pygame-ce's files (sebulba's render, video and dev extras): install it "
+            "where those are not",
+        ),
+        Suite("xminigrid", "xminigrid", "xminigrid", "xminigrid"),
+        Suite("navix", "navix", "navix", "navix"),
+        Suite("brax", "brax", "brax", "brax"),
+        Suite("playground", "mujoco_playground", "playground", "playground"),
+    )
+}
 
 
 def is_jax_id(task_id: Any) -> bool:
     """Whether task_id names a JAX-native env (`SUITE/ID` with a reserved suite name)."""
-    return isinstance(task_id, str) and task_id.partition("/")[0] in SUITES and "/" in task_id
+    return isinstance(task_id, str) and "/" in task_id and task_id.partition("/")[0] in SUITES
 
 
-def make_jax_env(task_id: str, max_episode_steps: int | None = None, **kwargs: Any) -> JaxEnv:
-    """The batched JaxEnv of a `SUITE/ID`; kwargs are the suite's env parameters. A built-in
-    task the compiled kernel steps (`CartPole-v1`, ...; not a JAX id: it runs on the host pool
-    unless the Anakin loop is asked for) is its stateless compiled env (envs/native/stateless.py)."""
+def _adapter(suite: Suite) -> tuple[Callable[..., RawJaxEnv], Callable[[], list[str]]]:
+    """The suite's (make, ids), importing its package: a one-line ImportError when it is missing."""
+    if importlib.util.find_spec(suite.module) is None:
+        extra = f" ({suite.conflict})" if suite.conflict else ""
+        raise ImportError(f"{suite.name}/... envs need {suite.module}: {suite.install}{extra}")
+    module = importlib.import_module(f"envs.jax.{suite.adapter}")
+    return module.make, module.ids
+
+
+def suite_ids(suite: str) -> list[str]:
+    """The full ids (`SUITE/ID`) a suite serves here (imports the suite)."""
+    _, ids = _adapter(SUITES[suite])
+    return [f"{suite}/{name}" for name in ids()]
+
+
+def make_raw(task_id: str, **kwargs: Any) -> RawJaxEnv:
+    """The RawJaxEnv of a `SUITE/ID`; kwargs are the suite's env parameters. An unknown id is a
+    one-line ValueError with close matches. A built-in task the compiled kernel steps
+    (`CartPole-v1`, ...; not a JAX id: it runs on the host pool unless the Anakin loop is asked
+    for) is its stateless compiled env (envs/native/stateless.py)."""
     if isinstance(task_id, str) and "/" not in task_id:
         from envs.native.kernel_pool import TASK_CODES
 
@@ -26,12 +86,33 @@ def make_jax_env(task_id: str, max_episode_steps: int | None = None, **kwargs: A
 
             if kwargs:
                 raise ValueError(f"{task_id} takes no env parameters here, got {', '.join(sorted(kwargs))}")
-            return JaxEnv(StatelessEnv(task_id), max_episode_steps)
+            return StatelessEnv(task_id)
     if not is_jax_id(task_id):
         raise ValueError(f"{task_id!r} is not a JAX-native env id (SUITE/ID with SUITE one of {', '.join(SUITES)})")
     suite, _, name = task_id.partition("/")
-    if suite == "gymnax":
-        from envs.jax.gymnax import GymnaxEnv
+    make, ids = _adapter(SUITES[suite])
+    known = ids()
+    if name not in known:
+        full = [f"{suite}/{n}" for n in known]
+        close = difflib.get_close_matches(task_id, full, n=3, cutoff=0.5)
+        hint = f"did you mean {' or '.join(close)}?" if close else f"its ids: {', '.join(full)}"
+        raise ValueError(f"unknown {suite} id {task_id!r}; {hint}")
+    return make(name, **kwargs)
 
-        return JaxEnv(GymnaxEnv(name, **kwargs), max_episode_steps)
-    raise AssertionError(suite)
+
+def make_jax_env(task_id: str, max_episode_steps: int | None = None, **kwargs: Any) -> JaxEnv:
+    """The batched JaxEnv of a `SUITE/ID` (or of a built-in task, see `make_raw`); kwargs are the
+    suite's env parameters."""
+    from envs.jax.core import JaxEnv
+
+    return JaxEnv(make_raw(task_id, **kwargs), max_episode_steps)
+
+
+def close_suite(task_id: str) -> str | None:
+    """For an id `X/...` whose X is not a suite but close to one ("gymanx/CartPole-v1"), the id
+    with that suite's name (for a "did you mean" hint)."""
+    prefix, sep, rest = task_id.partition("/")
+    if not sep or prefix in SUITES:
+        return None
+    close = difflib.get_close_matches(prefix, list(SUITES), n=1, cutoff=0.7)
+    return f"{close[0]}/{rest}" if close else None
