@@ -246,8 +246,10 @@ def structured_leaves(space: gym.spaces.Space) -> tuple[Leaf, ...]:
 def torso_for(observation_space: gym.spaces.Space, kind: str = "auto", **kwargs: Any) -> nn.Module:
     """A torso for `observation_space`; `kwargs` go to the torso's constructor.
 
-    "auto": `MLPTorso(hidden_sizes=(64, 64))` for a `Discrete` (one-hot) or rank-1 `Box`, and
-    `NatureCNN` for a rank-3 uint8 `Box` (a channel-first image). "mlp" (any `Box` or `Discrete`),
+    "auto": `NatureCNN` for a rank-3 uint8 `Box` (a channel-first image), and
+    `MLPTorso(hidden_sizes=(64, 64))` for a `Discrete` (one-hot), a rank-1 `Box` or a non-uint8
+    `Box` of any rank (flattened: e.g. MinAtar's [C, 10, 10] 0/1 planes, as PureJaxRL learns
+    them); uint8 pixels in another layout are refused. "mlp" (any `Box` or `Discrete`),
     "nature_cnn" and "impala_resnet" (a channel-first rank-3 `Box`) force one. Raises ValueError,
     naming the space, for a space the chosen torso cannot take.
     """
@@ -261,15 +263,13 @@ def torso_for(observation_space: gym.spaces.Space, kind: str = "auto", **kwargs:
         return MLPTorso(**{"hidden_sizes": (64, 64), **kwargs, "leaves": structured_leaves(space)})
     is_box = isinstance(space, gym.spaces.Box)
     if kind == "auto":
-        if isinstance(space, gym.spaces.Discrete) or (is_box and len(space.shape) == 1):
-            kind = "mlp"
-        elif is_box and len(space.shape) == 3 and space.dtype == np.uint8:
+        if is_box and len(space.shape) == 3 and space.dtype == np.uint8:
             kind = "nature_cnn"
-        else:
-            raise ValueError(
-                f"no automatic torso for observation space {space}: 'auto' takes Discrete, rank-1 Box "
-                f"or rank-3 uint8 image Box spaces; pass kind= one of {TORSO_KINDS[1:]}"
-            )
+        elif isinstance(space, gym.spaces.Discrete) or (is_box and (space.dtype != np.uint8 or len(space.shape) == 1)):
+            kind = "mlp"
+        else:  # uint8 pixels in another layout (channel-last, rank 2): a mistake, not an MLP's input
+            raise ValueError(f"no automatic torso for observation space {space}: 'auto' takes Discrete, a float or "
+                             f"rank-1 Box, or a rank-3 uint8 image Box [C, H, W]; pass kind= one of {TORSO_KINDS[1:]}")
 
     if kind == "mlp":
         if isinstance(space, gym.spaces.Discrete):

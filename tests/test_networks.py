@@ -216,7 +216,6 @@ def test_torso_for_runs_on_samples_of_its_space(space, kind, features):
         (gym.spaces.Box(0, 255, (84, 84), np.uint8), "auto"),  # rank 2: no automatic choice
         (gym.spaces.Box(0, 255, (84, 84, 4), np.uint8), "auto"),  # channel-last image
         (gym.spaces.Box(0, 255, (84, 84, 3), np.uint8), "impala_resnet"),
-        (gym.spaces.Box(0.0, 1.0, (4, 84, 84), np.float32), "auto"),  # not uint8 pixels
         (gym.spaces.Discrete(3), "nature_cnn"),
         (gym.spaces.MultiDiscrete([2, 3]), "auto"),
         (gym.spaces.Dict({"a": gym.spaces.Discrete(2)}), "nature_cnn"),  # structured: mlp torso only
@@ -237,6 +236,15 @@ STRUCTURED = gym.spaces.Dict({
 
 
 @pytest.mark.slow(seconds=3)
+def test_auto_torso_flattens_float_grids_into_its_mlp():
+    """MinAtar's [C, 10, 10] 0/1 planes (gymnax) are not uint8 pixels: the MLP takes them flat."""
+    space = gym.spaces.Box(0.0, 1.0, (4, 10, 10), np.float32)
+    torso = torso_for(space)
+    assert isinstance(torso, MLPTorso)
+    _, y = init_apply(torso, np.stack([space.sample() for _ in range(B)]))
+    assert y.shape == (B, 64)
+
+
 def test_torso_for_a_structured_space_encodes_every_leaf():
     """Dict/Tuple observations: one MLP over the concatenated leaf encodings (one-hot discrete
     leaves, a CNN per image leaf); each leaf changes the features."""
