@@ -221,7 +221,8 @@ def test_async_loop_splits_the_frame_history_over_learner_devices_and_minibatche
     from sebulba.agents.impala import Impala, ImpalaConfig
 
     kw = dict(episodic_life=True, num_threads=1)
-    agent = Impala(envs.make_spec("Breakout-v5", **kw), ImpalaConfig(torso="mlp", hidden_sizes=(16,), num_minibatches=2))
+    agent = Impala(envs.make_spec("Breakout-v5", **kw),
+                   ImpalaConfig(torso="mlp", hidden_sizes=(16,), num_minibatches=2))
     cfg = sebulba.LoopConfig(env_id="Breakout-v5", env_kwargs=kw, num_envs=4, steps_per_cycle=5, learner_devices=(1, 2),
                              inferencers_per_device=2, async_mode=True, stack_on_device=True, log_every_s=1e3)
     specs = []
