@@ -24,7 +24,7 @@ def networks(loop):
     return jax.tree.map(np.asarray, loop.learner.networks)
 
 
-@pytest.mark.slow(seconds=24)
+@pytest.mark.slow(seconds=8)
 @pytest.mark.parametrize("minibatches", [2])
 def test_interrupted_and_resumed_run_is_bit_identical(tmp_path, minibatches):
     """With 2 minibatches the learner's key and optimizer count advance twice per update; one
@@ -101,7 +101,7 @@ def test_nan_loss_stops_the_run_with_a_checkpoint_of_the_last_good_state(tmp_pat
         assert float(loop.learner.networks["w"]) == good[-1]
 
 
-@pytest.mark.slow(seconds=24)
+@pytest.mark.slow(seconds=12)
 def test_replay_is_saved_when_asked_and_async_runs_resume_their_learner(tmp_path):
     from sebulba.agents.r2d2 import R2D2, R2D2Config
 

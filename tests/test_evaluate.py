@@ -11,7 +11,7 @@ import pytest
 
 import envs
 import sebulba
-from sebulba.agents.impala import Impala
+from sebulba.agents.impala import Impala, ImpalaConfig
 from sebulba.agents.ppo import PPO
 from sebulba.agents.r2d2 import R2D2
 from sebulba.experiment.trained import build_agent, open_run, restore_networks
@@ -243,7 +243,7 @@ def test_evaluate_writes_a_video_of_one_episode(runs, tmp_path):
     assert decode(tmp_path / "episode.gif").shape == (length + 1, 400, 600, 3) and ret == length
 
 
-@pytest.mark.slow(seconds=15)
+@pytest.mark.slow(seconds=7)
 def test_video_frames_for_atari_and_worker_process_envs(tmp_path):
     """Atari: ALE's RGB screens; a Gymnasium env in worker processes: drawn by that env made here
     (MuJoCo's too, with the OpenGL backend chosen for a headless host)."""
@@ -253,7 +253,7 @@ def test_video_frames_for_atari_and_worker_process_envs(tmp_path):
                                   ("Pendulum-v1", {"backend": "process", "max_episode_steps": 9}, (500, 500, 3)),
                                   ("Hopper-v5", {"backend": "process", "max_episode_steps": 9, "width": 64, "height": 48,
                                                  "xml_file": cheap_hopper(tmp_path)}, (48, 64, 3))]:
-        agent = Impala(envs.make_spec(env_id, **kwargs))
+        agent = Impala(envs.make_spec(env_id, **kwargs), ImpalaConfig(torso="mlp", hidden_sizes=(8,)))  # any policy
         networks = agent.init_networks(jax.random.key(0))
         path = tmp_path / f"{env_id}.mp4"
         ret, length = video.record(path, agent, networks, env_id, kwargs, seed=0)

@@ -115,14 +115,17 @@ def test_plan_needs_an_env_with_frames_to_stack():
 
 
 def _agent(kind: str, spec: envs.EnvSpec):
+    """A small MLP torso over the flattened [S * c, 84, 84] stacks: what these tests check (the
+    stacks, the updates on them, the replay of single frames) does not depend on the network, and a
+    Nature CNN on 84 x 84 frames would double their time (its own tests are test_networks.py's)."""
     if kind == "impala":
         from sebulba.agents.impala import Impala, ImpalaConfig
 
-        return Impala(spec, ImpalaConfig(torso="nature_cnn"))
+        return Impala(spec, ImpalaConfig(torso="mlp", hidden_sizes=(16,)))
     from sebulba.agents.r2d2 import R2D2, R2D2Config
 
-    return R2D2(spec, R2D2Config(torso="nature_cnn", core_size=16, sequence_length=16, burn_in=2, n_step=2, batch_size=4,
-                                 replay_capacity=16, min_replay_size=2, target_update_period=2))
+    return R2D2(spec, R2D2Config(torso="mlp", hidden_sizes=(16,), core_size=16, sequence_length=16, burn_in=2, n_step=2,
+                                 batch_size=4, replay_capacity=16, min_replay_size=2, target_update_period=2))
 
 
 def _run(kind: str, stack_on_device: bool):
@@ -142,7 +145,7 @@ def _run(kind: str, stack_on_device: bool):
     return trajs, networks, experience_bytes
 
 
-@pytest.mark.slow(seconds=42)
+@pytest.mark.slow(seconds=17)
 @pytest.mark.parametrize("kind", ["impala", "r2d2"])
 def test_a_loop_stacking_on_device_acts_and_learns_as_with_the_envs_stacks(kind):
     """Sync mode, so both runs are deterministic: the agent acts on the same observations (same
@@ -188,7 +191,7 @@ def test_r2d2_replay_of_single_frames_takes_about_a_quarter_of_the_memory():
     assert 53.0 < stacked < 54.0 and 13.5 < frames < 14.5, (stacked, frames)
 
 
-@pytest.mark.slow(seconds=42)
+@pytest.mark.slow(seconds=16)
 def test_a_replay_of_single_frames_is_checkpointed_and_resumed(tmp_path):
     """R2D2 with stacking on the device saves its replay of Frames and history in a real orbax
     checkpoint; a new loop restores it exactly and learns on."""
@@ -211,14 +214,15 @@ def test_a_replay_of_single_frames_is_checkpointed_and_resumed(tmp_path):
         assert ctx.learner_steps == 6
 
 
-@pytest.mark.slow(seconds=16)
+@pytest.mark.slow(seconds=12)
 def test_async_loop_splits_the_frame_history_over_learner_devices_and_minibatches():
     """Inferencer threads, two learner devices and two minibatches: the history travels split
     along its env axis like the frames, and the learner's updates run on the rebuilt stacks."""
     from sebulba.agents.impala import Impala, ImpalaConfig
 
     kw = dict(episodic_life=True, num_threads=1)
-    agent = Impala(envs.make_spec("Breakout-v5", **kw), ImpalaConfig(torso="nature_cnn", num_minibatches=2))
+    agent = Impala(envs.make_spec("Breakout-v5", **kw),
+                   ImpalaConfig(torso="mlp", hidden_sizes=(16,), num_minibatches=2))
     cfg = sebulba.LoopConfig(env_id="Breakout-v5", env_kwargs=kw, num_envs=4, steps_per_cycle=5, learner_devices=(1, 2),
                              inferencers_per_device=2, async_mode=True, stack_on_device=True, log_every_s=1e3)
     specs = []

@@ -102,7 +102,7 @@ def test_step_states_reach_the_learner_split_over_devices():
         assert exp["first_extra"] == [start, start] and exp["last_extra"] == [start + 6, start + 6]
 
 
-@pytest.mark.slow(seconds=11)
+@pytest.mark.slow(seconds=4)
 def test_sync_mode_is_bit_reproducible():
     def train():
         cfg = config(num_envs=8, steps_per_cycle=16, async_mode=False, seed=3)

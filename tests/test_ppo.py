@@ -184,7 +184,7 @@ def update_on(devices, agent, cycle, num_envs=8, steps=16):
     (CARTPOLE, PPOConfig(num_epochs=2, num_minibatches=4, learning_rate=1e-3)),
     (PENDULUM, PPOConfig(num_epochs=3, num_minibatches=2, normalize_observations=True, scale_rewards=True)),
 ], ids=["cartpole", "pendulum-normalised"])
-@pytest.mark.slow(seconds=27)
+@pytest.mark.slow(seconds=10)
 def test_one_and_two_learner_devices_give_the_same_update(spec, config):
     """Shuffles drawn per env (not per device), advantages normalised and losses averaged over the
     whole minibatch, statistics summed over devices: adding a learner device changes nothing."""
@@ -203,7 +203,7 @@ def test_one_and_two_learner_devices_give_the_same_update(spec, config):
         assert float(metrics["policy_std"]) > 0
 
 
-@pytest.mark.slow(seconds=28)
+@pytest.mark.slow(seconds=10)
 def test_epochs_are_plain_optimizer_steps_on_the_samples_begin_update_makes():
     """With one minibatch, the learner's E epochs equal E full-batch optax steps written out."""
     import optax
@@ -317,7 +317,7 @@ def test_async_mode_learns_from_recorded_behaviour_log_probs_and_reports_policy_
     assert all(np.isfinite(float(m["approx_kl"])) for _, m in seen)
 
 
-@pytest.mark.slow(seconds=42)
+@pytest.mark.slow(seconds=18)
 def test_an_interrupted_run_with_running_statistics_resumes_exactly(tmp_path):
     """Observation and return statistics live in the networks and the discounted returns in the
     actors' step states: both are checkpointed, so a resumed sync run ends bit-identical."""
