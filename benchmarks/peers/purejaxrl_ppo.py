@@ -1,0 +1,37 @@
+"""Runs PureJaxRL's `purejaxrl/ppo.py` (its `make_train` and `__main__` config, unchanged but
+for NUM_ENVS and DEBUG, its per-update print) in PureJaxRL's own venv, timing the compilation
+apart from training; prints one JSON line. Used by benchmarks/bench_anakin.py.
+
+    python purejaxrl_ppo.py PUREJAXRL_DIR NUM_ENVS [TOTAL_TIMESTEPS]
+
+PUREJAXRL_DIR holds ppo.py and wrappers.py (github.com/luchris429/purejaxrl, purejaxrl/).
+"""
+
+import json
+import sys
+import time
+
+started = time.perf_counter()
+directory, num_envs = sys.argv[1], int(sys.argv[2])
+total = float(sys.argv[3]) if len(sys.argv) > 3 else 5e5
+sys.path.insert(0, directory)
+source = open(f"{directory}/ppo.py").read()
+main_at = source.index('if __name__ == "__main__":')
+namespace: dict = {"__name__": "purejaxrl_ppo"}
+exec(compile(source[:main_at], f"{directory}/ppo.py", "exec"), namespace)
+# ppo.py's own __main__ config, read from its source, with our overrides
+config_src = source[main_at:].split("config = ", 1)[1]
+config = eval(config_src[: config_src.index("}") + 1])  # noqa: S307 (a dict literal from ppo.py)
+config.update(NUM_ENVS=num_envs, TOTAL_TIMESTEPS=total, DEBUG=False)
+import jax  # noqa: E402
+
+rng = jax.random.PRNGKey(30)
+t0 = time.perf_counter()
+train = jax.jit(namespace["make_train"](config)).lower(rng).compile()
+t1 = time.perf_counter()
+out = jax.block_until_ready(train(rng))
+t2 = time.perf_counter()
+returns = out["metrics"]["returned_episode_returns"]  # [updates, steps, envs]
+steps = int(config["TOTAL_TIMESTEPS"]) // (num_envs * config["NUM_STEPS"]) * num_envs * config["NUM_STEPS"]
+print(json.dumps({"num_envs": num_envs, "env_steps": steps, "compile_s": t1 - t0, "train_s": t2 - t1,
+                  "process_s_before_exit": t2 - started, "final_return": float(returns[-1].mean())}))
