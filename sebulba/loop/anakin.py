@@ -59,7 +59,17 @@ def uses_anakin(config: LoopConfig) -> bool:
 def make_env(config: LoopConfig):
     """The config's JaxEnv (env_kwargs: `max_episode_steps` and the suite's env parameters)."""
     kwargs = dict(config.env_kwargs)
-    return make_jax_env(config.env_id, kwargs.pop("max_episode_steps", None), **kwargs)
+    kwargs.pop("num_threads", None)  # --env_threads: a host pool's
+    try:
+        return make_jax_env(config.env_id, kwargs.pop("max_episode_steps", None), **kwargs)
+    except ValueError:
+        if is_jax_id(config.env_id):
+            raise
+        raise ValueError(f"the Anakin loop runs JAX-native envs (SUITE/ID, e.g. gymnax/CartPole-v1); {config.env_id!r} "
+                         "has no compiled stateless step yet: train it with --loop sebulba") from None
+
+
+
 
 
 def env_spec(env_id: str, env_kwargs: dict | None = None) -> envs.EnvSpec:
@@ -121,7 +131,9 @@ class AnakinLoop:
     """Trains `agent` on a JAX-native env in one compiled program per call (see the module
     docstring). `config.num_envs` envs per process are split over its learner devices
     (`config.learner_devices`), and `config.steps_per_cycle` is T; `updates_per_call` is K
-    (default: about ENV_STEPS_PER_CALL env steps per call)."""
+    (default: about ENV_STEPS_PER_CALL env steps per call). The options of the Sebulba loop's
+    actors (actor_devices, inferencers_per_device, queue_size, async_mode) do not apply: acting
+    is in the program, in step with learning (a run is reproducible, as sync mode is)."""
 
     def __init__(self, agent: Agent, config: LoopConfig, updates_per_call: int | None = None):
         self.agent = agent
@@ -129,6 +141,9 @@ class AnakinLoop:
         if config.stack_on_device:
             raise ValueError("stack_on_device is for Atari pools on the Sebulba loop; a JAX env stacks its own frames")
         self.env = make_env(config)
+        if config.actor_devices != (0,):
+            log.warning(f"the Anakin loop acts on its learner devices, in the same program as it learns: "
+                        f"actor_devices={config.actor_devices} is ignored")
         local = jax.local_devices()
         bad = [d for d in config.learner_devices if d >= len(local)]
         if bad:
