@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import jax
+import jax.extend
 import jax.numpy as jnp
 import numpy as np
 from jax.sharding import NamedSharding
@@ -117,6 +118,19 @@ class ChunkResult(NamedTuple):
     env_steps: int  # this process's
     episode_returns: np.ndarray
     episode_lengths: np.ndarray
+
+
+def _traced(fn: Callable, *args) -> tuple[Callable, Any]:
+    """fn traced once for args: (a function that replays the trace, fn's output shapes). A
+    `lax.cond` whose other branch needs the output shapes then costs one trace, not two."""
+    closed, shapes = jax.make_jaxpr(fn, return_shape=True)(*args)
+    replay = jax.extend.core.jaxpr_as_fun(closed)
+    treedef = jax.tree.structure(shapes)
+    return (lambda *xs: jax.tree.unflatten(treedef, replay(*jax.tree.leaves(xs)))), shapes
+
+
+def _zeros(shapes):
+    return jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
 
 
 def _per_device(tree):
@@ -263,16 +277,11 @@ class AnakinLoop:
             net, opt, exp, metrics, finite, key = learner_step(agent, schedule, net, opt, exp, initial, final, traj, key)
         else:  # minibatches of envs: as Learner.update, one learner step per minibatch
             finite, every = jnp.bool_(True), []
-            for i in range(schedule.calls):
-                def run(args, i=i):
-                    return learner_step(agent, schedule, *args[:3], initial, final, traj, args[3], i, self._env_axes)
-
-                def skip(args):
-                    shapes = jax.eval_shape(run, args)
-                    return (*args[:3], jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes[3]),
-                            jnp.bool_(True), args[3])
-
-                net, opt, exp, m, ok, key = jax.lax.cond(finite, run, skip, (net, opt, exp, key))
+            for i in range(schedule.calls):  # the first non-finite one skips the rest
+                run, shapes = _traced(lambda n, o, e, k, i=i: learner_step(
+                    agent, schedule, n, o, e, initial, final, traj, k, i, self._env_axes), net, opt, exp, key)
+                skip = lambda n, o, e, k: (n, o, e, _zeros(shapes[3]), jnp.bool_(True), k)  # noqa: E731
+                net, opt, exp, m, ok, key = jax.lax.cond(finite, run, skip, net, opt, exp, key)
                 finite = finite & ok
                 every.append(m)
             metrics = jax.tree.map(lambda *xs: sum(xs) / len(xs), *every)
@@ -287,18 +296,14 @@ class AnakinLoop:
 
         def chunk(carry: Carry, active: jax.Array):
             local = self._local(carry)
-            shapes = jax.eval_shape(self._update, local)
+            run, shapes = _traced(self._update, local)
 
             def one(state, i):
                 c, ok = state
 
-                def run(c):
-                    return self._update(c)
-
                 def skip(c):
-                    zeros = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes[1:])
                     nan = jnp.full(shapes[3].shape, jnp.nan, shapes[3].dtype)
-                    return c, zeros[0], jnp.bool_(True), nan, zeros[3]
+                    return c, _zeros(shapes[1]), jnp.bool_(True), nan, _zeros(shapes[4])
 
                 c, metrics, finite, ep_ret, ep_len = jax.lax.cond(ok & (i < active), run, skip, c)
                 return (c, ok & finite), (metrics, finite, ep_ret, ep_len)
