@@ -3,6 +3,8 @@ JAX env and learning in one compiled program per call, on 1 and 4 faked CPU devi
 
 from __future__ import annotations
 
+import logging
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -20,6 +22,7 @@ from sebulba.loop.learner import Learner, NonFiniteError
 from sebulba.sharding import LearnerSharding
 from sebulba.types import ExperienceLayout
 from tests.support.agents import CountingAgent, LinearPG
+from tests.support.cli import last_metrics, run_experiment
 
 ENV = "gymnax/CartPole-v1"
 SPEC = env_spec(ENV)
@@ -45,19 +48,37 @@ def host(tree):
     return jax.tree.map(np.asarray, keys.raw(tree))
 
 
+@pytest.fixture
+def compiles(caplog):
+    """How many times XLA compiles the Anakin program (`jit(chunk)`) from here on, read by calling
+    it. (Not `_cache_size()`: on a mesh of several devices jit's dispatch cache may hold a second
+    entry for calls that reuse the same compiled program.)"""
+    jax.config.update("jax_log_compiles", True)
+    caplog.set_level(logging.WARNING)
+    start = [0]
+
+    def count() -> int:
+        records = caplog.records[start[0]:]
+        start[0] = len(caplog.records)
+        return sum("Finished XLA compilation of jit(chunk)" in r.getMessage() for r in records)
+
+    yield count
+    jax.config.update("jax_log_compiles", False)
+
+
 @pytest.mark.slow(seconds=40)
 @pytest.mark.parametrize("devices", [1, 4])
 @pytest.mark.parametrize("name", list(AGENTS))
-def test_every_agent_runs_in_the_program_with_no_retrace(name, devices):
+def test_every_agent_runs_in_the_program_with_no_retrace(name, devices, compiles):
     agent = AGENTS[name]()
     with AnakinLoop(agent, config(devices), updates_per_call=2) as loop:
         assert loop.envs_per_device == 8 // devices
-        for updates in (2, 2, 1):  # the last call runs fewer updates in the same program
+        for updates in (2, 2, 2, 1):  # the last call runs fewer updates in the same program
             metrics, result = loop.call(updates)
             assert result.updates == updates and result.env_steps == updates * 8 * 8
             assert all(np.isfinite(v) for v in metrics.values()), metrics
-        assert loop._chunk._cache_size() == 1
-        assert loop.version == 5
+            assert compiles() == (1 if updates == 2 and loop.version == 2 else 0)
+        assert loop.version == 7
         if name == "r2d2":  # its replay fills on every device and it learns
             assert metrics["replay_size"] > 4 and metrics["learning"] == 1.0
 
@@ -70,7 +91,7 @@ def test_a_final_short_call_skips_the_updates_beyond_its_count():
         assert loop.version == 4 and int(np.asarray(loop.carry.experience["cycles"])[0]) == 4
         # the step state (a per-env step counter) went on across the calls: 4 updates of 8 steps
         np.testing.assert_array_equal(np.asarray(loop.carry.step_state), 32)
-        assert loop._chunk._cache_size() == 1
+        assert loop._chunk._cache_size() == 1  # one device: one entry
 
 
 def test_env_streams_do_not_depend_on_the_number_of_devices():
@@ -169,3 +190,56 @@ def test_a_non_finite_update_raises_naming_it_and_keeps_the_last_good_state():
         assert e.value.step == 3 and loop.version == 2
         good = host(loop.carry.networks)
         assert all(np.isfinite(x).all() for x in jax.tree.leaves(good))
+
+
+# ---------------------------------------------------------------- entry points
+@pytest.mark.slow(seconds=30)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_learning_bar_ppo_on_gymnax_cartpole(seed, tmp_path):
+    """`python -m experiments.ppo --env gymnax/CartPole-v1` (the id selects the Anakin loop; the
+    classic-control preset, 8 envs x 128 steps): mean return >= 475 over the last 20 episodes
+    within its 200k env steps."""
+    out = run_experiment("experiments.ppo", "--env=gymnax/CartPole-v1", f"--seed={seed}", f"--logdir={tmp_path}",
+                         "--noprogress", "--checkpoint_every=0")
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "Anakin loop: 8 gymnax/CartPole-v1 envs" in out.stderr
+    final = float(out.stdout.split("episode_return_mean ")[1].split()[0])
+    assert final >= 475, out.stdout
+    run_dir, row = last_metrics(tmp_path)
+    assert (run_dir / "learning_curve.png").exists() and "approx_kl" in row and int(row["env_steps"]) >= 200_000
+
+
+@pytest.mark.slow(seconds=30)
+def test_a_cli_run_is_stopped_by_its_budget_checkpoints_and_resumes(tmp_path):
+    args = ("experiments.ppo", "--env=gymnax/CartPole-v1", f"--logdir={tmp_path}", "--noprogress", "--num_envs=4",
+            "--steps_per_cycle=16", "--checkpoint_every=100")
+    out = run_experiment(*args, "--total_env_steps=640")
+    assert out.returncode == 0, out.stderr[-3000:]
+    run_dir, row = last_metrics(tmp_path)
+    assert int(row["env_steps"]) == 640 and int(row["learner_steps"]) == 10  # 10 updates of 4 x 16 steps
+    assert sorted(int(p.name) for p in (run_dir / "checkpoints").iterdir() if p.name.isdigit()) == [10]
+    out = run_experiment("experiments.ppo", f"--resume={run_dir}", "--total_env_steps=1280", "--noprogress")
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "resumed from checkpoint 10" in out.stderr
+    _, row = last_metrics(tmp_path)
+    assert int(row["env_steps"]) == 1280 and int(row["learner_steps"]) == 20
+
+
+@pytest.mark.slow(seconds=5)
+def test_loop_anakin_on_a_host_env_is_one_line(tmp_path):
+    out = run_experiment("experiments.ppo", "--loop=anakin", "--env=CartPole-v1", f"--logdir={tmp_path}",
+                         "--noprogress")
+    assert out.returncode == 2, out.stderr[-3000:]
+    assert "error: the Anakin loop runs JAX-native envs" in out.stderr and "--loop sebulba" in out.stderr
+    assert not list(tmp_path.iterdir())  # a run refused at setup leaves no directory
+
+
+def test_the_runner_trains_a_loop_config_with_a_jax_id(tmp_path):
+    """`sebulba.LoopConfig(env_id="gymnax/CartPole-v1")` with `runner.run`, as for a host env."""
+    from sebulba.experiment import runner
+
+    cfg = config(1, num_envs=4, steps=8, seed=3)
+    result = runner.run("custom", LinearPG(SPEC), cfg, total_env_steps=96, logdir=str(tmp_path), flags={},
+                        progress=False, checkpoints=runner.CheckpointFlags(every_learner_steps=2))
+    assert result.final["env_steps"] == 96 and result.final["learner_steps"] == 3
+    assert result.checkpoint_step == 3 and (result.run_dir.path / "metrics.csv").exists()

@@ -277,11 +277,16 @@ class AnakinLoop:
             net, opt, exp, metrics, finite, key = learner_step(agent, schedule, net, opt, exp, initial, final, traj, key)
         else:  # minibatches of envs: as Learner.update, one learner step per minibatch
             finite, every = jnp.bool_(True), []
+            inputs = (initial, final, traj)
+            env_axes = jax.tree.map(lambda axis, sub: jax.tree.map(lambda _: axis, sub), self._env_axes, inputs)
             for i in range(schedule.calls):  # the first non-finite one skips the rest
                 run, shapes = _traced(lambda n, o, e, k, i=i: learner_step(
-                    agent, schedule, n, o, e, initial, final, traj, k, i, self._env_axes), net, opt, exp, key)
+                    agent, schedule, n, o, e, *inputs, k, i, env_axes), net, opt, exp, key)
                 skip = lambda n, o, e, k: (n, o, e, _zeros(shapes[3]), jnp.bool_(True), k)  # noqa: E731
-                net, opt, exp, m, ok, key = jax.lax.cond(finite, run, skip, net, opt, exp, key)
+                if i == 0:  # (also where the experience state changes structure, while priming it)
+                    net, opt, exp, m, ok, key = run(net, opt, exp, key)
+                else:
+                    net, opt, exp, m, ok, key = jax.lax.cond(finite, run, skip, net, opt, exp, key)
                 finite = finite & ok
                 every.append(m)
             metrics = jax.tree.map(lambda *xs: sum(xs) / len(xs), *every)
@@ -341,7 +346,8 @@ class AnakinLoop:
         if not 1 <= updates <= K:
             raise ValueError(f"updates must be in [1, {K}], got {updates}")
         before = int(self.carry.version)
-        self.carry, out = self._chunk(self.carry, np.int32(updates))
+        active = jax.device_put(np.int32(updates), self._replicated)  # placed: one program for any count
+        self.carry, out = self._chunk(self.carry, active)
         finite = np.asarray(out.finite)
         metrics = {k: np.asarray(v) for k, v in out.metrics.items()}
         bad_at = int(np.argmin(finite)) if not finite.all() else None
