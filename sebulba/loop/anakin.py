@@ -129,6 +129,11 @@ def _traced(fn: Callable, *args) -> tuple[Callable, Any]:
     return (lambda *xs: jax.tree.unflatten(treedef, replay(*jax.tree.leaves(xs)))), shapes
 
 
+def _host(x: jax.Array) -> np.ndarray:
+    """A replicated array's value (this process's copy, in a job of several)."""
+    return np.asarray(x.addressable_data(0))
+
+
 def _zeros(shapes):
     return jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
 
@@ -214,10 +219,12 @@ class AnakinLoop:
         key_actors, key_envs = jax.random.split(key_actors)
         k_net, k_exp, learner_key = jax.random.split(key_learner, 3)
         layout = self.layout
-        args = (k_net, k_exp, learner_key, key_actors, key_envs)
+        # host key data: the same value on every process of a job
+        args = tuple(np.asarray(jax.random.key_data(k)) for k in (k_net, k_exp, learner_key, key_actors, key_envs))
 
         def build(experience_like):
-            def one_device(k_net, k_exp, learner_key, key_actors, key_envs):
+            def one_device(*key_data):
+                k_net, k_exp, learner_key, key_actors, key_envs = (jax.random.wrap_key_data(k) for k in key_data)
                 networks = agent.init_networks(k_net)
                 opt_state = agent.init_optimizer_state(networks)
                 d = jax.lax.axis_index(LEARNER_AXIS)
@@ -330,7 +337,7 @@ class AnakinLoop:
     @property
     def version(self) -> int:
         """Updates so far (the policy version that acts next)."""
-        return int(self.carry.version)
+        return int(_host(self.carry.version))
 
     @property
     def networks(self) -> Any:
@@ -345,11 +352,11 @@ class AnakinLoop:
         updates = K if updates is None else updates
         if not 1 <= updates <= K:
             raise ValueError(f"updates must be in [1, {K}], got {updates}")
-        before = int(self.carry.version)
+        before = self.version
         active = jax.device_put(np.int32(updates), self._replicated)  # placed: one program for any count
         self.carry, out = self._chunk(self.carry, active)
-        finite = np.asarray(out.finite)
-        metrics = {k: np.asarray(v) for k, v in out.metrics.items()}
+        finite = _host(out.finite)
+        metrics = {k: _host(v) for k, v in out.metrics.items()}
         bad_at = int(np.argmin(finite)) if not finite.all() else None
         ran = updates if bad_at is None else bad_at
         ep_ret, ep_len = (self._local_rows(x)[:, :ran] for x in (out.episode_return, out.episode_length))
@@ -391,7 +398,7 @@ class AnakinLoop:
     def _publish(self) -> None:
         if self._staging is not None:
             copy = jax.tree.map(lambda x: jax.device_put(x.addressable_data(0), self.eval_device), self.carry.networks)
-            self._staging.publish(int(self.carry.version), copy)
+            self._staging.publish(self.version, copy)
 
     def _updates_left(self, ctx: LoopContext, max_env_steps: int | None, max_cycles: int | None) -> int:
         left = self.updates_per_call
@@ -493,7 +500,7 @@ class AnakinLoop:
         as a Sebulba run's, so `experiments.evaluate` and `load_policy` read it; the rest of the
         carry, env lanes and keys included, beside them; the experience state with
         `save_experience`). Every process calls it at the same update."""
-        meta = {"env_steps": env_steps, "learner_steps": learner_steps, "version": int(self.carry.version),
+        meta = {"env_steps": env_steps, "learner_steps": learner_steps, "version": self.version,
                 "async_mode": False, "has_experience": checkpointer.config.save_experience,
                 "layout": anakin_layout(self.config, self.updates_per_call)}
         checkpointer.save_items(learner_steps, keys.raw(self._saved(checkpointer.config.save_experience)),
