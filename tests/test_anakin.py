@@ -262,3 +262,27 @@ def test_a_stop_request_ends_the_run_after_the_call_and_saves(tmp_path):
         ctx = loop.run(max_cycles=100, middleware=[stop_at_first], checkpointer=Checkpointer(ckpt))
     assert seen == [3] and ctx.learner_steps == 3 and ctx.env_steps == 3 * 64
     assert Checkpointer(ckpt).latest_step() == 3 and loop.reports[-1]["learner_steps"] == 3
+
+
+@pytest.mark.slow(seconds=90)
+@pytest.mark.multiprocess
+@pytest.mark.timeout(600)
+@pytest.mark.xdist_group("multihost")  # one worker: each job takes both cores
+def test_a_two_process_job_trains_checkpoints_and_resumes(tmp_path):
+    """Two processes of 2 CPU devices each: one program over the 4 devices (the initial state
+    built from the seed in every process), a checkpoint of every process's shards, a resume to a
+    larger budget, and the trained policy loaded from the run directory."""
+    from tests.support.job import Job, complete_checkpoints
+
+    args = ["--env=gymnax/CartPole-v1", "--noprogress", "--num_envs=4", "--steps_per_cycle=16", "--checkpoint_every=5"]
+    Job("experiments.ppo", [*args, f"--logdir={tmp_path / 'runs'}", "--total_env_steps=1280"], tmp_path / "a").assert_ok()
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    assert complete_checkpoints(run_dir) == [10]  # 10 updates of the job's 8 envs x 16 steps
+    job = Job("experiments.ppo", [f"--resume={run_dir}", "--total_env_steps=2560", "--noprogress"], tmp_path / "b")
+    job.assert_ok()
+    assert "resumed from checkpoint 10" in job.output(1)[1]
+    assert complete_checkpoints(run_dir) == [10, 20]
+    _, row = last_metrics(tmp_path / "runs")
+    assert int(row["env_steps"]) == 2560 and int(row["learner_steps"]) == 20
+    policy = sebulba.load_policy(run_dir)
+    assert all(np.isfinite(np.asarray(x)).all() for x in jax.tree.leaves(policy.networks))
