@@ -264,7 +264,7 @@ def test_a_stop_request_ends_the_run_after_the_call_and_saves(tmp_path):
     assert Checkpointer(ckpt).latest_step() == 3 and loop.reports[-1]["learner_steps"] == 3
 
 
-@pytest.mark.slow(seconds=90)
+@pytest.mark.slow(seconds=68)
 @pytest.mark.multiprocess
 @pytest.mark.timeout(600)
 @pytest.mark.xdist_group("multihost")  # one worker: each job takes both cores
