@@ -397,7 +397,9 @@ class AnakinLoop:
 
     def _publish(self) -> None:
         if self._staging is not None:
-            copy = jax.tree.map(lambda x: jax.device_put(x.addressable_data(0), self.eval_device), self.carry.networks)
+            # a copy (never an alias: the next call donates the carry)
+            copy = jax.tree.map(lambda x: jax.device_put(x.addressable_data(0), self.eval_device, may_alias=False),
+                                self.carry.networks)
             self._staging.publish(self.version, copy)
 
     def _updates_left(self, ctx: LoopContext, max_env_steps: int | None, max_cycles: int | None) -> int:
