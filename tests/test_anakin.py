@@ -286,3 +286,28 @@ def test_a_two_process_job_trains_checkpoints_and_resumes(tmp_path):
     assert int(row["env_steps"]) == 2560 and int(row["learner_steps"]) == 20
     policy = sebulba.load_policy(run_dir)
     assert all(np.isfinite(np.asarray(x)).all() for x in jax.tree.leaves(policy.networks))
+
+
+def _host_pools_take_jax_ids() -> bool:
+    import envs
+
+    try:
+        envs.make_spec(ENV)
+        return True
+    except Exception:  # noqa: BLE001 - the JAX pool (envs.make over SUITE/ID) is not in this checkout
+        return False
+
+
+@pytest.mark.skipif(not _host_pools_take_jax_ids(), reason="evaluation plays on envs.make(SUITE/ID), the JAX pool")
+def test_evaluation_during_an_anakin_run_plays_the_staged_networks(tmp_path):
+    from sebulba.experiment import runner
+
+    cfg = config(1, num_envs=4, steps=8)
+    result = runner.run("custom", LinearPG(SPEC), cfg, total_env_steps=256, logdir=str(tmp_path), flags={},
+                        progress=False, checkpoints=runner.CheckpointFlags(every_learner_steps=0),
+                        evaluation=runner.EvalFlags(every_env_steps=64, episodes=2))
+    import csv
+
+    rows = [r for r in csv.DictReader((result.run_dir.path / "metrics.csv").open()) if r.get("eval_return_mean")]
+    assert rows and all(np.isfinite(float(r["eval_return_mean"])) for r in rows)
+    assert int(rows[-1]["eval_env_steps"]) == 256  # the last evaluation is of the final networks

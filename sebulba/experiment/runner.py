@@ -106,16 +106,19 @@ class EvalFlags:
 
 
 def periodic_evaluation(agent: Agent, loop: GymnasiumLoop | AnakinLoop, flags: EvalFlags, total_env_steps: int,
-                        report: Callable[[dict], None]) -> PeriodicEvaluation:
+                        report: Callable[[dict], None], start_env_steps: int = 0) -> PeriodicEvaluation:
     """Evaluation on its own pool of min(episodes, 8) envs (seeded apart from the training envs),
     on the loop's evaluation device (the first actor device; Anakin: the first learner device).
-    A sync or Anakin run waits for each evaluation (reproducible)."""
+    A sync or Anakin run waits for each evaluation (reproducible). The first is due at the first
+    multiple of `every_env_steps` after `start_env_steps` (where the run starts or resumes): an
+    Anakin call, which runs many updates, evaluates at the first call that reaches it."""
     cfg = loop.config
     evaluator = Evaluator(agent, cfg.env_id, cfg.env_kwargs, min(flags.episodes, 8), seed=cfg.seed + 1_000_003,
                           device=loop.eval_device)
     block = isinstance(loop, AnakinLoop) or not cfg.async_mode
     return PeriodicEvaluation(loop.staging, evaluator, flags.every_env_steps, flags.episodes, seed=cfg.seed,
-                              block=block, report=report, total_env_steps=total_env_steps)
+                              block=block, report=report, total_env_steps=total_env_steps,
+                              start_env_steps=start_env_steps)
 
 
 def last_report(run_dir: RunDir) -> dict[str, Any]:
@@ -269,7 +272,7 @@ def run(
             middleware = [announce_first_update()]
             if evaluation.every_env_steps > 0 and first:  # the networks are the same everywhere
                 with user_input():
-                    evaluating = periodic_evaluation(agent, loop, evaluation, total_env_steps, outputs)
+                    evaluating = periodic_evaluation(agent, loop, evaluation, total_env_steps, outputs, resume_steps or 0)
                 middleware.append(stack.enter_context(contextlib.closing(evaluating)))
             report = outputs if not multi else JobReports(own, outputs)
             setup.training = True
