@@ -66,7 +66,7 @@ def compiles(caplog):
     jax.config.update("jax_log_compiles", False)
 
 
-@pytest.mark.slow(seconds=30)  # measured 9-47 s each beside other workers (R2D2 the longest)
+@pytest.mark.slow(seconds=8)  # measured 3-13 s each with 2 workers (R2D2 the longest); 2-3x on a busy host
 @pytest.mark.parametrize("devices", [1, 4])
 @pytest.mark.parametrize("name", list(AGENTS))
 def test_every_agent_runs_in_the_program_with_no_retrace(name, devices, compiles):
@@ -94,7 +94,7 @@ def test_a_final_short_call_skips_the_updates_beyond_its_count():
         assert loop._chunk._cache_size() == 1  # one device: one entry
 
 
-@pytest.mark.slow(seconds=20)
+@pytest.mark.slow(seconds=12)
 def test_env_streams_do_not_depend_on_the_number_of_devices():
     """The same 8 envs on 1, 2 and 4 devices: identical observations, rewards and flags (the
     random agent's actions differ per device key, so act with a fixed policy)."""
@@ -111,7 +111,7 @@ def test_env_streams_do_not_depend_on_the_number_of_devices():
     assert streams[0][1].first.any() or streams[0][2].done.any() or (streams[0][2].elapsed < 80).any()
 
 
-@pytest.mark.slow(seconds=33)
+@pytest.mark.slow(seconds=22)
 def test_the_update_step_is_the_sebulba_learners_bit_for_bit():
     """Anakin's first update and Learner.update on the same trajectory, networks and key give
     bit-equal networks and metrics: the same learner_step."""
@@ -160,7 +160,7 @@ def _rollout(loop: AnakinLoop, c):
     return Trajectory(env_steps, action, extras, ep_ret, ep_len, c.version, jnp.int32(0)), c.step_state, final
 
 
-@pytest.mark.slow(seconds=42)
+@pytest.mark.slow(seconds=24)
 def test_a_resumed_run_ends_bit_identical_to_an_uninterrupted_one(tmp_path):
     agent = PPO(SPEC, PPOConfig(hidden_sizes=(16,), num_minibatches=2, num_epochs=1))
     cfg = config(2, num_envs=4, steps=8)
@@ -196,7 +196,7 @@ def test_a_non_finite_update_raises_naming_it_and_keeps_the_last_good_state():
 
 
 # ---------------------------------------------------------------- entry points
-@pytest.mark.slow(seconds=45)
+@pytest.mark.slow(seconds=25)  # 7 s with the suite's compilation cache warm; 25-57 s cold beside other workers
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_learning_bar_ppo_on_gymnax_cartpole(seed, tmp_path):
     """`python -m experiments.ppo --env gymnax/CartPole-v1` (the id selects the Anakin loop; the
@@ -212,7 +212,7 @@ def test_learning_bar_ppo_on_gymnax_cartpole(seed, tmp_path):
     assert (run_dir / "learning_curve.png").exists() and "approx_kl" in row and int(row["env_steps"]) >= 200_000
 
 
-@pytest.mark.slow(seconds=46)
+@pytest.mark.slow(seconds=16)
 def test_a_cli_run_is_stopped_by_its_budget_checkpoints_and_resumes(tmp_path):
     args = ("experiments.ppo", "--env=gymnax/CartPole-v1", f"--logdir={tmp_path}", "--noprogress", "--num_envs=4",
             "--steps_per_cycle=16", "--checkpoint_every=100")
