@@ -1,6 +1,7 @@
 """sebulba: Sebulba-style actor-learner RL in JAX."""
 
 from sebulba.agent import Agent
+from sebulba.loop.anakin import AnakinLoop
 from sebulba.loop.checkpoint import CheckpointConfig, Checkpointer
 from sebulba.loop.config import LoopConfig
 from sebulba.loop.loop import GymnasiumLoop, InferencerError
@@ -21,6 +22,7 @@ __all__ = [
     "LEARNER_AXIS",
     "ActorOutput",
     "Agent",
+    "AnakinLoop",
     "CheckpointConfig",
     "Checkpointer",
     "EnvStep",

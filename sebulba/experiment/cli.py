@@ -24,6 +24,7 @@ from sebulba.experiment.run_log import echo, quiet_terminal
 from sebulba.experiment.runner import CheckpointFlags, EvalFlags, RunResult, default_devices, log_path, parse_devices, run
 from sebulba.experiment.wandb_logger import MODES as WANDB_MODES
 from sebulba.experiment.wandb_logger import WandbFlags
+from sebulba.loop.anakin import env_spec, uses_anakin
 from sebulba.loop.config import LoopConfig
 from sebulba.loop.learner import NonFiniteError
 
@@ -32,12 +33,16 @@ FLAGS = flags.FLAGS
 # 'tpu'" on every CPU host) would read like errors.
 logging.getLogger("jax").setLevel(logging.WARNING)
 LOOP_FLAGS = ("num_envs", "total_env_steps", "inferencers_per_device", "env_threads", "stack_on_device",
-              "async_mode", "log_every_s")
+              "async_mode", "log_every_s", "loop")
 
 
 def define_loop_flags(default_env: str) -> None:
     """The flags every experiment has (defaults None mean: the env's preset)."""
-    flags.DEFINE_string("env", default_env, "Task id of the env pool (envs.list_all_envs()).")
+    flags.DEFINE_string("env", default_env, "Task id of the env pool (envs.list_all_envs()), or of a JAX-native env "
+                        "(SUITE/ID, e.g. gymnax/CartPole-v1), which trains in the Anakin loop.")
+    flags.DEFINE_enum("loop", "auto", ["auto", "sebulba", "anakin"], "Which loop trains: sebulba (host envs, actor "
+                      "threads), anakin (acting, JAX env steps and learning in one compiled program per call: "
+                      "JAX-native envs), or auto: anakin for a SUITE/ID env, else sebulba.")
     flags.DEFINE_string("env_kwargs", None, "The task's own kwargs for envs.make, comma-separated key=value with "
                         "Python literals (strings in quotes), e.g. is_slippery=False or "
                         "map_name='8x8',is_slippery=False or \"drop_observation_keys=['mission','direction']\".")
@@ -116,7 +121,10 @@ def build(env: str, seed: int, preset: dict, overrides: dict, steps_per_cycle: C
     get = lambda k: o.get(k, preset.get(k))
     fields = {f.name for f in dataclasses.fields(preset["agent"])}
     agent = dataclasses.replace(preset["agent"], **{k: v for k, v in o.items() if k in fields})
-    actors, learners = default_devices(get("num_envs"), getattr(agent, "num_minibatches", 1) if minibatches_of_envs else 1)
+    loop_kind = o.get("loop") or "auto"
+    anakin = uses_anakin(LoopConfig(env_id=env, loop=loop_kind))
+    actors, learners = default_devices(get("num_envs"), getattr(agent, "num_minibatches", 1) if minibatches_of_envs else 1,
+                                       anakin)
     threads = get("env_threads")
     env_kwargs = {**preset.get("env_kwargs", {}), **o.get("env_kwargs", {}), **({} if threads is None else {"num_threads": threads})}
     loop = LoopConfig(
@@ -124,7 +132,7 @@ def build(env: str, seed: int, preset: dict, overrides: dict, steps_per_cycle: C
         actor_devices=o.get("actor_devices") or actors, learner_devices=o.get("learner_devices") or learners,
         inferencers_per_device=get("inferencers_per_device"),
         stack_on_device=bool(get("stack_on_device")),
-        async_mode=get("async_mode"), log_every_s=get("log_every_s"),
+        async_mode=get("async_mode"), log_every_s=get("log_every_s"), loop=loop_kind,
     )
     return Experiment(loop, agent, get("total_env_steps"))
 
@@ -134,7 +142,8 @@ def learner_updates(exp: Experiment) -> int:
     up to whole rounds of every inferencer: what a learning-rate schedule spans."""
     loop = exp.loop
     per_update = loop.num_envs * loop.steps_per_cycle
-    return -(-exp.total_env_steps // (per_update * loop.num_inferencers)) * loop.num_inferencers
+    rounds = 1 if uses_anakin(loop) else loop.num_inferencers  # Anakin: one update per T steps of all envs
+    return -(-exp.total_env_steps // (per_update * rounds)) * rounds
 
 
 def overrides_from_flags(agent_flags: dict[str, str]) -> dict[str, Any]:
@@ -237,7 +246,7 @@ def train(name: str, exp: Experiment, make_agent: Callable[[envs.EnvSpec, Any], 
     quiet_terminal()
     with user_input():
         tracking = wandb_from_flags()
-        agent = make_agent(envs.make_spec(exp.loop.env_id, **exp.loop.env_kwargs), exp.agent)
+        agent = make_agent(env_spec(exp.loop.env_id, exp.loop.env_kwargs), exp.agent)
     checkpoints = CheckpointFlags(FLAGS.checkpoint_every, FLAGS.keep_checkpoints, FLAGS.save_replay)
     profile = None if FLAGS.profile_after_s is None else ProfileWindow(FLAGS.profile_after_s, FLAGS.profile_seconds, FLAGS.profile_python)
     with user_input():

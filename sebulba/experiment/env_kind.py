@@ -10,6 +10,8 @@ from typing import Any
 import gymnasium as gym
 
 import envs
+from envs.jax.registry import is_jax_id
+from sebulba.loop.anakin import env_spec
 
 
 @dataclasses.dataclass(frozen=True)
@@ -24,12 +26,13 @@ class EnvKind:
     observations: str
     actions: str
     action_space: gym.spaces.Space
-    native: bool = False  # a built-in task (classic control), not a Gymnasium env in worker processes
+    native: bool = False  # a built-in task (classic control) or a JAX-native one, not a Gymnasium env in workers
 
 
 def env_kind(env_id: str, env_kwargs: Mapping[str, Any] | None = None) -> EnvKind:
     """The kind of env_id, from `envs.make_spec` (builds no pool)."""
-    spec = envs.make_spec(env_id, **dict(env_kwargs or {}))
+    jax_native = is_jax_id(env_id)
+    spec = env_spec(env_id, env_kwargs)
     obs, act = spec.observation_space, spec.action_space
     if envs.is_atari(env_id):
         observations = "atari"
@@ -47,7 +50,9 @@ def env_kind(env_id: str, env_kwargs: Mapping[str, Any] | None = None) -> EnvKin
         actions = "multi_discrete"
     else:
         actions = "continuous"
-    return EnvKind(env_id, observations, actions, act, envs.resolve(env_id, (env_kwargs or {}).get("backend"))[0] == "native")
+    # JAX-native envs count as built-in tasks: gymnax's classic control takes the classic-control presets
+    native = jax_native or envs.resolve(env_id, (env_kwargs or {}).get("backend"))[0] == "native"
+    return EnvKind(env_id, observations, actions, act, native)
 
 
 def require_discrete_actions(agent: str, kind: EnvKind) -> None:

@@ -31,6 +31,7 @@ from sebulba.experiment.run_log import LOG_FILE, log_file
 from sebulba.experiment.run_record import resumed_record, run_record
 from sebulba.experiment.run_dir import RunDir
 from sebulba.experiment.wandb_logger import WandbFlags, WandbLogger
+from sebulba.loop.anakin import AnakinLoop, uses_anakin
 from sebulba.loop.checkpoint import CheckpointConfig, Checkpointer
 from sebulba.loop.config import LoopConfig
 from sebulba.loop.evaluator import Evaluator, PeriodicEvaluation
@@ -42,11 +43,15 @@ from sebulba.loop.processes import broadcast_text, gather_texts, together
 log = logging.getLogger("sebulba")
 
 
-def default_devices(num_envs: int, minibatches: int = 1) -> tuple[tuple[int, ...], tuple[int, ...]]:
+def default_devices(num_envs: int, minibatches: int = 1, anakin: bool = False) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """Separate actor and learner devices when there is more than one: device 0 acts and the
     most of the others that split num_envs evenly (into `minibatches` per device) learn; on one
-    device both share it."""
+    device both share it. Anakin (acting on the learner devices): the most of all devices that
+    split num_envs evenly."""
     n = len(jax.local_devices())
+    if anakin:
+        fits = [k for k in range(1, n + 1) if num_envs % (k * minibatches) == 0]
+        return (0,), tuple(range(max(fits) if fits else 1))
     if n == 1:
         return (0,), (0,)
     learners = max(k for k in range(1, n) if num_envs % (k * minibatches) == 0) if num_envs % minibatches == 0 else 1
@@ -100,15 +105,20 @@ class EvalFlags:
                              f"{self.episodes}")
 
 
-def periodic_evaluation(agent: Agent, loop: GymnasiumLoop, flags: EvalFlags, total_env_steps: int,
-                        report: Callable[[dict], None]) -> PeriodicEvaluation:
+def periodic_evaluation(agent: Agent, loop: GymnasiumLoop | AnakinLoop, flags: EvalFlags, total_env_steps: int,
+                        report: Callable[[dict], None], start_env_steps: int = 0) -> PeriodicEvaluation:
     """Evaluation on its own pool of min(episodes, 8) envs (seeded apart from the training envs),
-    on the first actor device."""
+    on the loop's evaluation device (the first actor device; Anakin: the first learner device).
+    A sync or Anakin run waits for each evaluation (reproducible). The first is due at the first
+    multiple of `every_env_steps` after `start_env_steps` (where the run starts or resumes): an
+    Anakin call, which runs many updates, evaluates at the first call that reaches it."""
     cfg = loop.config
     evaluator = Evaluator(agent, cfg.env_id, cfg.env_kwargs, min(flags.episodes, 8), seed=cfg.seed + 1_000_003,
-                          device=loop.inferencers[0].device)
+                          device=loop.eval_device)
+    block = isinstance(loop, AnakinLoop) or not cfg.async_mode
     return PeriodicEvaluation(loop.staging, evaluator, flags.every_env_steps, flags.episodes, seed=cfg.seed,
-                              block=not cfg.async_mode, report=report, total_env_steps=total_env_steps)
+                              block=block, report=report, total_env_steps=total_env_steps,
+                              start_env_steps=start_env_steps)
 
 
 def last_report(run_dir: RunDir) -> dict[str, Any]:
@@ -121,7 +131,7 @@ def last_report(run_dir: RunDir) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def graceful_stop(loop: GymnasiumLoop):
+def graceful_stop(loop: GymnasiumLoop | AnakinLoop):
     """SIGTERM or a first Ctrl-C asks the loop to stop after the current learner iteration (it
     then saves its final checkpoint); a second Ctrl-C interrupts at once. Yields a list that
     holds the first signal received, if any."""
@@ -241,7 +251,7 @@ def run(
                 tracker = WandbLogger.start(run_dir, wandb) if wandb is not None and first else None
             with together("building the loop"):
                 try:
-                    loop_in_setup = GymnasiumLoop(agent, loop_config)
+                    loop_in_setup = (AnakinLoop if uses_anakin(loop_config) else GymnasiumLoop)(agent, loop_config)
                 except BaseException:
                     if tracker is not None:  # started first, so a bad key fails before the pools build
                         tracker.finish(failed=True)
@@ -262,7 +272,7 @@ def run(
             middleware = [announce_first_update()]
             if evaluation.every_env_steps > 0 and first:  # the networks are the same everywhere
                 with user_input():
-                    evaluating = periodic_evaluation(agent, loop, evaluation, total_env_steps, outputs)
+                    evaluating = periodic_evaluation(agent, loop, evaluation, total_env_steps, outputs, resume_steps or 0)
                 middleware.append(stack.enter_context(contextlib.closing(evaluating)))
             report = outputs if not multi else JobReports(own, outputs)
             setup.training = True

@@ -16,10 +16,10 @@ from typing import Any
 import jax
 import numpy as np
 
-import envs
 from sebulba import observations
 from sebulba.agent import Agent, name_problem, reload_problem
 from sebulba.experiment.run_dir import RunDir
+from sebulba.loop.anakin import env_spec
 from sebulba.loop.checkpoint import complete_steps, read_networks
 from sebulba.loop.evaluator import acting
 from sebulba.types import EnvStep
@@ -79,10 +79,10 @@ def _build_agent(record: dict, env_kwargs: dict[str, Any] | None, cls: type[Agen
     values = {k: tuple(v) if isinstance(v, list) else v for k, v in recorded.items()}
     loop = record["loop"]
     kwargs = {**loop.get("env_kwargs", {}), **dict(env_kwargs or {})}
-    env_spec = envs.make_spec(loop["env_id"], **kwargs)
+    spec = env_spec(loop["env_id"], kwargs)
     config = dataclasses.replace(default, **values)
     try:
-        return cls(env_spec, config=config)
+        return cls(spec, config=config)
     except TypeError as e:  # the constructor takes the config, but not in this form
         raise ValueError(f"the run's agent cannot be rebuilt as {cls.__qualname__}(env_spec, config=config): {e} (give "
                          "it the form __init__(self, env_spec, config=Config()), or pass the agent object to "

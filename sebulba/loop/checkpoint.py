@@ -191,6 +191,34 @@ class Checkpointer:
         self._manager.wait_until_finished()
         log.info(f"checkpoint at learner step {step} ({env_steps:,} env steps) in {self.config.directory}")
 
+    def save_items(self, step: int, state: dict, actors: dict, meta: dict) -> None:
+        """A checkpoint at `step` of another loop's state in this format (the Anakin loop's):
+        `state` (networks, opt_state, key and the loop's own device state), `actors` (per-process
+        rows, `_rows`) and `meta` (JSON). Skipped when there is one at `step` already."""
+        ocp = self._ocp
+        if step in self._manager.all_steps():
+            return
+        self._manager.save(step, args=ocp.args.Composite(state=ocp.args.StandardSave(state),
+                                                         actors=ocp.args.StandardSave(actors),
+                                                         meta=ocp.args.JsonSave(meta)))
+        self._manager.wait_until_finished()
+        log.info(f"checkpoint at learner step {step} ({meta['env_steps']:,} env steps) in {self.config.directory}")
+
+    def read_meta(self, step: int | None = None) -> dict:
+        """Checkpoint `step`'s metadata (default: the latest complete checkpoint's)."""
+        step = self._manager.latest_step() if step is None else step
+        if step is None:
+            raise FileNotFoundError(f"no complete checkpoint in {self.config.directory}")
+        return dict(self._manager.restore(step, args=self._ocp.args.Composite(meta=self._ocp.args.JsonRestore()))["meta"])
+
+    def restore_items(self, step: int, state_like: Any, actors_like: Any) -> tuple[dict, dict]:
+        """`save_items`'s state and actor rows of checkpoint `step`, restored into the abstract
+        trees given (`_abstract`, `_abstract_rows`)."""
+        ocp = self._ocp
+        restored = self._manager.restore(step, args=ocp.args.Composite(state=ocp.args.StandardRestore(state_like),
+                                                                       actors=ocp.args.StandardRestore(actors_like)))
+        return dict(restored["state"]), dict(restored["actors"])
+
     def latest_step(self) -> int | None:
         return self._manager.latest_step()
 

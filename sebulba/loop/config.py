@@ -1,4 +1,4 @@
-"""LoopConfig: how a GymnasiumLoop is laid out over devices and envs."""
+"""LoopConfig: how a loop (GymnasiumLoop or AnakinLoop) is laid out over devices and envs."""
 
 from __future__ import annotations
 
@@ -26,6 +26,9 @@ class LoopConfig:
     stack_on_device: bool = False
     seed: int = 0
     log_every_s: float = 5.0
+    # "auto": the Anakin loop (sebulba/loop/anakin.py) for a JAX-native env id (SUITE/ID), else
+    # the Sebulba loop; "sebulba" or "anakin" picks one.
+    loop: str = "auto"
 
     def __post_init__(self) -> None:
         for name in ("num_envs", "steps_per_cycle", "inferencers_per_device", "queue_size"):
@@ -43,6 +46,8 @@ class LoopConfig:
             )
         if not isinstance(self.stack_on_device, bool):
             raise ValueError(f"stack_on_device must be a bool, got {self.stack_on_device!r}")
+        if self.loop not in ("auto", "sebulba", "anakin"):
+            raise ValueError(f"loop must be 'auto', 'sebulba' or 'anakin', got {self.loop!r}")
         if self.log_every_s <= 0:
             raise ValueError(f"log_every_s must be > 0, got {self.log_every_s}")
         object.__setattr__(self, "env_kwargs", dict(self.env_kwargs))

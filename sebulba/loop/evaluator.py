@@ -120,13 +120,16 @@ class PeriodicEvaluation:
     KEYS = ("eval_return_mean", "eval_return_std", "eval_length_mean", "eval_env_steps", "eval_s")
 
     def __init__(self, staging: Any, evaluator: Evaluator, every: int, episodes: int, seed: int, block: bool,
-                 report: Callable[[dict], None], total_env_steps: int | None = None):
+                 report: Callable[[dict], None], total_env_steps: int | None = None,
+                 start_env_steps: int | None = None):
         if not isinstance(every, int) or every < 1:
             raise ValueError(f"eval_every must be a positive number of env steps, got {every!r}")
         self.staging, self.evaluator, self.every, self.episodes = staging, evaluator, every, episodes
         self.block, self.total, self.report = block, total_env_steps, report
         self._key = jax.random.key(seed)
-        self._next: int | None = None
+        # the first due step: after where the run starts (or resumes), when known; else after the
+        # first iteration's count
+        self._next: int | None = None if start_env_steps is None else (start_env_steps // every + 1) * every
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._results: list[dict[str, float]] = []
@@ -144,10 +147,13 @@ class PeriodicEvaluation:
             self._error = e
 
     def _check(self, env_steps: int) -> None:
-        """Raise a failure of the thread; report the results it finished."""
+        """Raise a failure of the thread."""
         if self._error is not None:
             error, self._error = self._error, None
             raise RuntimeError(f"evaluation failed: {error!r}") from error
+
+    def _report(self, env_steps: int) -> None:
+        """Report the results the thread finished."""
         with self._lock:
             results, self._results = self._results, []
         for result in results:
@@ -156,7 +162,11 @@ class PeriodicEvaluation:
     def _busy(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
-    def __call__(self, ctx: Any) -> None:
+    def __call__(self, ctx: Any):
+        """A generator middleware: results are reported after the iteration's own metrics row
+        (its later middleware), so the run's first metrics row, which fixes metrics.csv's columns,
+        is never an evaluation's (an Anakin call can reach its first due step in the first
+        iteration)."""
         self._check(ctx.env_steps)
         if self._next is None:  # the first due step after where the run starts (or resumes)
             self._next = (ctx.env_steps // self.every + 1) * self.every if ctx.env_steps else self.every
@@ -174,6 +184,8 @@ class PeriodicEvaluation:
         if final and self._thread is not None:
             self._thread.join()
             self._check(ctx.env_steps)
+        yield
+        self._report(ctx.env_steps)
 
     def close(self) -> None:
         if self._thread is not None:

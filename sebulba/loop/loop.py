@@ -200,6 +200,11 @@ class GymnasiumLoop:
         run with a checkpointer then saves its final state."""
         self.stop_requested = True
 
+    @property
+    def eval_device(self) -> jax.Device:
+        """Where evaluation during training runs: the first actor device."""
+        return self.inferencers[0].device
+
     def start_inferencers(self) -> None:
         """Reset every pool and build every step state now."""
         self.state.start_inferencers()

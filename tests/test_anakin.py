@@ -1,0 +1,313 @@
+"""The Anakin loop (sebulba/loop/anakin.py): the same Agents as the Sebulba loop, acting, stepping a
+JAX env and learning in one compiled program per call, on 1 and 4 faked CPU devices."""
+
+from __future__ import annotations
+
+import logging
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import sebulba
+from sebulba import keys
+from sebulba.agents import RandomAgent, SimplePolicyGradient, SPGConfig
+from sebulba.agents.impala import Impala, ImpalaConfig
+from sebulba.agents.ppo import PPO, PPOConfig
+from sebulba.agents.r2d2 import R2D2, R2D2Config
+from sebulba.loop.anakin import AnakinLoop, env_spec
+from sebulba.loop.checkpoint import CheckpointConfig, Checkpointer
+from sebulba.loop.learner import Learner, NonFiniteError
+from sebulba.sharding import LearnerSharding
+from sebulba.types import ExperienceLayout
+from tests.support.agents import CountingAgent, LinearPG
+from tests.support.cli import last_metrics, run_experiment
+
+ENV = "gymnax/CartPole-v1"
+SPEC = env_spec(ENV)
+
+
+def config(devices: int = 1, num_envs: int = 8, steps: int = 8, **kw) -> sebulba.LoopConfig:
+    return sebulba.LoopConfig(env_id=ENV, num_envs=num_envs, steps_per_cycle=steps,
+                              learner_devices=tuple(range(devices)), log_every_s=1000.0, **kw)
+
+
+AGENTS = {
+    "spg": lambda: SimplePolicyGradient(SPEC, SPGConfig(hidden_sizes=(16,))),
+    "ppo": lambda: PPO(SPEC, PPOConfig(hidden_sizes=(16,), num_minibatches=2, num_epochs=2)),
+    "impala": lambda: Impala(SPEC, ImpalaConfig(hidden_sizes=(16,), num_minibatches=2)),
+    "r2d2": lambda: R2D2(SPEC, R2D2Config(core_size=8, hidden_sizes=(8,), sequence_length=16, burn_in=2, n_step=2,
+                                          batch_size=4, replay_capacity=64, min_replay_size=4)),
+    "random": lambda: RandomAgent(SPEC),
+    "custom": lambda: LinearPG(SPEC),
+}
+
+
+def host(tree):
+    return jax.tree.map(np.asarray, keys.raw(tree))
+
+
+@pytest.fixture
+def compiles(caplog):
+    """How many times XLA compiles the Anakin program (`jit(chunk)`) from here on, read by calling
+    it. (Not `_cache_size()`: on a mesh of several devices jit's dispatch cache may hold a second
+    entry for calls that reuse the same compiled program.)"""
+    jax.config.update("jax_log_compiles", True)
+    caplog.set_level(logging.WARNING)
+    start = [0]
+
+    def count() -> int:
+        records = caplog.records[start[0]:]
+        start[0] = len(caplog.records)
+        return sum("Finished XLA compilation of jit(chunk)" in r.getMessage() for r in records)
+
+    yield count
+    jax.config.update("jax_log_compiles", False)
+
+
+@pytest.mark.slow(seconds=8)  # measured 3-13 s each with 2 workers (R2D2 the longest); 2-3x on a busy host
+@pytest.mark.parametrize("devices", [1, 4])
+@pytest.mark.parametrize("name", list(AGENTS))
+def test_every_agent_runs_in_the_program_with_no_retrace(name, devices, compiles):
+    agent = AGENTS[name]()
+    with AnakinLoop(agent, config(devices), updates_per_call=2) as loop:
+        assert loop.envs_per_device == 8 // devices
+        for updates in (2, 2, 2, 1):  # the last call runs fewer updates in the same program
+            metrics, result = loop.call(updates)
+            assert result.updates == updates and result.env_steps == updates * 8 * 8
+            assert all(np.isfinite(v) for v in metrics.values()), metrics
+            assert compiles() == (1 if updates == 2 and loop.version == 2 else 0)
+        assert loop.version == 7
+        if name == "r2d2":  # its replay fills on every device and it learns
+            assert metrics["replay_size"] > 4 and metrics["learning"] == 1.0
+
+
+def test_a_final_short_call_skips_the_updates_beyond_its_count():
+    with AnakinLoop(CountingAgent(SPEC), config(1), updates_per_call=3) as loop:
+        loop.call(1)
+        assert loop.version == 1 and int(np.asarray(loop.carry.experience["cycles"])[0]) == 1
+        loop.call()
+        assert loop.version == 4 and int(np.asarray(loop.carry.experience["cycles"])[0]) == 4
+        # the step state (a per-env step counter) went on across the calls: 4 updates of 8 steps
+        np.testing.assert_array_equal(np.asarray(loop.carry.step_state), 32)
+        assert loop._chunk._cache_size() == 1  # one device: one entry
+
+
+@pytest.mark.slow(seconds=12)
+def test_env_streams_do_not_depend_on_the_number_of_devices():
+    """The same 8 envs on 1, 2 and 4 devices: identical observations, rewards and flags (the
+    random agent's actions differ per device key, so act with a fixed policy)."""
+    streams = []
+    for devices in (1, 2, 4):
+        with AnakinLoop(CountingAgent(SPEC), config(devices, steps=40), updates_per_call=2) as loop:
+            first = host(loop.carry.env_step)
+            loop.call()
+            lanes, last = host((loop.carry.lanes, loop.carry.env_step))
+        flat = lambda t: jax.tree.map(lambda x: x.reshape(8, *x.shape[2:]), t)  # noqa: E731 - [D, n] -> [B]
+        streams.append((flat(first), flat(last), flat(lanes)))
+    for other in streams[1:]:
+        jax.tree.map(np.testing.assert_array_equal, streams[0], other)
+    assert streams[0][1].first.any() or streams[0][2].done.any() or (streams[0][2].elapsed < 80).any()
+
+
+@pytest.mark.slow(seconds=22)
+def test_the_update_step_is_the_sebulba_learners_bit_for_bit():
+    """Anakin's first update and Learner.update on the same trajectory, networks and key give
+    bit-equal networks and metrics: the same learner_step."""
+    agent = PPO(SPEC, PPOConfig(hidden_sizes=(16,), num_minibatches=2, num_epochs=2))
+    cfg = config(1, num_envs=4, steps=8)
+    with AnakinLoop(agent, cfg, updates_per_call=1) as loop:
+        before = host((loop.carry.networks, loop.carry.opt_state, loop.carry.step_state))
+        key = np.asarray(jax.random.key_data(loop.carry.key))
+        metrics, _ = loop.call()
+        after = host(loop.carry.networks)
+    # Rebuild the same trajectory outside the program: a scan of the agent and the env from the
+    # initial carry, then Learner.update on it.
+    with AnakinLoop(agent, cfg, updates_per_call=1) as fresh:
+        c = fresh._local(fresh.carry)
+        traj, initial, final = jax.jit(lambda c: _rollout(fresh, c))(c)
+        sharding = LearnerSharding.create(fresh.devices, 4)
+        learner = Learner(agent, sharding, ExperienceLayout(1, 4, 8), jax.random.key(0))
+        learner.networks = jax.device_put(before[0], sharding.replicated)
+        learner.opt_state = jax.device_put(before[1], sharding.replicated)
+        learner._key = jax.device_put(jax.random.wrap_key_data(key), sharding.replicated)
+        place = lambda t: agent.shard_step_state(t, sharding)  # noqa: E731
+        m = learner.update(place(initial), place(final), sharding.trajectory(traj))
+    jax.tree.map(np.testing.assert_array_equal, after, host(learner.networks))
+    for k, v in metrics.items():
+        assert float(m[k]) == pytest.approx(v, rel=0, abs=0), k
+
+
+def _rollout(loop: AnakinLoop, c):
+    """The update's acting half, as AnakinLoop._update runs it (the trajectory it learns from)."""
+    from sebulba.episodes import episode_stats
+    from sebulba.types import EnvStep, Trajectory
+
+    agent, env = loop.agent, loop.env
+
+    def act_and_step(carry, _):
+        step_state, lanes, env_step = carry
+        out, step_state = agent.step(c.networks, step_state, env_step)
+        out = agent.as_actor_output(out)
+        lanes, step = env.step(lanes, out.action)
+        return (step_state, lanes, EnvStep(*step)), (env_step, out.action, out.extras)
+
+    (final, _, last), (steps, action, extras) = jax.lax.scan(act_and_step, (c.step_state, c.lanes, c.env_step), None,
+                                                             loop.config.steps_per_cycle)
+    env_steps = jax.tree.map(lambda xs, x: jnp.concatenate([xs, x[None]]), steps, last)
+    ep_ret, ep_len, *_ = episode_stats(env_steps, *c.running)
+    return Trajectory(env_steps, action, extras, ep_ret, ep_len, c.version, jnp.int32(0)), c.step_state, final
+
+
+@pytest.mark.slow(seconds=24)
+def test_a_resumed_run_ends_bit_identical_to_an_uninterrupted_one(tmp_path):
+    agent = PPO(SPEC, PPOConfig(hidden_sizes=(16,), num_minibatches=2, num_epochs=1))
+    cfg = config(2, num_envs=4, steps=8)
+    with AnakinLoop(agent, cfg, updates_per_call=2) as loop:
+        loop.run(max_cycles=5)
+        whole = host((loop.carry, loop.window.state()))
+    ckpt = CheckpointConfig(str(tmp_path / "ckpt"), every_learner_steps=1000, save_experience=True)
+    with AnakinLoop(agent, cfg, updates_per_call=2) as loop:
+        ctx = loop.run(max_cycles=3, checkpointer=Checkpointer(ckpt))
+        assert ctx.learner_steps == 3 and Checkpointer(ckpt).latest_step() == 3
+    with AnakinLoop(agent, cfg, updates_per_call=2) as loop:
+        ctx = loop.run(max_cycles=5, checkpointer=Checkpointer(ckpt), resume=True)
+        assert ctx.learner_steps == 5 and ctx.env_steps == 5 * 32
+        resumed = host((loop.carry, loop.window.state()))
+    jax.tree.map(np.testing.assert_array_equal, whole, resumed)
+
+
+class NaNAfter(LinearPG):
+    """Its loss turns NaN from the learner's third update on."""
+
+    def loss(self, networks, experience, key):
+        loss, metrics = super().loss(networks, experience, key)
+        return jnp.where(experience.policy_version >= 2, jnp.nan, loss), metrics
+
+
+def test_a_non_finite_update_raises_naming_it_and_keeps_the_last_good_state():
+    with AnakinLoop(NaNAfter(SPEC), config(1), updates_per_call=4) as loop:
+        with pytest.raises(NonFiniteError, match="learner step 3:") as e:
+            loop.call()
+        assert e.value.step == 3 and loop.version == 2
+        good = host(loop.carry.networks)
+        assert all(np.isfinite(x).all() for x in jax.tree.leaves(good))
+
+
+# ---------------------------------------------------------------- entry points
+@pytest.mark.slow(seconds=25)  # 7 s with the suite's compilation cache warm; 25-57 s cold beside other workers
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_learning_bar_ppo_on_gymnax_cartpole(seed, tmp_path):
+    """`python -m experiments.ppo --env gymnax/CartPole-v1` (the id selects the Anakin loop; the
+    classic-control preset, 8 envs x 128 steps): mean return >= 475 over the last 20 episodes
+    within its 200k env steps."""
+    out = run_experiment("experiments.ppo", "--env=gymnax/CartPole-v1", f"--seed={seed}", f"--logdir={tmp_path}",
+                         "--noprogress", "--checkpoint_every=0")
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "Anakin loop: 8 gymnax/CartPole-v1 envs" in out.stderr
+    final = float(out.stdout.split("episode_return_mean ")[1].split()[0])
+    assert final >= 475, out.stdout
+    run_dir, row = last_metrics(tmp_path)
+    assert (run_dir / "learning_curve.png").exists() and "approx_kl" in row and int(row["env_steps"]) >= 200_000
+
+
+@pytest.mark.slow(seconds=16)
+def test_a_cli_run_is_stopped_by_its_budget_checkpoints_and_resumes(tmp_path):
+    args = ("experiments.ppo", "--env=gymnax/CartPole-v1", f"--logdir={tmp_path}", "--noprogress", "--num_envs=4",
+            "--steps_per_cycle=16", "--checkpoint_every=100")
+    out = run_experiment(*args, "--total_env_steps=640")
+    assert out.returncode == 0, out.stderr[-3000:]
+    run_dir, row = last_metrics(tmp_path)
+    assert int(row["env_steps"]) == 640 and int(row["learner_steps"]) == 10  # 10 updates of 4 x 16 steps
+    assert sorted(int(p.name) for p in (run_dir / "checkpoints").iterdir() if p.name.isdigit()) == [10]
+    out = run_experiment("experiments.ppo", f"--resume={run_dir}", "--total_env_steps=1280", "--noprogress")
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "resumed from checkpoint 10" in out.stderr
+    _, row = last_metrics(tmp_path)
+    assert int(row["env_steps"]) == 1280 and int(row["learner_steps"]) == 20
+
+
+@pytest.mark.slow(seconds=5)
+def test_loop_anakin_on_a_host_env_is_one_line(tmp_path):
+    out = run_experiment("experiments.ppo", "--loop=anakin", "--env=CartPole-v1", f"--logdir={tmp_path}",
+                         "--noprogress")
+    assert out.returncode == 2, out.stderr[-3000:]
+    assert "error: the Anakin loop runs JAX-native envs" in out.stderr and "--loop sebulba" in out.stderr
+    assert not list(tmp_path.iterdir())  # a run refused at setup leaves no directory
+
+
+def test_the_runner_trains_a_loop_config_with_a_jax_id(tmp_path):
+    """`sebulba.LoopConfig(env_id="gymnax/CartPole-v1")` with `runner.run`, as for a host env."""
+    from sebulba.experiment import runner
+
+    cfg = config(1, num_envs=4, steps=8, seed=3)
+    result = runner.run("custom", LinearPG(SPEC), cfg, total_env_steps=96, logdir=str(tmp_path), flags={},
+                        progress=False, checkpoints=runner.CheckpointFlags(every_learner_steps=2))
+    assert result.final["env_steps"] == 96 and result.final["learner_steps"] == 3
+    assert result.checkpoint_step == 3 and (result.run_dir.path / "metrics.csv").exists()
+
+
+def test_a_stop_request_ends_the_run_after_the_call_and_saves(tmp_path):
+    """What SIGTERM and Ctrl-C do (runner.graceful_stop → request_stop): the run ends after the
+    current call, through the same middleware as the Sebulba loop's, and saves its state."""
+    ckpt = CheckpointConfig(str(tmp_path / "ckpt"), every_learner_steps=1000)
+    with AnakinLoop(LinearPG(SPEC), config(1), updates_per_call=3) as loop:
+        seen = []
+
+        def stop_at_first(ctx):
+            seen.append(ctx.learner_steps)
+            loop.request_stop()
+
+        ctx = loop.run(max_cycles=100, middleware=[stop_at_first], checkpointer=Checkpointer(ckpt))
+    assert seen == [3] and ctx.learner_steps == 3 and ctx.env_steps == 3 * 64
+    assert Checkpointer(ckpt).latest_step() == 3 and loop.reports[-1]["learner_steps"] == 3
+
+
+@pytest.mark.slow(seconds=68)
+@pytest.mark.multiprocess
+@pytest.mark.timeout(600)
+@pytest.mark.xdist_group("multihost")  # one worker: each job takes both cores
+def test_a_two_process_job_trains_checkpoints_and_resumes(tmp_path):
+    """Two processes of 2 CPU devices each: one program over the 4 devices (the initial state
+    built from the seed in every process), a checkpoint of every process's shards, a resume to a
+    larger budget, and the trained policy loaded from the run directory."""
+    from tests.support.job import Job, complete_checkpoints
+
+    args = ["--env=gymnax/CartPole-v1", "--noprogress", "--num_envs=4", "--steps_per_cycle=16", "--checkpoint_every=5"]
+    Job("experiments.ppo", [*args, f"--logdir={tmp_path / 'runs'}", "--total_env_steps=1280"], tmp_path / "a").assert_ok()
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    assert complete_checkpoints(run_dir) == [10]  # 10 updates of the job's 8 envs x 16 steps
+    job = Job("experiments.ppo", [f"--resume={run_dir}", "--total_env_steps=2560", "--noprogress"], tmp_path / "b")
+    job.assert_ok()
+    assert "resumed from checkpoint 10" in job.output(1)[1]
+    assert complete_checkpoints(run_dir) == [10, 20]
+    _, row = last_metrics(tmp_path / "runs")
+    assert int(row["env_steps"]) == 2560 and int(row["learner_steps"]) == 20
+    policy = sebulba.load_policy(run_dir)
+    assert all(np.isfinite(np.asarray(x)).all() for x in jax.tree.leaves(policy.networks))
+
+
+def _host_pools_take_jax_ids() -> bool:
+    import envs
+
+    try:
+        envs.make_spec(ENV)
+        return True
+    except Exception:  # noqa: BLE001 - the JAX pool (envs.make over SUITE/ID) is not in this checkout
+        return False
+
+
+@pytest.mark.skipif(not _host_pools_take_jax_ids(), reason="evaluation plays on envs.make(SUITE/ID), the JAX pool")
+def test_evaluation_during_an_anakin_run_plays_the_staged_networks(tmp_path):
+    from sebulba.experiment import runner
+
+    cfg = config(1, num_envs=4, steps=8)
+    result = runner.run("custom", LinearPG(SPEC), cfg, total_env_steps=256, logdir=str(tmp_path), flags={},
+                        progress=False, checkpoints=runner.CheckpointFlags(every_learner_steps=0),
+                        evaluation=runner.EvalFlags(every_env_steps=64, episodes=2))
+    import csv
+
+    rows = [r for r in csv.DictReader((result.run_dir.path / "metrics.csv").open()) if r.get("eval_return_mean")]
+    assert rows and all(np.isfinite(float(r["eval_return_mean"])) for r in rows)
+    assert int(rows[-1]["eval_env_steps"]) == 256  # the last evaluation is of the final networks
