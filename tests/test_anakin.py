@@ -10,13 +10,14 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import envs
 import sebulba
 from sebulba import keys
 from sebulba.agents import RandomAgent, SimplePolicyGradient, SPGConfig
 from sebulba.agents.impala import Impala, ImpalaConfig
 from sebulba.agents.ppo import PPO, PPOConfig
 from sebulba.agents.r2d2 import R2D2, R2D2Config
-from sebulba.loop.anakin import AnakinLoop, env_spec
+from sebulba.loop.anakin import AnakinLoop
 from sebulba.loop.checkpoint import CheckpointConfig, Checkpointer
 from sebulba.loop.learner import Learner, NonFiniteError
 from sebulba.sharding import LearnerSharding
@@ -25,7 +26,7 @@ from tests.support.agents import CountingAgent, LinearPG
 from tests.support.cli import last_metrics, run_experiment
 
 ENV = "gymnax/CartPole-v1"
-SPEC = env_spec(ENV)
+SPEC = envs.make_spec(ENV)
 
 
 def config(devices: int = 1, num_envs: int = 8, steps: int = 8, **kw) -> sebulba.LoopConfig:
@@ -197,15 +198,18 @@ def test_a_non_finite_update_raises_naming_it_and_keeps_the_last_good_state():
 
 # ---------------------------------------------------------------- entry points
 @pytest.mark.slow(seconds=25)  # 7 s with the suite's compilation cache warm; 25-57 s cold beside other workers
+@pytest.mark.parametrize("env", ["gymnax/CartPole-v1", "CartPole-v1"])
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_learning_bar_ppo_on_gymnax_cartpole(seed, tmp_path):
-    """`python -m experiments.ppo --env gymnax/CartPole-v1` (the id selects the Anakin loop; the
-    classic-control preset, 8 envs x 128 steps): mean return >= 475 over the last 20 episodes
+def test_learning_bar_ppo_on_cartpole_in_the_anakin_loop(seed, env, tmp_path):
+    """`python -m experiments.ppo --env gymnax/CartPole-v1` (the id selects the Anakin loop) and
+    `--env CartPole-v1 --loop anakin` (the built-in task's stateless compiled env), with the
+    classic-control preset (8 envs x 128 steps): mean return >= 475 over the last 20 episodes
     within its 200k env steps."""
-    out = run_experiment("experiments.ppo", "--env=gymnax/CartPole-v1", f"--seed={seed}", f"--logdir={tmp_path}",
+    loop = [] if "/" in env else ["--loop=anakin"]
+    out = run_experiment("experiments.ppo", f"--env={env}", *loop, f"--seed={seed}", f"--logdir={tmp_path}",
                          "--noprogress", "--checkpoint_every=0")
     assert out.returncode == 0, out.stderr[-3000:]
-    assert "Anakin loop: 8 gymnax/CartPole-v1 envs" in out.stderr
+    assert f"Anakin loop: 8 {env} envs" in out.stderr
     final = float(out.stdout.split("episode_return_mean ")[1].split()[0])
     assert final >= 475, out.stdout
     run_dir, row = last_metrics(tmp_path)
@@ -230,7 +234,7 @@ def test_a_cli_run_is_stopped_by_its_budget_checkpoints_and_resumes(tmp_path):
 
 @pytest.mark.slow(seconds=5)
 def test_loop_anakin_on_a_host_env_is_one_line(tmp_path):
-    out = run_experiment("experiments.ppo", "--loop=anakin", "--env=CartPole-v1", f"--logdir={tmp_path}",
+    out = run_experiment("experiments.ppo", "--loop=anakin", "--env=FrozenLake-v1", f"--logdir={tmp_path}",
                          "--noprogress")
     assert out.returncode == 2, out.stderr[-3000:]
     assert "error: the Anakin loop runs JAX-native envs" in out.stderr and "--loop sebulba" in out.stderr
@@ -311,3 +315,25 @@ def test_evaluation_during_an_anakin_run_plays_the_staged_networks(tmp_path):
     rows = [r for r in csv.DictReader((result.run_dir.path / "metrics.csv").open()) if r.get("eval_return_mean")]
     assert rows and all(np.isfinite(float(r["eval_return_mean"])) for r in rows)
     assert int(rows[-1]["eval_env_steps"]) == 256  # the last evaluation is of the final networks
+
+
+@pytest.mark.parametrize("env_id", ["CartPole-v1", "gymnax/CartPole-v1"])
+def test_anakin_and_sebulba_sync_learn_the_same_networks_on_the_same_envs(env_id):
+    """One device, one inferencer, the same seed: the Anakin loop starts from the Sebulba loop's
+    keys and envs (the built-in CartPole: the stateless compiled env against the pool's own
+    kernel; gymnax: the JAX pool over the same env), so both step identical env streams, see the
+    same episodes and learn bit-identical networks."""
+    from sebulba.loop.loop import GymnasiumLoop
+
+    spec = envs.make_spec(env_id)
+    cfg = dict(env_id=env_id, num_envs=8, steps_per_cycle=16, seed=3, log_every_s=1000.0)
+    agent = lambda: PPO(spec, PPOConfig(hidden_sizes=(16,), num_minibatches=2, num_epochs=2))  # noqa: E731
+    anakin = AnakinLoop(agent(), sebulba.LoopConfig(loop="anakin", **cfg), updates_per_call=4)
+    _, result = anakin.call()
+    with GymnasiumLoop(agent(), sebulba.LoopConfig(async_mode=False, inferencers_per_device=1, loop="sebulba",
+                                                   **cfg)) as host:
+        host.run(max_cycles=4)
+        assert result.episode_returns.size >= 10
+        np.testing.assert_array_equal(result.episode_returns[-len(host.window.returns):], list(host.window.returns))
+        for a, b in zip(jax.tree.leaves(anakin.networks), jax.tree.leaves(host.learner.networks), strict=True):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

@@ -39,13 +39,16 @@ def test_gym_outputs_and_the_auto_reset_table():
 
 
 def test_streams_are_the_jax_envs_keyed_by_seed_plus_index():
-    """Env i of a pool with seed s is JaxEnv.reset(pool_key(), n, first_index=s)'s env i, so a
-    pool with seed s + 1 holds the same envs shifted by one, and reset(seed=s) replays seed s."""
-    from envs.jax.backend import pool_key
+    """Env i of a pool with seed s is JaxEnv.reset(pool_key(), n, first_index=s)'s env i
+    (`reset_as_pool(s, n)`, what the Anakin loop starts from), so a pool with seed s + 1 holds the
+    same envs shifted by one, and reset(seed=s) replays seed s."""
+    from envs.jax.core import pool_key
     from envs.jax.registry import make_jax_env
 
     env = make_jax_env(ID)
     _, step = jax.jit(env.reset, static_argnums=(1, 2))(pool_key(), N, 7)
+    _, as_pool = jax.jit(env.reset_as_pool, static_argnums=(0, 1))(7, N)
+    np.testing.assert_array_equal(np.asarray(as_pool.obs), np.asarray(step.obs))
     with envs.make(ID, num_envs=N, seed=7) as pool, envs.make(ID, num_envs=N, seed=8) as shifted:
         obs, _ = pool.reset()
         np.testing.assert_array_equal(obs, np.asarray(step.obs))

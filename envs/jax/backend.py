@@ -26,13 +26,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from envs.config import INT32_MAX, PoolConfig
-from envs.jax.core import JaxEnv, Lanes
+from envs.jax.core import JaxEnv, Lanes, pool_key
 from envs.ready import Batch, Chunk
-
-
-def pool_key() -> jax.Array:
-    """The key a pool's envs are folded from (`fold_in(pool_key(), seed + i)` for env i)."""
-    return jax.random.key(0)
 
 
 class _Programs:

@@ -80,6 +80,12 @@ def _tree_where(mask: jax.Array, a: Any, b: Any) -> Any:
     return jax.tree.map(pick, a, b)
 
 
+def pool_key() -> jax.Array:
+    """The key a pool's envs are folded from: env i of `envs.make(SUITE/ID, seed=s)` is keyed
+    `fold_in(pool_key(), s + i)`, a function of s + i alone."""
+    return jax.random.key(0)
+
+
 class JaxEnv:
     """A batch of a RawJaxEnv's envs with the pool's contract (see the module docstring)."""
 
@@ -117,6 +123,16 @@ class JaxEnv:
         false = jnp.zeros(num_envs, bool)
         lanes = Lanes(state, later, jnp.zeros(num_envs, jnp.int32), false)
         return lanes, Step(obs, jnp.zeros(num_envs, jnp.float32), false, false, jnp.ones(num_envs, bool))
+
+    def reset_as_pool(self, seed: int, num_envs: int, first_index: int | jax.Array = 0) -> tuple[Lanes, Step]:
+        """Envs first_index .. first_index + num_envs - 1 of the pool `envs.make(task_id,
+        seed=seed)` after its reset, i.e. the Sebulba loop's envs of that seed: both loops then
+        step identical env streams. A raw env may define `pool_reset(env, seed, num_envs,
+        first_index)` for its own seeding rule (the built-in tasks': Gymnasium's seeds)."""
+        own = getattr(self.raw, "pool_reset", None)
+        if own is not None:
+            return own(self, seed, num_envs, first_index)
+        return self.reset(pool_key(), num_envs, first_index=seed + first_index)
 
     def step(self, lanes: Lanes, action: jax.Array) -> tuple[Lanes, Step]:
         """One step of every env: those whose last step ended an episode reset instead."""

@@ -117,6 +117,10 @@ class StatelessEnv:
         stream, as Gymnasium's reset() without a seed (the key is not used)."""
         return self._start(state.rng)
 
+    def pool_reset(self, env: JaxEnv, seed: int, num_envs: int, first_index: int | jax.Array = 0) -> tuple[Lanes, Step]:
+        """`JaxEnv.reset_as_pool`'s rule here: env g seeded seed + g, as the pool's (`seeded_reset`)."""
+        return seeded_reset(env, seed, num_envs, first_index)
+
     def step(self, state: KernelState, action: jax.Array) -> tuple[KernelState, jax.Array, jax.Array, jax.Array, jax.Array]:
         action = self._checked(action)
         variables, fresh, obs, reward, terminated = _call(

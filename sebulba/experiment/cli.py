@@ -24,7 +24,7 @@ from sebulba.experiment.run_log import echo, quiet_terminal
 from sebulba.experiment.runner import CheckpointFlags, EvalFlags, RunResult, default_devices, log_path, parse_devices, run
 from sebulba.experiment.wandb_logger import MODES as WANDB_MODES
 from sebulba.experiment.wandb_logger import WandbFlags
-from sebulba.loop.anakin import env_spec, uses_anakin
+from sebulba.loop.anakin import uses_anakin
 from sebulba.loop.config import LoopConfig
 from sebulba.loop.learner import NonFiniteError
 
@@ -246,7 +246,7 @@ def train(name: str, exp: Experiment, make_agent: Callable[[envs.EnvSpec, Any], 
     quiet_terminal()
     with user_input():
         tracking = wandb_from_flags()
-        agent = make_agent(env_spec(exp.loop.env_id, exp.loop.env_kwargs), exp.agent)
+        agent = make_agent(envs.make_spec(exp.loop.env_id, **exp.loop.env_kwargs), exp.agent)
     checkpoints = CheckpointFlags(FLAGS.checkpoint_every, FLAGS.keep_checkpoints, FLAGS.save_replay)
     profile = None if FLAGS.profile_after_s is None else ProfileWindow(FLAGS.profile_after_s, FLAGS.profile_seconds, FLAGS.profile_python)
     with user_input():

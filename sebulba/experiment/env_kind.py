@@ -11,7 +11,6 @@ import gymnasium as gym
 
 import envs
 from envs.jax.registry import is_jax_id
-from sebulba.loop.anakin import env_spec
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,7 +31,7 @@ class EnvKind:
 def env_kind(env_id: str, env_kwargs: Mapping[str, Any] | None = None) -> EnvKind:
     """The kind of env_id, from `envs.make_spec` (builds no pool)."""
     jax_native = is_jax_id(env_id)
-    spec = env_spec(env_id, env_kwargs)
+    spec = envs.make_spec(env_id, **dict(env_kwargs or {}))
     obs, act = spec.observation_space, spec.action_space
     if envs.is_atari(env_id):
         observations = "atari"

@@ -19,7 +19,7 @@ import numpy as np
 from sebulba import observations
 from sebulba.agent import Agent, name_problem, reload_problem
 from sebulba.experiment.run_dir import RunDir
-from sebulba.loop.anakin import env_spec
+import envs
 from sebulba.loop.checkpoint import complete_steps, read_networks
 from sebulba.loop.evaluator import acting
 from sebulba.types import EnvStep
@@ -79,7 +79,7 @@ def _build_agent(record: dict, env_kwargs: dict[str, Any] | None, cls: type[Agen
     values = {k: tuple(v) if isinstance(v, list) else v for k, v in recorded.items()}
     loop = record["loop"]
     kwargs = {**loop.get("env_kwargs", {}), **dict(env_kwargs or {})}
-    spec = env_spec(loop["env_id"], kwargs)
+    spec = envs.make_spec(loop["env_id"], **kwargs)
     config = dataclasses.replace(default, **values)
     try:
         return cls(spec, config=config)

@@ -29,7 +29,6 @@ import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-import envs
 from envs.jax.registry import is_jax_id, make_jax_env
 from sebulba import keys
 from sebulba.agent import Agent
@@ -71,17 +70,6 @@ def make_env(config: LoopConfig):
 
 
 
-
-
-def env_spec(env_id: str, env_kwargs: dict | None = None) -> envs.EnvSpec:
-    """The EnvSpec an agent is built from, for any id: a JAX-native one's spaces from its
-    adapter, the others' from `envs.make_spec`."""
-    kwargs = dict(env_kwargs or {})
-    if not is_jax_id(env_id):
-        return envs.make_spec(env_id, **kwargs)
-    env = make_jax_env(env_id, kwargs.pop("max_episode_steps", None), **kwargs)
-    config = envs.PoolConfig(env_id, "gymnasium", "native", 1, 1, 1, 0, env.max_episode_steps, 1, -1, None, {})
-    return envs.EnvSpec(config, env.observation_space, env.action_space)
 
 
 class Carry(NamedTuple):
@@ -215,16 +203,23 @@ class AnakinLoop:
         """The initial state, built in one jitted shard_map from the seed (no host arrays to
         assemble, in any number of processes)."""
         agent, env, n, D = self.agent, self.env, self.envs_per_device, self.num_devices
+        # The Sebulba loop's keys and envs for the same seed, device d as its inferencer d (one per
+        # device, as many envs): networks, actors' keys and env streams equal in the two loops.
         key_learner, key_actors = jax.random.split(jax.random.key(self.config.seed))
-        key_actors, key_envs = jax.random.split(key_actors)
         k_net, k_exp, learner_key = jax.random.split(key_learner, 3)
-        layout = self.layout
+        layout, seed, local_devices, processes = self.layout, self.config.seed, len(self.config.learner_devices), jax.process_count()
         # host key data: the same value on every process of a job
-        args = tuple(np.asarray(jax.random.key_data(k)) for k in (k_net, k_exp, learner_key, key_actors, key_envs))
+        args = tuple(np.asarray(jax.random.key_data(k)) for k in (k_net, k_exp, learner_key, key_actors))
+
+        def actor_key(key_actors: jax.Array, d: jax.Array) -> jax.Array:
+            """Device d's as GymnasiumLoop's inferencer d's: its process's key split per local one."""
+            if processes > 1:
+                key_actors = jax.random.fold_in(key_actors, d // local_devices)
+            return jax.random.split(key_actors, local_devices)[d % local_devices]
 
         def build(experience_like):
             def one_device(*key_data):
-                k_net, k_exp, learner_key, key_actors, key_envs = (jax.random.wrap_key_data(k) for k in key_data)
+                k_net, k_exp, learner_key, key_actors = (jax.random.wrap_key_data(k) for k in key_data)
                 networks = agent.init_networks(k_net)
                 opt_state = agent.init_optimizer_state(networks)
                 d = jax.lax.axis_index(LEARNER_AXIS)
@@ -232,8 +227,8 @@ class AnakinLoop:
                     experience = agent.init_experience(networks, layout, jax.random.split(k_exp, D)[d])
                 else:
                     experience = jax.tree.map(lambda s: jnp.zeros(s.shape[1:], s.dtype), experience_like)
-                step_state = agent.init_step_state(networks, n, jax.random.fold_in(key_actors, d))
-                lanes, first = env.reset(key_envs, n, first_index=d * n)
+                step_state = agent.init_step_state(networks, n, actor_key(key_actors, d))
+                lanes, first = env.reset_as_pool(seed, n, first_index=d * n)
                 running = (jnp.zeros(n, jnp.float32), jnp.zeros(n, jnp.int32))
                 local = (experience, step_state, lanes, EnvStep(*first), running)
                 return Carry(networks, opt_state, learner_key, jnp.int32(0), *_stacked(local))
