@@ -11,9 +11,12 @@ MLP, lr 2.5e-4 annealed, 5e5 env steps), each a fresh process, interleaved over 
 
 Training env steps/s leave compilation out: PureJaxRL's is its one call's; ours is measured
 between the first and the last metrics row (the first row comes after the first, compiling,
-call). `--seeds_curve` instead measures `--num_seeds` 1, 2, 4, 8, 16 on gymnax/CartPole-v1.
+call). `--seeds_curve` instead measures `--num_seeds` 1, 2, 4, 8, 16 on gymnax/CartPole-v1;
+`--bars` runs the issue's learning bars in the Anakin loop through the CLI (each agent's preset
+and budget, seeds 0-2): PPO and IMPALA >= 475, R2D2 >= 400, on gymnax/CartPole-v1 and on the
+built-in CartPole-v1 with `--loop anakin`.
 
-    python benchmarks/bench_anakin.py [--envs 4,64,1024] [--repeats 3] [--seeds_curve]
+    python benchmarks/bench_anakin.py [--envs 4,64,1024] [--repeats 3] [--seeds_curve | --bars]
         [--purejaxrl_python /work/venv-pjrl/bin/python] [--purejaxrl_dir /work/pjrl] [--no-write]
 
 PureJaxRL's venv: `python -m venv V && V/bin/pip install jax==0.10.2 flax optax distrax
@@ -150,11 +153,32 @@ def seeds_curve(args: argparse.Namespace) -> str:
     return "\n".join(lines) + "\n"
 
 
+BARS = [("experiments.ppo", 475.0), ("experiments.impala", 475.0), ("experiments.r2d2", 400.0)]
+
+
+def bars(args: argparse.Namespace) -> str:
+    lines = ["| agent | env | seed | env steps | final return (last 20 episodes) | bar | whole command s |",
+             "|---|---|---|---|---|---|---|"]
+    with tempfile.TemporaryDirectory() as tmp:
+        for module, bar in BARS:
+            for env, flags in (("gymnax/CartPole-v1", []), ("CartPole-v1", ["--loop=anakin"])):
+                for seed in (0, 1, 2):
+                    wall, last, _ = run_cli(module, [f"--env={env}", *flags, f"--seed={seed}", "--checkpoint_every=0"],
+                                            Path(tmp) / module)
+                    ret = float(last["episode_return_mean"])
+                    lines.append(f"| {module.split('.')[1]} | {env} {' '.join(flags)} | {seed} | "
+                                 f"{int(float(last['env_steps'])):,} | {ret:.1f} | {verdict(ret, bar, '{:.1f}')} | "
+                                 f"{wall:.1f} |")
+                    print(lines[-1], flush=True)
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--envs", default="4,64,1024")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seeds_curve", action="store_true")
+    parser.add_argument("--bars", action="store_true")
     parser.add_argument("--purejaxrl_python", default=os.environ.get("PUREJAXRL_PYTHON", "/work/venv-pjrl/bin/python"))
     parser.add_argument("--purejaxrl_dir", default=os.environ.get("PUREJAXRL_DIR", "/work/pjrl"))
     parser.add_argument("--no-write", action="store_true")
@@ -162,7 +186,10 @@ def main() -> None:
     command = "python benchmarks/bench_anakin.py " + " ".join(sys.argv[1:])
     header = (f"Command: `{command}`; {platform.node()} ({os.cpu_count()} CPUs), "
               f"{datetime.date.today().isoformat()}; medians of {args.repeats} interleaved repeats.\n\n")
-    if args.seeds_curve:
+    if args.bars:
+        publish("bench_anakin_bars", "### Learning bars in the Anakin loop (each agent's preset and budget)\n\n"
+                + header.replace(f"; medians of {args.repeats} interleaved repeats", "") + bars(args), not args.no_write)
+    elif args.seeds_curve:
         publish("bench_anakin_seeds", "### `--num_seeds` on gymnax/CartPole-v1 (PPO, 4 envs x 128 steps)\n\n"
                 + header + seeds_curve(args), not args.no_write)
     else:

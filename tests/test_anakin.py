@@ -216,6 +216,21 @@ def test_learning_bar_ppo_on_cartpole_in_the_anakin_loop(seed, env, tmp_path):
     assert (run_dir / "learning_curve.png").exists() and "approx_kl" in row and int(row["env_steps"]) >= 200_000
 
 
+@pytest.mark.slow(seconds=25)  # ~22 s cold on a quiet 2-core host
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_learning_bar_impala_on_gymnax_cartpole(seed, tmp_path):
+    """`python -m experiments.impala --env gymnax/CartPole-v1` (its classic-control preset, 32
+    envs x 20 steps): mean return >= 475 over the last 20 episodes within its 400k env steps.
+    (R2D2's bar, >= 400 within its 500k, is `benchmarks/bench_anakin.py --bars`: ~100 s a seed.)"""
+    out = run_experiment("experiments.impala", "--env=gymnax/CartPole-v1", f"--seed={seed}", f"--logdir={tmp_path}",
+                         "--noprogress", "--checkpoint_every=0")
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "Anakin loop: 32 gymnax/CartPole-v1 envs" in out.stderr
+    final = float(out.stdout.split("episode_return_mean ")[1].split()[0])
+    assert final >= 475, out.stdout
+    assert int(last_metrics(tmp_path)[1]["env_steps"]) == 400_000
+
+
 @pytest.mark.slow(seconds=16)
 def test_a_cli_run_is_stopped_by_its_budget_checkpoints_and_resumes(tmp_path):
     args = ("experiments.ppo", "--env=gymnax/CartPole-v1", f"--logdir={tmp_path}", "--noprogress", "--num_envs=4",
