@@ -37,7 +37,7 @@ from sebulba.loop.checkpoint import Checkpointer, _abstract, _abstract_rows, _ro
 from sebulba.loop.config import LoopConfig
 from sebulba.loop.learner import NonFiniteError, Schedule, check_fits_in_memory, learner_step
 from sebulba.loop.metrics import MetricsWindow
-from sebulba.loop.middleware import LoopContext, decide, stop_on_request, track_metrics
+from sebulba.loop.middleware import LoopContext, decide, start_run, stop_on_request, track_metrics
 from sebulba.loop.processes import Votes, own_row, process_devices
 from sebulba.loop.staging import Staging
 from sebulba.loop.task import Middleware, Task
@@ -419,21 +419,7 @@ class AnakinLoop:
         (its last call runs only the updates the budget still needs); checkpoints every
         `every_learner_steps` updates (at the first call that reaches a multiple), at the end and
         on `request_stop()`."""
-        if self._closed:
-            raise RuntimeError("run() on a closed AnakinLoop")
-        if max_env_steps is None and max_cycles is None:
-            raise ValueError("set max_env_steps or max_cycles")
-        for name, v in (("max_env_steps", max_env_steps), ("max_cycles", max_cycles)):
-            if v is not None and (not isinstance(v, int) or v < 1):
-                raise ValueError(f"{name} must be a positive int, got {v!r}")
-        if resume and checkpointer is None:
-            raise ValueError("resume=True needs a checkpointer")
-        ctx = LoopContext()
-        if resume:
-            meta = self.restore(checkpointer)
-            ctx.env_steps, ctx.learner_steps = meta["env_steps"], meta["learner_steps"]
-        self.window.restart(ctx.env_steps, ctx.learner_steps)
-        self.stop_requested = False
+        ctx = start_run(self, max_env_steps, max_cycles, checkpointer, resume)
         save = None if checkpointer is None else (lambda c: self.save(checkpointer, c.env_steps, c.learner_steps))
 
         def anakin_step(ctx: LoopContext) -> None:

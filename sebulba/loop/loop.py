@@ -33,6 +33,7 @@ from sebulba.loop.middleware import (
     learn,
     publish_networks,
     save_checkpoints,
+    start_run,
     stop_after,
     stop_on_request,
     track_metrics,
@@ -144,21 +145,7 @@ class GymnasiumLoop:
         With a `checkpointer`, the loop saves every `every_learner_steps` and when the run ends or
         stops on `request_stop()`; `resume` first loads its latest complete checkpoint.
         """
-        if self._closed:
-            raise RuntimeError("run() on a closed GymnasiumLoop")
-        if max_env_steps is None and max_cycles is None:
-            raise ValueError("set max_env_steps or max_cycles")
-        for name, v in (("max_env_steps", max_env_steps), ("max_cycles", max_cycles)):
-            if v is not None and (not isinstance(v, int) or v < 1):
-                raise ValueError(f"{name} must be a positive int, got {v!r}")
-        if resume and checkpointer is None:
-            raise ValueError("resume=True needs a checkpointer")
-        ctx = LoopContext()
-        if resume:
-            meta = self.restore(checkpointer)
-            ctx.env_steps, ctx.learner_steps = meta["env_steps"], meta["learner_steps"]
-        self.window.restart(ctx.env_steps, ctx.learner_steps)
-        self.stop_requested = False
+        ctx = start_run(self, max_env_steps, max_cycles, checkpointer, resume)
         save = None if checkpointer is None else (lambda c: checkpointer.save(self.state, c.env_steps, c.learner_steps))
         async_mode = self.config.async_mode
         with self.task.start(async_mode=async_mode, ctx=ctx):

@@ -40,6 +40,29 @@ class LoopContext(Context):
         self.keep("env_steps", "learner_steps")
 
 
+def start_run(loop: Any, max_env_steps: int | None, max_cycles: int | None, checkpointer: Any,
+              resume: bool) -> LoopContext:
+    """What every loop's `run` does first: check its arguments, load the checkpointer's latest
+    checkpoint when resuming (the counters continue), restart the metrics window and clear a
+    stop request. `loop` has `_closed`, `restore(checkpointer)`, `window` and `stop_requested`."""
+    if loop._closed:
+        raise RuntimeError(f"run() on a closed {type(loop).__name__}")
+    if max_env_steps is None and max_cycles is None:
+        raise ValueError("set max_env_steps or max_cycles")
+    for name, v in (("max_env_steps", max_env_steps), ("max_cycles", max_cycles)):
+        if v is not None and (not isinstance(v, int) or v < 1):
+            raise ValueError(f"{name} must be a positive int, got {v!r}")
+    if resume and checkpointer is None:
+        raise ValueError("resume=True needs a checkpointer")
+    ctx = LoopContext()
+    if resume:
+        meta = loop.restore(checkpointer)
+        ctx.env_steps, ctx.learner_steps = meta["env_steps"], meta["learner_steps"]
+    loop.window.restart(ctx.env_steps, ctx.learner_steps)
+    loop.stop_requested = False
+    return ctx
+
+
 def fetch_trajectories(learner: Learner, inferencers: Sequence[Inferencer],
                        pop_result: Callable[[], CycleResult] | None, processes: int = 1) -> Callable[[LoopContext], None]:
     """Async (`pop_result` given): pop the next cycle from the queue. Sync: run the next
