@@ -24,12 +24,14 @@ from sebulba.experiment import cli
 from sebulba.experiment.env_kwargs import parse_env_kwargs
 from sebulba.experiment.errors import user_input
 from sebulba.experiment.flag_types import define_integer
-from sebulba.experiment.trained import build_agent, open_run, restore_networks
+from sebulba.experiment.trained import build_agent, open_run, restore_networks, run_replicas
 from sebulba.experiment.video import check_video_path
 from sebulba.experiment.video import record as record_video
 from sebulba.loop.evaluator import Evaluator
 
 define_integer("checkpoint", None, "Learner step of the checkpoint to evaluate (default: the latest).")
+define_integer("replica", 0, "Of a run trained with --num_seeds N: which replica (0..N-1; replica r trained with seed "
+               "--seed + r).", lower_bound=0)
 define_integer("episodes", 10, "Complete episodes to play.", lower_bound=1)
 define_integer("num_envs", None, "Envs playing them side by side (default: min(episodes, 8)).", lower_bound=1)
 define_integer("seed", 0, "Seed of the evaluation envs and the policy's RNG.")
@@ -52,7 +54,7 @@ def main(argv: list[str]) -> None:
         video = None if FLAGS.video is None else check_video_path(FLAGS.video)  # before anything runs
         run, record = open_run(argv[1])
         agent = build_agent(record, parse_env_kwargs(FLAGS.env_kwargs), run)
-        step, networks = restore_networks(run, agent, FLAGS.checkpoint)
+        step, networks = restore_networks(run, agent, FLAGS.checkpoint, FLAGS.replica)
         num_envs = FLAGS.num_envs or min(FLAGS.episodes, 8)
         loop = record["loop"]
         env_kwargs = {**loop.get("env_kwargs", {}), **parse_env_kwargs(FLAGS.env_kwargs)}
@@ -60,12 +62,13 @@ def main(argv: list[str]) -> None:
     with evaluator:
         result = evaluator.run(networks, FLAGS.episodes, jax.random.key(FLAGS.seed))
     summary = result.summary()
-    out = {"run_dir": str(run.path), "checkpoint": step, "env_id": loop["env_id"], "env_kwargs": env_kwargs,
+    out = {"run_dir": str(run.path), "checkpoint": step, "replica": FLAGS.replica, "env_id": loop["env_id"], "env_kwargs": env_kwargs,
            "episodes": FLAGS.episodes, "num_envs": num_envs, "seed": FLAGS.seed, "greedy": FLAGS.greedy,
            **summary, "returns": result.returns.tolist(), "lengths": result.lengths.tolist()}
     eval_json = run.path / "eval.json"
     eval_json.write_text(json.dumps(out, indent=1) + "\n")
-    print(f"{loop['env_id']}, checkpoint {step}, {FLAGS.episodes} episodes ({'greedy' if FLAGS.greedy else 'behaviour'}"
+    replica = f" (replica {FLAGS.replica})" if run_replicas(run) > 1 else ""
+    print(f"{loop['env_id']}, checkpoint {step}{replica}, {FLAGS.episodes} episodes ({'greedy' if FLAGS.greedy else 'behaviour'}"
           f" policy): return {summary['eval_return_mean']:.1f} +- {summary['eval_return_std']:.1f} "
           f"(min {summary['eval_return_min']:.1f}, max {summary['eval_return_max']:.1f}), length mean "
           f"{summary['eval_length_mean']:.1f} (min {int(np.min(result.lengths))}, max {int(np.max(result.lengths))}); "

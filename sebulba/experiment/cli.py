@@ -33,7 +33,7 @@ FLAGS = flags.FLAGS
 # 'tpu'" on every CPU host) would read like errors.
 logging.getLogger("jax").setLevel(logging.WARNING)
 LOOP_FLAGS = ("num_envs", "total_env_steps", "inferencers_per_device", "env_threads", "stack_on_device",
-              "async_mode", "log_every_s", "loop")
+              "async_mode", "log_every_s", "loop", "num_seeds")
 
 
 def define_loop_flags(default_env: str) -> None:
@@ -43,6 +43,9 @@ def define_loop_flags(default_env: str) -> None:
     flags.DEFINE_enum("loop", "auto", ["auto", "sebulba", "anakin"], "Which loop trains: sebulba (host envs, actor "
                       "threads), anakin (acting, JAX env steps and learning in one compiled program per call: "
                       "JAX-native envs), or auto: anakin for a SUITE/ID env, else sebulba.")
+    define_integer("num_seeds", 1, "The Anakin loop: train this many independent replicas (seeds --seed, --seed + 1, "
+                   "...) in one program; each replica takes --total_env_steps; metrics are their mean, with each "
+                   "one's episode_return_mean_seed<i> and their min and max.", lower_bound=1)
     flags.DEFINE_string("env_kwargs", None, "The task's own kwargs for envs.make, comma-separated key=value with "
                         "Python literals (strings in quotes), e.g. is_slippery=False or "
                         "map_name='8x8',is_slippery=False or \"drop_observation_keys=['mission','direction']\".")
@@ -123,6 +126,9 @@ def build(env: str, seed: int, preset: dict, overrides: dict, steps_per_cycle: C
     agent = dataclasses.replace(preset["agent"], **{k: v for k, v in o.items() if k in fields})
     loop_kind = o.get("loop") or "auto"
     anakin = uses_anakin(LoopConfig(env_id=env, loop=loop_kind))
+    if o.get("num_seeds", 1) > 1 and not anakin:
+        raise ValueError(f"--num_seeds {o['num_seeds']} trains replicas in one program: the Anakin loop's (a JAX-native "
+                         f"env, SUITE/ID, or --loop anakin); the Sebulba loop trains one seed")
     actors, learners = default_devices(get("num_envs"), getattr(agent, "num_minibatches", 1) if minibatches_of_envs else 1,
                                        anakin)
     threads = get("env_threads")
@@ -132,7 +138,7 @@ def build(env: str, seed: int, preset: dict, overrides: dict, steps_per_cycle: C
         actor_devices=o.get("actor_devices") or actors, learner_devices=o.get("learner_devices") or learners,
         inferencers_per_device=get("inferencers_per_device"),
         stack_on_device=bool(get("stack_on_device")),
-        async_mode=get("async_mode"), log_every_s=get("log_every_s"), loop=loop_kind,
+        async_mode=get("async_mode"), log_every_s=get("log_every_s"), loop=loop_kind, num_seeds=o.get("num_seeds") or 1,
     )
     return Experiment(loop, agent, get("total_env_steps"))
 

@@ -38,7 +38,8 @@ def plot_curves(
 ) -> Path:
     """One figure, two panels (`y` against env steps, and against wall time), one line per
     (label, metrics.csv) in `runs`: for comparing runs, e.g. R2D2 with an LSTM vs an MLP.
-    Rows where `y` is NaN (no finished episode yet) are skipped. Returns the PNG's path."""
+    Rows where `y` is NaN (no finished episode yet) are skipped; where the CSV has `y`_min and
+    `y`_max (a `--num_seeds` run), their band is shaded. Returns the PNG's path."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg  # here: its import costs a run's start 0.35 s
     from matplotlib.figure import Figure
 
@@ -46,14 +47,20 @@ def plot_curves(
     FigureCanvasAgg(fig)
     axes = fig.subplots(1, 2, sharey=True)
     plotted = False
-    evaluated = False
+    evaluated = banded = False
     for label, csv_path in runs:
-        cols = read_columns(csv_path, [y, *(x for x, _ in X_AXES), "eval_return_mean", "eval_env_steps"])
+        cols = read_columns(csv_path, [y, f"{y}_min", f"{y}_max", *(x for x, _ in X_AXES), "eval_return_mean",
+                                       "eval_env_steps"])
         for ax, (x, _) in zip(axes, X_AXES):
             ok = np.isfinite(cols[x]) & np.isfinite(cols[y])
             if ok.any():
                 lines = ax.plot(cols[x][ok], cols[y][ok], label=label, linewidth=1.5, marker="." if ok.sum() < 30 else None)
                 plotted = True
+                band = ok & np.isfinite(cols[f"{y}_min"]) & np.isfinite(cols[f"{y}_max"])
+                if band.any():  # a --num_seeds run: the replicas' min to max around their mean
+                    ax.fill_between(cols[x][band], cols[f"{y}_min"][band], cols[f"{y}_max"][band], alpha=0.25,
+                                    color=lines[0].get_color(), linewidth=0, label=f"{label} (min-max of seeds)")
+                    banded = True
             if y == "episode_return_mean":  # evaluation returns, at the env step their networks belong to
                 ev = np.isfinite(cols["eval_return_mean"])
                 xs = cols["eval_env_steps"] if x == "env_steps" else cols[x]
@@ -68,7 +75,7 @@ def plot_curves(
     axes[0].set_ylabel(y.replace("_", " "))
     if not plotted:
         axes[0].text(0.5, 0.5, f"no finite {y} yet", ha="center", va="center", transform=axes[0].transAxes)
-    elif len(runs) > 1 or evaluated:
+    elif len(runs) > 1 or evaluated or banded:
         axes[0].legend(loc="best", fontsize="small")
     if title:
         fig.suptitle(title)

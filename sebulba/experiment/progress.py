@@ -66,10 +66,14 @@ class ProgressBar:
 
     @staticmethod
     def summary(report: Mapping[str, Any]) -> str:
-        """'sps 41.2k, return 87.3, lag 0.51' from a report ('-' for what it lacks or is NaN)."""
+        """'sps 41.2k, return 87.3, lag 0.51' from a report ('-' for what it lacks or is NaN); a
+        `--num_seeds` run's return is the replicas' mean, with their range: 'return 87.3 (12.0-140.5)'."""
         sps = report.get("sps")
         sps_s = tqdm.format_sizeof(float(sps)) if _num(sps, "f") != "-" else "-"
-        return f"sps {sps_s}, return {_num(report.get('episode_return_mean'), '.1f')}, lag {_num(report.get('policy_lag'), '.2f')}"
+        lo, hi = (_num(report.get(f"episode_return_mean_{k}"), ".1f") for k in ("min", "max"))
+        band = f" ({lo}-{hi})" if "-" not in (lo, hi) else ""
+        return (f"sps {sps_s}, return {_num(report.get('episode_return_mean'), '.1f')}{band}, "
+                f"lag {_num(report.get('policy_lag'), '.2f')}")
 
     def update(self, report: Mapping[str, Any]) -> None:
         if self._closed:

@@ -102,8 +102,19 @@ def _import_agent(name: str) -> type[Agent]:
                          "importable, or pass the agent to sebulba.load_policy(run_dir, agent=...)") from None
 
 
-def restore_networks(run: RunDir, agent: Agent, step: int | None = None) -> tuple[int, Any]:
-    """(step, networks as host arrays) of checkpoint `step` (default: the latest complete one)."""
+def run_replicas(run: RunDir) -> int:
+    """How many replicas the run trained (`--num_seeds` of an Anakin run; else 1)."""
+    record = json.loads(run.config_path.read_text()) if run.config_path.is_file() else {}
+    return int(record.get("loop", {}).get("num_seeds", 1) or 1)
+
+
+def restore_networks(run: RunDir, agent: Agent, step: int | None = None, replica: int = 0) -> tuple[int, Any]:
+    """(step, networks as host arrays) of checkpoint `step` (default: the latest complete one).
+    `replica`: which of a `--num_seeds` run's replicas (replica r trained with seed --seed + r)."""
+    replicas = run_replicas(run)
+    if not isinstance(replica, int) or isinstance(replica, bool) or not 0 <= replica < replicas:
+        what = f"replicas 0..{replicas - 1} (--num_seeds {replicas})" if replicas > 1 else "one replica (replica 0)"
+        raise ValueError(f"{run.path} has {what}; replica {replica!r} is not one of them")
     steps = checkpoint_steps(run)
     if not steps:
         raise FileNotFoundError(f"{run.path} has no complete checkpoint in {run.checkpoint_dir}")
@@ -112,7 +123,8 @@ def restore_networks(run: RunDir, agent: Agent, step: int | None = None) -> tupl
     elif step not in steps:
         raise FileNotFoundError(f"{run.path} has no checkpoint at learner step {step}; it has {steps}")
     shapes = jax.eval_shape(agent.init_networks, jax.random.key(0))
-    like = jax.tree.map(lambda x: np.zeros(x.shape, x.dtype), shapes)
+    lead = (replicas,) if replicas > 1 else ()  # a --num_seeds run's networks: every replica's
+    like = jax.tree.map(lambda x: np.zeros((*lead, *x.shape), x.dtype), shapes)
     try:
         networks = read_networks(run.checkpoint_dir, step, like)
     except (ValueError, KeyError, TypeError) as e:
@@ -124,7 +136,7 @@ def restore_networks(run: RunDir, agent: Agent, step: int | None = None) -> tupl
         if np.shape(got) != want.shape:
             raise ValueError(f"checkpoint {step} of {run.path} does not match the run's agent: a leaf of shape "
                              f"{np.shape(got)} where the agent has {want.shape}")
-    return step, jax.tree.map(np.asarray, networks)
+    return step, jax.tree.map(lambda x: np.asarray(x)[replica] if lead else np.asarray(x), networks)
 
 
 class Policy:
@@ -155,12 +167,13 @@ class Policy:
 
 
 def load_policy(run_dir: str | os.PathLike, step: int | None = None, greedy: bool = True, seed: int = 0,
-                agent: Agent | type[Agent] | None = None) -> Policy:
-    """The policy of a run directory's latest checkpoint (or learner step `step`). `agent`: the
+                agent: Agent | type[Agent] | None = None, replica: int = 0) -> Policy:
+    """The policy of a run directory's latest checkpoint (or learner step `step`); of a
+    `--num_seeds` run, replica `replica`'s (the one trained with seed --seed + replica). `agent`: the
     agent's class (built with the run's recorded config) or an agent object (used as it is)
     when the class cannot be imported by the name config.json records, e.g. one defined in the
     script that trained it; its networks must have the checkpoint's structure."""
     run, record = open_run(run_dir)
     built = build_agent(record, run=run, agent=agent)
-    _, networks = restore_networks(run, built, step)
+    _, networks = restore_networks(run, built, step, replica)
     return Policy(built, networks, greedy, seed)

@@ -103,9 +103,10 @@ class ChunkResult(NamedTuple):
     """A call's result as the metrics window reads it (ctx.result)."""
 
     updates: int
-    env_steps: int  # this process's
-    episode_returns: np.ndarray
+    env_steps: int  # this process's, every replica's (`num_seeds`)
+    episode_returns: np.ndarray  # every replica's, replica after replica
     episode_lengths: np.ndarray
+    seed_returns: tuple[np.ndarray, ...] = ()  # with num_seeds > 1: each replica's own
 
 
 def _traced(fn: Callable, *args) -> tuple[Callable, Any]:
@@ -140,11 +141,18 @@ class AnakinLoop:
     (`config.learner_devices`), and `config.steps_per_cycle` is T; `updates_per_call` is K
     (default: about ENV_STEPS_PER_CALL env steps per call). The options of the Sebulba loop's
     actors (actor_devices, inferencers_per_device, queue_size, async_mode) do not apply: acting
-    is in the program, in step with learning (a run is reproducible, as sync mode is)."""
+    is in the program, in step with learning (a run is reproducible, as sync mode is).
+
+    `config.num_seeds = S > 1` trains S independent replicas in the same program (PureJaxRL's
+    `vmap(train)`): replica s is the run of seed `config.seed + s`, every carry leaf has a replica
+    axis (after the device axis of per-device leaves), collectives still reduce over devices
+    only. Budgets count each replica's env steps; metrics are the replicas' mean, with each
+    replica's `episode_return_mean_seed<s>` and their min and max."""
 
     def __init__(self, agent: Agent, config: LoopConfig, updates_per_call: int | None = None):
         self.agent = agent
         self.config = config
+        self.num_seeds = config.num_seeds
         if config.stack_on_device:
             raise ValueError("stack_on_device is for Atari pools on the Sebulba loop; a JAX env stacks its own frames")
         self.env = make_env(config)
@@ -181,11 +189,16 @@ class AnakinLoop:
         self.reports: list[dict] = []
         self.task = Task()
         self.window = MetricsWindow()
+        self.seed_windows = [MetricsWindow() for _ in range(self.num_seeds if self.num_seeds > 1 else 0)]
         self.stop_requested = False
         self._staging: Staging | None = None
         self._closed = False
 
     # ------------------------------------------------------------------ the program
+    def _vmap(self, f: Callable) -> Callable:
+        """f over the replicas (num_seeds > 1), else f."""
+        return f if self.num_seeds == 1 else jax.vmap(f)
+
     @property
     def _replicated(self) -> NamedSharding:
         return self.sharding.replicated
@@ -205,11 +218,18 @@ class AnakinLoop:
         agent, env, n, D = self.agent, self.env, self.envs_per_device, self.num_devices
         # The Sebulba loop's keys and envs for the same seed, device d as its inferencer d (one per
         # device, as many envs): networks, actors' keys and env streams equal in the two loops.
-        key_learner, key_actors = jax.random.split(jax.random.key(self.config.seed))
-        k_net, k_exp, learner_key = jax.random.split(key_learner, 3)
+        # Replica s (num_seeds > 1) is the run of seed + s.
         layout, seed, local_devices, processes = self.layout, self.config.seed, len(self.config.learner_devices), jax.process_count()
-        # host key data: the same value on every process of a job
-        args = tuple(np.asarray(jax.random.key_data(k)) for k in (k_net, k_exp, learner_key, key_actors))
+        lead = 1 if self.num_seeds == 1 else 2  # the leading axes of per-device leaves: device (and replica)
+
+        def seed_keys(seed: int) -> list[np.ndarray]:
+            key_learner, key_actors = jax.random.split(jax.random.key(seed))
+            k_net, k_exp, learner_key = jax.random.split(key_learner, 3)
+            # host key data: the same value on every process of a job
+            return [np.asarray(jax.random.key_data(k)) for k in (k_net, k_exp, learner_key, key_actors)]
+
+        keyed = [seed_keys(seed + s) + [np.int32(s)] for s in range(self.num_seeds)]
+        args = tuple(keyed[0]) if self.num_seeds == 1 else tuple(np.stack(ks) for ks in zip(*keyed))
 
         def actor_key(key_actors: jax.Array, d: jax.Array) -> jax.Array:
             """Device d's as GymnasiumLoop's inferencer d's: its process's key split per local one."""
@@ -218,7 +238,8 @@ class AnakinLoop:
             return jax.random.split(key_actors, local_devices)[d % local_devices]
 
         def build(experience_like):
-            def one_device(*key_data):
+            def one_seed(*key_data):
+                *key_data, replica = key_data
                 k_net, k_exp, learner_key, key_actors = (jax.random.wrap_key_data(k) for k in key_data)
                 networks = agent.init_networks(k_net)
                 opt_state = agent.init_optimizer_state(networks)
@@ -226,12 +247,20 @@ class AnakinLoop:
                 if experience_like is None:
                     experience = agent.init_experience(networks, layout, jax.random.split(k_exp, D)[d])
                 else:
-                    experience = jax.tree.map(lambda s: jnp.zeros(s.shape[1:], s.dtype), experience_like)
+                    experience = jax.tree.map(lambda s: jnp.zeros(s.shape[lead:], s.dtype), experience_like)
                 step_state = agent.init_step_state(networks, n, actor_key(key_actors, d))
-                lanes, first = env.reset_as_pool(seed, n, first_index=d * n)
+                # env g of seed + s is env g + s of seed (the pool's rule: env g is seeded seed + g)
+                lanes, first = env.reset_as_pool(seed, n, first_index=d * n + replica)
                 running = (jnp.zeros(n, jnp.float32), jnp.zeros(n, jnp.int32))
-                local = (experience, step_state, lanes, EnvStep(*first), running)
-                return Carry(networks, opt_state, learner_key, jnp.int32(0), *_stacked(local))
+                return Carry(networks, opt_state, learner_key, jnp.int32(0), experience, step_state, lanes,
+                             EnvStep(*first), running)
+
+            def one_device(*key_data):
+                # Replica after replica (lax.map, not vmap): a vmapped orthogonal init is a batched QR,
+                # whose LAPACK kernel on a CPU host with several devices deadlocks (jaxlib's
+                # ParallelBatchMap blocks the shared thread pool). Built once a run, so no cost.
+                local = one_seed(*key_data) if self.num_seeds == 1 else jax.lax.map(lambda a: one_seed(*a), key_data)
+                return local._replace(**{f: _stacked(getattr(local, f)) for f in Carry._fields[4:]})
 
             mapped = jax.shard_map(one_device, mesh=self.sharding.mesh, in_specs=P(), out_specs=self._carry_specs(),
                                    check_vma=False)
@@ -244,7 +273,8 @@ class AnakinLoop:
         # An experience state whose structure the first update changes (IMPALA's and PPO's keep
         # the trajectory) starts as zeros of its later form: a scan carries one structure.
         specs = self._carry_specs()
-        first_update = jax.shard_map(lambda c: self._update(self._local(c))[0].experience, mesh=self.sharding.mesh,
+        first_update = jax.shard_map(lambda c: self._vmap(self._update)(self._local(c))[0].experience,
+                                     mesh=self.sharding.mesh,
                                      in_specs=(specs,), out_specs=P(), check_vma=False)
         after = jax.eval_shape(first_update, shapes)
         after = jax.tree.map(lambda s: jax.ShapeDtypeStruct((self.num_devices, *s.shape), s.dtype), after)
@@ -303,17 +333,17 @@ class AnakinLoop:
 
         def chunk(carry: Carry, active: jax.Array):
             local = self._local(carry)
-            run, shapes = _traced(self._update, local)
+            run, shapes = _traced(self._vmap(self._update), local)
 
             def one(state, i):
                 c, ok = state
 
                 def skip(c):
                     nan = jnp.full(shapes[3].shape, jnp.nan, shapes[3].dtype)
-                    return c, _zeros(shapes[1]), jnp.bool_(True), nan, _zeros(shapes[4])
+                    return c, _zeros(shapes[1]), jnp.ones(shapes[2].shape, bool), nan, _zeros(shapes[4])
 
                 c, metrics, finite, ep_ret, ep_len = jax.lax.cond(ok & (i < active), run, skip, c)
-                return (c, ok & finite), (metrics, finite, ep_ret, ep_len)
+                return (c, ok & jnp.all(finite)), (metrics, finite, ep_ret, ep_len)
 
             (local, _), (metrics, finite, ep_ret, ep_len) = jax.lax.scan(one, (local, jnp.bool_(True)), jnp.arange(K))
             carry = local._replace(**{f: _stacked(getattr(local, f)) for f in Carry._fields[4:]})
@@ -332,7 +362,7 @@ class AnakinLoop:
     @property
     def version(self) -> int:
         """Updates so far (the policy version that acts next)."""
-        return int(_host(self.carry.version))
+        return int(np.min(_host(self.carry.version)))
 
     @property
     def networks(self) -> Any:
@@ -350,23 +380,33 @@ class AnakinLoop:
         before = self.version
         active = jax.device_put(np.int32(updates), self._replicated)  # placed: one program for any count
         self.carry, out = self._chunk(self.carry, active)
-        finite = _host(out.finite)
-        metrics = {k: _host(v) for k, v in out.metrics.items()}
+        S = self.num_seeds
+        finite_seeds = _host(out.finite).reshape(self.updates_per_call, S)
+        finite = finite_seeds.all(axis=1)
+        metrics = {k: _host(v).reshape(self.updates_per_call, S) for k, v in out.metrics.items()}
         bad_at = int(np.argmin(finite)) if not finite.all() else None
         ran = updates if bad_at is None else bad_at
         ep_ret, ep_len = (self._local_rows(x)[:, :ran] for x in (out.episode_return, out.episode_length))
-        # episodes in the Sebulba cycle's order: update, step, env
-        ep_ret, ep_len = (np.moveaxis(x, 0, 2).reshape(ran, x.shape[2], -1) for x in (ep_ret, ep_len))
+        if S == 1:
+            ep_ret, ep_len = ep_ret[:, :, None], ep_len[:, :, None]
+        # episodes in the Sebulba cycle's order (update, step, env), replica after replica within
+        # an update (an order calls of any length keep): [D, K, S, T, n] -> [K, S, T, D n]
+        ep_ret, ep_len = (np.moveaxis(x, 0, 3).reshape(ran, S, x.shape[3], -1) for x in (ep_ret, ep_len))
         done = ~np.isnan(ep_ret)
-        result = ChunkResult(ran, ran * self.steps_per_update // jax.process_count(), ep_ret[done], ep_len[done])
+        seeds = tuple(ep_ret[:, s][done[:, s]] for s in range(S)) if S > 1 else ()
+        result = ChunkResult(ran, ran * self.steps_per_update * S // jax.process_count(), ep_ret[done], ep_len[done],
+                             seeds)
         if bad_at is not None:
-            bad = sorted(k for k, v in metrics.items() if not np.isfinite(v[bad_at]))
+            bad = sorted(k for k, v in metrics.items() if not np.isfinite(v[bad_at]).all())
             what = f"metric(s) {bad}" if bad else "the networks (a gradient or update)"
+            if S > 1:
+                replicas = [s for s in range(S) if not finite_seeds[bad_at, s]]
+                what += f" of replica(s) {replicas} (seed {', '.join(str(self.config.seed + s) for s in replicas)})"
             self._pending = result
             raise NonFiniteError(f"learner step {before + bad_at + 1}: {what} became NaN or Inf; the networks and "
                                  f"optimizer state are kept as of learner step {before + bad_at}",
                                  step=before + bad_at + 1, metrics=bad)
-        return {k: float(np.mean(v[:ran])) for k, v in metrics.items()}, result
+        return {k: float(np.mean(v[:ran])) for k, v in metrics.items()}, result  # over updates and replicas
 
     @staticmethod
     def _local_rows(x: jax.Array) -> np.ndarray:
@@ -393,9 +433,30 @@ class AnakinLoop:
     def _publish(self) -> None:
         if self._staging is not None:
             # a copy (never an alias: the next call donates the carry)
-            copy = jax.tree.map(lambda x: jax.device_put(x.addressable_data(0), self.eval_device, may_alias=False),
-                                self.carry.networks)
+            # (with num_seeds > 1, replica 0's: the run of --seed)
+            copy = jax.tree.map(lambda x: jax.device_put(self._replica0(x.addressable_data(0)), self.eval_device,
+                                                         may_alias=False), self.carry.networks)
             self._staging.publish(self.version, copy)
+
+    def _replica0(self, x: jax.Array) -> jax.Array:
+        return x if self.num_seeds == 1 else x[0]
+
+    def _seed_metrics(self, result: ChunkResult) -> dict[str, float]:
+        """With num_seeds > 1: each replica's mean return over its last 20 episodes
+        (`episode_return_mean_seed<s>`), and their mean (`episode_return_mean`, the learning
+        curve's), min and max (its band)."""
+        if not self.seed_windows:
+            return {}
+        out, means = {}, []
+        for s, (window, returns) in enumerate(zip(self.seed_windows, result.seed_returns)):
+            window.returns.extend(returns.tolist())
+            means.append(float(np.mean(window.returns)) if window.returns else float("nan"))
+            out[f"episode_return_mean_seed{s}"] = means[-1]
+        finite = [m for m in means if np.isfinite(m)]
+        nan = float("nan")
+        out.update(episode_return_mean=float(np.mean(finite)) if finite else nan,
+                   episode_return_mean_min=min(finite, default=nan), episode_return_mean_max=max(finite, default=nan))
+        return out
 
     def _updates_left(self, ctx: LoopContext, max_env_steps: int | None, max_cycles: int | None) -> int:
         left = self.updates_per_call
@@ -425,6 +486,7 @@ class AnakinLoop:
         def anakin_step(ctx: LoopContext) -> None:
             """fetch + learn + publish of the Sebulba loop: one call of the program."""
             ctx.train_metrics, ctx.result = self.call(self._updates_left(ctx, max_env_steps, max_cycles))
+            ctx.train_metrics.update(self._seed_metrics(ctx.result))
             ctx.env_steps += ctx.result.updates * self.steps_per_update
             ctx.learner_steps += ctx.result.updates
             self._publish()
@@ -478,6 +540,13 @@ class AnakinLoop:
             state["experience"] = c.experience
         return state
 
+    def _episodes(self) -> dict:
+        """The episode statistics a checkpoint keeps: all replicas', and each one's."""
+        episodes = {"episodes": self.window.state()}
+        if self.seed_windows:
+            episodes["seeds"] = [w.state() for w in self.seed_windows]
+        return episodes
+
     def save(self, checkpointer: Checkpointer, env_steps: int, learner_steps: int) -> None:
         """A checkpoint at learner_steps (Checkpointer's format: networks, optimizer state and key
         as a Sebulba run's, so `experiments.evaluate` and `load_policy` read it; the rest of the
@@ -487,14 +556,14 @@ class AnakinLoop:
                 "async_mode": False, "has_experience": checkpointer.config.save_experience,
                 "layout": anakin_layout(self.config, self.updates_per_call)}
         checkpointer.save_items(learner_steps, keys.raw(self._saved(checkpointer.config.save_experience)),
-                                _rows({"episodes": self.window.state()}), meta)
+                                _rows(self._episodes()), meta)
 
     def restore(self, checkpointer: Checkpointer, step: int | None = None) -> dict:
         """Load the latest complete checkpoint (or `step`) into this loop; returns its metadata."""
         meta = checkpointer.read_meta(step)
         checkpointer.check_layout(meta, False, anakin_layout(self.config, self.updates_per_call), step)
         like = self._saved(meta["has_experience"])
-        actors_like = {"episodes": self.window.state()}
+        actors_like = self._episodes()
         state, actors = checkpointer.restore_items(meta["learner_steps"] if step is None else step, _abstract(like),
                                                    _abstract_rows(actors_like))
         state = keys.typed_like(state, like)
@@ -502,7 +571,10 @@ class AnakinLoop:
         self.carry = self.carry._replace(
             networks=state["networks"], opt_state=state["opt_state"], key=state["key"],
             experience=state.get("experience", self.carry.experience), **saved)
-        self.window.load(jax.tree.map(own_row, actors)["episodes"])
+        episodes = jax.tree.map(own_row, actors)
+        self.window.load(episodes["episodes"])
+        for window, state in zip(self.seed_windows, episodes.get("seeds", ())):
+            window.load(state)
         self._publish()
         log.info(f"resumed from checkpoint {meta['learner_steps']} ({meta['env_steps']:,} env steps)")
         return meta
@@ -522,4 +594,4 @@ def anakin_layout(config: LoopConfig, updates_per_call: int | None = None) -> di
     """What a checkpoint of an Anakin run must match to resume."""
     c = config
     return {"loop": "anakin", "processes": jax.process_count(), "learner_devices": list(c.learner_devices),
-            "num_envs": c.num_envs, "steps_per_cycle": c.steps_per_cycle}
+            "num_envs": c.num_envs, "steps_per_cycle": c.steps_per_cycle, "num_seeds": c.num_seeds}

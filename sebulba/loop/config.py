@@ -29,9 +29,10 @@ class LoopConfig:
     # "auto": the Anakin loop (sebulba/loop/anakin.py) for a JAX-native env id (SUITE/ID), else
     # the Sebulba loop; "sebulba" or "anakin" picks one.
     loop: str = "auto"
+    num_seeds: int = 1  # the Anakin loop: independent replicas (seeds seed .. seed + num_seeds - 1) in one program
 
     def __post_init__(self) -> None:
-        for name in ("num_envs", "steps_per_cycle", "inferencers_per_device", "queue_size"):
+        for name in ("num_envs", "steps_per_cycle", "inferencers_per_device", "queue_size", "num_seeds"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
                 raise ValueError(f"{name} must be a positive int, got {getattr(self, name)!r}")
         for name in ("actor_devices", "learner_devices"):

@@ -58,6 +58,9 @@ class GymnasiumLoop:
     def __init__(self, agent: Agent, config: LoopConfig):
         self.agent = agent
         self.config = config
+        if config.num_seeds > 1:
+            raise ValueError(f"num_seeds={config.num_seeds} trains replicas in one program: the Anakin loop's "
+                             "(a JAX-native env, SUITE/ID); the Sebulba loop trains one seed")
         devices = jax.local_devices()
         for name in ("actor_devices", "learner_devices"):
             bad = [d for d in getattr(config, name) if d >= len(devices)]
