@@ -141,6 +141,9 @@ def seeds_curve(args: argparse.Namespace) -> str:
                 runs.setdefault(s, []).append(ours("gymnax/CartPole-v1", [], 4, Path(tmp) / f"r{repeat}",
                                                    [f"--num_seeds={s}"]))
                 print(s, runs[s][-1], flush=True)
+    for s in counts:  # training_sps counts one replica's env steps (the budget's): all seeds' are s times that
+        for r in runs[s]:
+            r["sps"] *= s
     one = median([r["sps"] for r in runs[1]])
     lines = ["| seeds | whole command s | training env steps/s, all seeds | vs 1 seed | mean final return |",
              "|---|---|---|---|---|"]
