@@ -11,7 +11,8 @@ MLP, lr 2.5e-4 annealed, 5e5 env steps), each a fresh process, interleaved over 
 
 Training env steps/s leave compilation out: PureJaxRL's is its one call's; ours is measured
 between the first and the last metrics row (the first row comes after the first, compiling,
-call). `--seeds_curve` instead measures `--num_seeds` 1, 2, 4, 8, 16 on gymnax/CartPole-v1;
+call). `--seeds_curve` instead measures `--num_seeds` 1, 2, 4, 8, 16 on gymnax/CartPole-v1
+against PureJaxRL's `jax.vmap(make_train)` over as many seeds (`--seeds_budget` steps each);
 `--bars` runs the issue's learning bars in the Anakin loop through the CLI (each agent's preset
 and budget, seeds 0-2): PPO and IMPALA >= 475, R2D2 >= 400, on gymnax/CartPole-v1 and on the
 built-in CartPole-v1 with `--loop anakin`.
@@ -70,10 +71,10 @@ def training_sps(run_dir: Path) -> float:
     return (float(last["env_steps"]) - float(first["env_steps"])) / dt if dt > 0 else float("nan")
 
 
-def purejaxrl(python: str, directory: str, num_envs: int) -> dict:
+def purejaxrl(python: str, directory: str, num_envs: int, total: int = TOTAL, seeds: int = 1) -> dict:
     start = time.perf_counter()
-    out = subprocess.run([python, str(ROOT / "benchmarks/peers/purejaxrl_ppo.py"), directory, str(num_envs)],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run([python, str(ROOT / "benchmarks/peers/purejaxrl_ppo.py"), directory, str(num_envs), str(total),
+                          str(seeds)], capture_output=True, text=True, check=True)
     result = json.loads(out.stdout.strip().splitlines()[-1])
     result["wall_s"] = time.perf_counter() - start
     result["sps"] = result["env_steps"] / result["train_s"]
@@ -86,9 +87,11 @@ def purejaxrl_unchanged(python: str, directory: str) -> float:
     return time.perf_counter() - start
 
 
-def ours(env: str, flags: list[str], num_envs: int, logdir: Path, extra: list[str] = ()) -> dict:
+def ours(env: str, flags: list[str], num_envs: int, logdir: Path, extra: list[str] = (), total: int | None = None
+         ) -> dict:
+    total = budget(num_envs) if total is None else total
     wall, last, run_dir = run_cli("experiments.ppo", [f"--env={env}", f"--num_envs={num_envs}",
-                                                      f"--total_env_steps={budget(num_envs)}", *PPO_FLAGS, *flags,
+                                                      f"--total_env_steps={total}", *PPO_FLAGS, *flags,
                                                       *extra], logdir)
     return {"wall_s": wall, "sps": training_sps(run_dir), "final_return": float(last["episode_return_mean"]),
             "env_steps": int(float(last["env_steps"]))}
@@ -133,26 +136,35 @@ def compare(args: argparse.Namespace) -> str:
 
 
 def seeds_curve(args: argparse.Namespace) -> str:
+    """`--num_seeds` 1..16 against PureJaxRL's `vmap(make_train)` over as many seeds, each replica
+    `--seeds_budget` env steps (the curve's point is throughput, not the final return)."""
     counts = [1, 2, 4, 8, 16]
-    runs: dict[int, list[dict]] = {}
+    total = args.seeds_budget // (4 * STEPS) * 4 * STEPS
+    runs: dict[tuple[str, int], list[dict]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for repeat in range(args.repeats):
             for s in counts:
-                runs.setdefault(s, []).append(ours("gymnax/CartPole-v1", [], 4, Path(tmp) / f"r{repeat}",
-                                                   [f"--num_seeds={s}"]))
-                print(s, runs[s][-1], flush=True)
-    for s in counts:  # training_sps counts one replica's env steps (the budget's): all seeds' are s times that
-        for r in runs[s]:
-            r["sps"] *= s
-    one = median([r["sps"] for r in runs[1]])
-    lines = ["| seeds | whole command s | training env steps/s, all seeds | vs 1 seed | mean final return |",
-             "|---|---|---|---|---|"]
+                peer = purejaxrl(args.purejaxrl_python, args.purejaxrl_dir, 4, total, s)
+                runs.setdefault(("PureJaxRL", s), []).append(peer)
+                print(s, "PureJaxRL", peer, flush=True)
+                r = ours("gymnax/CartPole-v1", [], 4, Path(tmp) / f"r{repeat}", [f"--num_seeds={s}"], total=total)
+                r["sps"] *= s  # training_sps counts one replica's env steps (the budget's): all seeds' are s times
+                runs.setdefault(("ours", s), []).append(r)
+                print(s, "ours", r, flush=True)
+    lines = ["| seeds | run | whole command s | training env steps/s, all seeds | vs its 1 seed | vs PureJaxRL |"
+             " mean final return |", "|---|---|---|---|---|---|---|"]
     for s in counts:
-        sps = median([r["sps"] for r in runs[s]])
-        lines.append(f"| {s} | {median([r['wall_s'] for r in runs[s]]):.1f} | {sps:,.0f} | {sps / one:.2f}x | "
-                     f"{median([r['final_return'] for r in runs[s]]):.1f} |")
-    target = median([r["sps"] for r in runs[8]]) / one
-    lines.append(f"\nTarget: 8 seeds >= 4x one seed's env steps/s: {verdict(target, 4.0)}")
+        for name in ("ours", "PureJaxRL"):
+            sps = median([r["sps"] for r in runs[(name, s)]])
+            one = median([r["sps"] for r in runs[(name, 1)]])
+            peer = median([r["sps"] for r in runs[("PureJaxRL", s)]])
+            wall = median([r["wall_s"] for r in runs[(name, s)]])
+            ret = median([r["final_return"] for r in runs[(name, s)]])
+            lines.append(f"| {s} | {name} | {wall:.1f} | {sps:,.0f} | {sps / one:.2f}x | {sps / peer:.2f}x | {ret:.1f} |")
+    ratio = {name: median([r["sps"] for r in runs[(name, 8)]]) / median([r["sps"] for r in runs[(name, 1)]])
+             for name in ("ours", "PureJaxRL")}
+    lines.append(f"\nTarget: 8 seeds >= 4x one seed's env steps/s: {verdict(ratio['ours'], 4.0)} "
+                 f"(PureJaxRL's own 8 seeds: {ratio['PureJaxRL']:.2f}x its one seed)")
     return "\n".join(lines) + "\n"
 
 
@@ -181,6 +193,7 @@ def main() -> None:
     parser.add_argument("--envs", default="4,64,1024")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seeds_curve", action="store_true")
+    parser.add_argument("--seeds_budget", type=int, default=200_000, help="--seeds_curve: env steps per replica")
     parser.add_argument("--bars", action="store_true")
     parser.add_argument("--purejaxrl_python", default=os.environ.get("PUREJAXRL_PYTHON", "/work/venv-pjrl/bin/python"))
     parser.add_argument("--purejaxrl_dir", default=os.environ.get("PUREJAXRL_DIR", "/work/pjrl"))

@@ -1,8 +1,10 @@
 """Runs PureJaxRL's `purejaxrl/ppo.py` (its `make_train` and `__main__` config, unchanged but
 for NUM_ENVS and DEBUG, its per-update print) in PureJaxRL's own venv, timing the compilation
-apart from training; prints one JSON line. Used by benchmarks/bench_anakin.py.
+apart from training; prints one JSON line. Used by benchmarks/bench_anakin.py. NUM_SEEDS > 1:
+PureJaxRL's own way to train many seeds, `jax.jit(jax.vmap(make_train(config)))` over split keys
+(env_steps then counts every seed's).
 
-    python purejaxrl_ppo.py PUREJAXRL_DIR NUM_ENVS [TOTAL_TIMESTEPS]
+    python purejaxrl_ppo.py PUREJAXRL_DIR NUM_ENVS [TOTAL_TIMESTEPS [NUM_SEEDS]]
 
 PUREJAXRL_DIR holds ppo.py and wrappers.py (github.com/luchris429/purejaxrl, purejaxrl/).
 """
@@ -14,6 +16,7 @@ import time
 started = time.perf_counter()
 directory, num_envs = sys.argv[1], int(sys.argv[2])
 total = float(sys.argv[3]) if len(sys.argv) > 3 else 5e5
+num_seeds = int(sys.argv[4]) if len(sys.argv) > 4 else 1
 sys.path.insert(0, directory)
 source = open(f"{directory}/ppo.py").read()
 main_at = source.index('if __name__ == "__main__":')
@@ -26,12 +29,18 @@ config.update(NUM_ENVS=num_envs, TOTAL_TIMESTEPS=total, DEBUG=False)
 import jax  # noqa: E402
 
 rng = jax.random.PRNGKey(30)
+make_train = namespace["make_train"](config)
+if num_seeds > 1:
+    rng = jax.random.split(rng, num_seeds)
+    make_train = jax.vmap(make_train)
 t0 = time.perf_counter()
-train = jax.jit(namespace["make_train"](config)).lower(rng).compile()
+train = jax.jit(make_train).lower(rng).compile()
 t1 = time.perf_counter()
 out = jax.block_until_ready(train(rng))
 t2 = time.perf_counter()
-returns = out["metrics"]["returned_episode_returns"]  # [updates, steps, envs]
+returns = out["metrics"]["returned_episode_returns"]  # [(seeds,) updates, steps, envs]
+last = returns[:, -1] if num_seeds > 1 else returns[-1]
 steps = int(config["TOTAL_TIMESTEPS"]) // (num_envs * config["NUM_STEPS"]) * num_envs * config["NUM_STEPS"]
-print(json.dumps({"num_envs": num_envs, "env_steps": steps, "compile_s": t1 - t0, "train_s": t2 - t1,
-                  "process_s_before_exit": t2 - started, "final_return": float(returns[-1].mean())}))
+print(json.dumps({"num_envs": num_envs, "num_seeds": num_seeds, "env_steps": steps * num_seeds,
+                  "compile_s": t1 - t0, "train_s": t2 - t1, "process_s_before_exit": t2 - started,
+                  "final_return": float(last.mean())}))
