@@ -4,10 +4,12 @@ figures cell (FIG) and, for the measured runs, a markdown detail section (MD) fo
     python benchmarks/_gpu_check.py env  --fig FIG
     python benchmarks/_gpu_check.py pong --fig FIG --md MD --work DIR [--frames 4000000] [--settings 64x2x2] ...
     python benchmarks/_gpu_check.py ppo  --fig FIG --md MD --work DIR [--total_env_steps N] [--timeout S]
+    python benchmarks/_gpu_check.py anakin --fig FIG --md MD --work DIR --seconds S [--envs 2048] ...
     python benchmarks/_gpu_check.py paste SUMMARY.md          # into BENCHMARKS.md, between its section's markers
 
 The IMPALA Pong stage reuses `bench_atari_gpu.py` (its raw-env measurement and its end-to-end run
-of the CLI), with the run ended by a frame budget instead of a wall time.
+of the CLI), with the run ended by a frame budget instead of a wall time. The Anakin stage reuses
+`bench_anakin.training_sps` (env steps/s between the first and the last metrics row).
 """
 
 from __future__ import annotations
@@ -71,7 +73,8 @@ def cmd_env(args: argparse.Namespace) -> None:
         limit = f", {stats['bytes_limit'] / 2**30:.1f} GiB for XLA" if stats and "bytes_limit" in stats else ""
         print(f"  {d.id}: {d.platform} {d.device_kind}{limit}")
     pkgs = ("jaxlib", "flax", "optax", "orbax-checkpoint", "numpy", "gymnasium", "ale-py", "dm-env", "dm-tree",
-            "tensorboardX", "pytest", "pytest-xdist")
+            "tensorboardX", "gymnax", "playground", "mujoco", "mujoco-mjx", "brax", "warp-lang", "pytest",
+            "pytest-xdist")
     print("packages: " + ", ".join(f"{p} {version(p)}" for p in pkgs))
     for var in ("JAX_PLATFORMS", "XLA_FLAGS", "XLA_PYTHON_CLIENT_PREALLOCATE", "TF_CUDA_PLATFORM_GPU_DEVICE_SCHEDULE",
                 "PYTHONPATH"):
@@ -179,6 +182,157 @@ def cmd_ppo(args: argparse.Namespace) -> None:
                    f"the learning bar is {PPO_BAR:g} ({bar}). Reference: {PPO_REF}.\n")
 
 
+# ---------------------------------------------------------------- Anakin (issue 37)
+# Figures to read beside the Anakin stage's (issue 37; other GPUs and other programs: not ratios).
+ANAKIN_REFS = ("PureJaxRL's PPO on gymnax CartPole, ~20M env steps/s on an A100, and 2,048 CartPole agents in ~98 s "
+               "there; MJX CartpoleBalance stepping at 25.8M env steps/s on an RTX 4090 (MuJoCo Playground's paper)")
+GRACE_S = 15.0  # after SIGTERM, the seconds a run has to end (a call still compiling may need them) before SIGKILL
+
+
+def anakin_run(name: str, flags: list[str], work: Path, seconds: float, metrics_out: str | None) -> dict:
+    """`python -m experiments.ppo FLAGS` in a fresh process, sent SIGTERM after `seconds` if still
+    running (the CLI then stops after the program's current call and writes its last metrics row;
+    SIGKILL GRACE_S later): whole wall time, metrics rows, env steps (one replica's), training env
+    steps/s (bench_anakin.training_sps: one replica's, between the first and the last row) and the
+    last row; no rows if stopped before its first. RuntimeError if it failed by itself."""
+    import bench_anakin
+
+    logdir = work / name
+    logdir.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, "-m", "experiments.ppo", *flags, f"--logdir={logdir}", "--noprogress",
+           "--checkpoint_every=0", "--eval_every=0"]
+    print(f"$ {' '.join(cmd)}   (SIGTERM after {seconds:.0f} s)", flush=True)
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    stopped = False
+    try:
+        out, _ = proc.communicate(timeout=max(seconds, 1.0))
+    except subprocess.TimeoutExpired:
+        stopped = True
+        proc.terminate()
+        try:
+            out, _ = proc.communicate(timeout=GRACE_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, _ = proc.communicate()
+    wall = time.perf_counter() - start
+    print(out[-3000:], flush=True)
+    if proc.returncode != 0 and not stopped:
+        raise RuntimeError(f"experiments.ppo exited with {proc.returncode}")
+    runs = [p for p in logdir.iterdir() if (p / "metrics.csv").exists()]
+    rows = list(csv.DictReader((runs[0] / "metrics.csv").open())) if runs else []
+    if not rows:
+        if not stopped:
+            raise RuntimeError("experiments.ppo finished without a metrics row")
+        return {"wall": wall, "rows": 0}
+    if metrics_out:
+        shutil.copyfile(runs[0] / "metrics.csv", Path(metrics_out) / f"anakin_{name}_metrics.csv")
+    return {"wall": wall, "rows": len(rows), "last": rows[-1], "steps": int(float(rows[-1]["env_steps"])),
+            "sps": bench_anakin.training_sps(runs[0]) if len(rows) > 1 else float("nan")}
+
+
+def playground_impl(wanted: str) -> tuple[str | None, str]:
+    """(the MJX pipeline to run, why) where mujoco_playground imports here, else (None, why not):
+    its DM Control envs default to MuJoCo Warp (impl 'warp': the warp-lang package); without
+    warp-lang, MJX's JAX pipeline (impl 'jax')."""
+    probe = "import importlib.util, mujoco_playground; print('warp' if importlib.util.find_spec('warp') else 'no warp')"
+    try:
+        proc = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=_env(), capture_output=True, text=True,
+                              timeout=120)
+    except subprocess.TimeoutExpired:
+        return None, "importing mujoco_playground took over 120 s"
+    if proc.returncode != 0:
+        error = (proc.stderr.strip().splitlines() or ["(no message)"])[-1]
+        return None, f"mujoco_playground does not import here ({error[:160]})"
+    if wanted != "auto":
+        return wanted, f"--playground_impl {wanted}"
+    if proc.stdout.strip().splitlines()[-1] == "warp":
+        return "warp", "MuJoCo Warp, the env's default"
+    return "jax", "MJX's JAX pipeline: warp-lang, for the env's default MuJoCo Warp, is not installed"
+
+
+def _figures(r: dict, asked: int) -> tuple[str, str, str]:
+    """A run's (training env steps/s, return, 'stopped short' note or '')."""
+    short = "" if r["steps"] >= asked else f"stopped at its time limit, short of {asked:,}"
+    return fmt(r["sps"], "{:,.0f}"), fmt(float(r["last"]["episode_return_mean"] or "nan")), short
+
+
+def cmd_anakin(args: argparse.Namespace) -> None:
+    """PPO in the Anakin loop: gymnax/CartPole-v1 at --envs; the same with --num_seeds --seeds at
+    --seed_envs each; playground/CartpoleBalance where mujoco_playground imports. Each run is
+    sent SIGTERM at its share of --seconds (35%, 25%, what is left less GRACE_S); one that fails
+    is recorded and the next runs, and the command then exits 1."""
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    deadline = time.perf_counter() + args.seconds
+    log = f"--log_every_s={args.log_every_s}"
+    cartpole = ["--env=gymnax/CartPole-v1", f"--steps_per_cycle={args.steps_per_cycle}"]
+    plan = [  # (label, run name, flags, env steps asked per replica, seconds or None: what is left, replicas)
+        (f"gymnax/CartPole-v1, {args.envs:,} envs", "cartpole",
+         cartpole + [f"--num_envs={args.envs}", f"--total_env_steps={args.total_env_steps}"],
+         args.total_env_steps, 0.35 * args.seconds, 1),
+        (f"gymnax/CartPole-v1, {args.seeds} seeds x {args.seed_envs:,} envs", "seeds",
+         cartpole + [f"--num_envs={args.seed_envs}", f"--num_seeds={args.seeds}",
+                     f"--total_env_steps={args.seed_steps}"],
+         args.seed_steps, 0.25 * args.seconds, args.seeds),
+    ]
+    playground = f"playground/CartpoleBalance, {args.playground_envs:,} envs"
+    impl, why = playground_impl(args.playground_impl)
+    if impl is not None:
+        plan.append((playground, "playground",
+                     ["--env=playground/CartpoleBalance", f"--env_kwargs=impl='{impl}'",
+                      f"--num_envs={args.playground_envs}", f"--steps_per_cycle={args.playground_steps_per_cycle}",
+                      f"--total_env_steps={args.playground_steps}"], args.playground_steps, None, 1))
+    cells, failed = [], []
+    table = ["| run | flags (over the PPO preset's) | env steps (each replica) | whole s | training env steps/s "
+             "(all replicas) | return (last 20 episodes) | note |", "|---|---|---:|---:|---:|---:|---|"]
+    for label, name, flags, asked, seconds, replicas in plan:
+        shown = "`" + " ".join(flags) + "`"
+        try:
+            left = deadline - GRACE_S - time.perf_counter()
+            r = anakin_run(name, flags + [log], work, left if seconds is None else seconds, args.metrics_out)
+        except RuntimeError as e:
+            print(f"{label}: FAILED: {e}", flush=True)
+            failed.append(label)
+            cells.append(f"{label}: **FAILED** ({e})")
+            table.append(f"| {label} | {shown} | — | — | — | — | **FAILED**: {e} (the log has its output) |")
+            continue
+        if not r["rows"]:
+            note = f"stopped at its time limit ({r['wall']:.0f} s) before its first metrics row: no figures"
+            cells.append(f"{label}: {note}")
+            table.append(f"| {label} | {shown} | — | {r['wall']:.1f} | — | — | {note} |")
+            continue
+        r["sps"] *= replicas  # training_sps counts one replica's env steps (each replica's budget's)
+        sps, ret, short = _figures(r, asked)
+        notes = [short] if short else []
+        if replicas > 1:
+            lo, hi = (float(r["last"].get(f"episode_return_mean_{k}") or "nan") for k in ("min", "max"))
+            notes.insert(0, f"returns {fmt(lo)} to {fmt(hi)} over the replicas")
+            ret = f"{ret} (mean of {replicas})"
+        if name == "playground":
+            notes.insert(0, f"impl '{impl}': {why}")
+        cells.append(f"{label}: {sps} env steps/s, return {ret} at {r['steps']:,} env steps"
+                     f"{' (stopped at its time limit)' if short else ''}, {r['wall']:.0f} s whole")
+        table.append(f"| {label} | {shown} | {r['steps']:,} of {asked:,} | {r['wall']:.1f} | {sps} | {ret} | "
+                     f"{'; '.join(notes)} |")
+    if impl is None:
+        print(f"{playground}: skipped: {why}", flush=True)
+        cells.append(f"{playground}: skipped, {why}")
+        table.append(f"| {playground} | — | — | — | — | — | skipped: {why} |")
+    write(args.fig, "; ".join(cells))
+    text = ("### PPO in the Anakin loop (issue 37)\n\n"
+            "`python -m experiments.ppo` on JAX-native envs, each run a fresh process timed whole (imports, "
+            "compilation, run, outputs) and sent SIGTERM at its share of the stage's time (it then stops after the "
+            "program's current call and writes its last metrics row). Training env steps/s is between the first and "
+            "the last metrics row (`bench_anakin.training_sps`: compilation comes before the first), times the "
+            "replicas for `--num_seeds`; returns are the mean of the last 20 episodes. To read beside, not as "
+            f"ratios: {ANAKIN_REFS}.\n\n" + "\n".join(table) + "\n")
+    write(args.md, text)
+    print(text, flush=True)
+    if failed:
+        raise SystemExit(f"failed: {', '.join(failed)}")
+
+
 # ---------------------------------------------------------------- paste
 def cmd_paste(args: argparse.Namespace) -> None:
     """Put a summary into BENCHMARKS.md between its section's markers (the section name is the
@@ -195,7 +349,7 @@ def cmd_paste(args: argparse.Namespace) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
-    for name in ("env", "pong", "ppo"):
+    for name in ("env", "pong", "ppo", "anakin"):
         p = sub.add_parser(name)
         p.add_argument("--fig", help="file for the stage's one-line figures")
         p.add_argument("--md", help="file for the stage's markdown details")
@@ -212,10 +366,24 @@ def main() -> None:
     ppo = sub.choices["ppo"]
     ppo.add_argument("--total_env_steps", type=int, default=0, help="0: the preset's budget")
     ppo.add_argument("--timeout", type=float, default=120.0)
+    anakin = sub.choices["anakin"]
+    anakin.add_argument("--seconds", type=float, default=280.0, help="wall time of the three runs together")
+    anakin.add_argument("--envs", type=int, default=2048, help="gymnax/CartPole-v1: envs of the one-seed run")
+    anakin.add_argument("--steps_per_cycle", type=int, default=16)
+    anakin.add_argument("--total_env_steps", type=int, default=2**28, help="its budget (8,192 updates of 2,048 x 16)")
+    anakin.add_argument("--seeds", type=int, default=8, help="--num_seeds of the second run")
+    anakin.add_argument("--seed_envs", type=int, default=256, help="its envs per replica")
+    anakin.add_argument("--seed_steps", type=int, default=2**25, help="its budget per replica")
+    anakin.add_argument("--playground_envs", type=int, default=2048)
+    anakin.add_argument("--playground_steps_per_cycle", type=int, default=32)
+    anakin.add_argument("--playground_steps", type=int, default=2**26)
+    anakin.add_argument("--playground_impl", default="auto", choices=["auto", "jax", "warp"],
+                        help="MJX pipeline of playground/CartpoleBalance (auto: warp where warp-lang imports)")
+    anakin.add_argument("--log_every_s", type=float, default=2.0)
     paste = sub.add_parser("paste")
     paste.add_argument("summary")
     args = ap.parse_args()
-    {"env": cmd_env, "pong": cmd_pong, "ppo": cmd_ppo, "paste": cmd_paste}[args.cmd](args)
+    {"env": cmd_env, "pong": cmd_pong, "ppo": cmd_ppo, "anakin": cmd_anakin, "paste": cmd_paste}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -1,26 +1,46 @@
 #!/usr/bin/env bash
 # The GPU check in one call (issue 35): install what the GPU host lacks, report the environment,
 # a short IMPALA Pong run at a fixed frame budget against the 2026-11-23 figures, a PPO CartPole
-# run, the tests that exercise device placement, and one markdown summary.
+# run, the tests that exercise device placement, PPO in the Anakin loop on JAX-native envs (issue
+# 37), and one markdown summary.
 #
 # ON THE LENT GPU HOST (one device call, at most 8 minutes):
 #   here, once, in the checkout the device tool sends:  bash benchmarks/gpu_host.sh fetch
-#       (the wheels of gymnasium, ale-py, dm-env, dm-tree, tensorboardX for Python 3.12 into .whl/,
-#       which .git/info/exclude ignores)
+#       (the wheels of gymnasium, ale-py, dm-env, dm-tree, tensorboardX, gymnax and MuJoCo Playground
+#       for Python 3.12 into .whl/, ~30 MB, which .git/info/exclude ignores)
 #   then the device tool's run with
 #       command:   bash benchmarks/gpu_check.sh
 #       carry:     [".whl"]
 #       timeout_s: 480
 #   $OUT/gpu_check.md is the summary (paste it into BENCHMARKS.md, or here:
 #   `python benchmarks/_gpu_check.py paste gpu_check.md`), $OUT/gpu_check.log the whole output,
-#   $OUT/pong_metrics.csv and $OUT/ppo_metrics.csv the two runs' metrics. The stages share a budget
-#   of GPU_CHECK_BUDGET_S (default 450 s): each stage has its own `timeout`, a stage that fails or
-#   runs out of time is recorded and the next one starts, and a stage that would start with under
-#   5 s left is skipped as out of time. Expected on an H100 host: about 6 minutes.
+#   $OUT/pong_metrics.csv, $OUT/ppo_metrics.csv and $OUT/anakin_*_metrics.csv the runs' metrics. The
+#   stages share a budget of GPU_CHECK_BUDGET_S (default 450 s): each stage has its own `timeout`, a
+#   stage that fails or runs out of time is recorded and the next one starts, and a stage that would
+#   start with under 5 s left is skipped as out of time. Expected on an H100 host: about 6 minutes
+#   before the Anakin stage, which comes last and gets what is left (~2 minutes): its runs shrink
+#   with it. Issue 37's figures in a call of their own, the Anakin stage at its full 300 s:
+#       command:   GPU_CHECK_STAGES=anakin bash benchmarks/gpu_check.sh
+#       carry:     [".whl"]
+#       timeout_s: 360
+#
+# THE ANAKIN STAGE (issue 37): `python -m experiments.ppo` in the Anakin loop, three fresh processes,
+# each sent SIGTERM at its share of the stage's time (35%, 25%, the rest; it then stops after the
+# program's current call and writes its last metrics row), through `_gpu_check.py anakin`:
+#   1. gymnax/CartPole-v1 at 2,048 envs x 16 steps, 2^28 env steps (~60 s at ~4.5M env steps/s);
+#   2. the same with --num_seeds 8 at 256 envs each (2,048 in all), 2^25 env steps per replica;
+#   3. playground/CartpoleBalance at 2,048 envs x 32 steps, 2^26 env steps (the PPO preset for
+#      continuous control), where mujoco_playground imports (else one 'skipped' line saying why);
+#      MJX's JAX pipeline (--env_kwargs impl='jax') unless warp-lang is installed (its 149 MB wheel is
+#      not fetched: over what a call carries).
+#   For each: training env steps/s between the first and the last metrics row (bench_anakin's
+#   training_sps, times the replicas for --num_seeds) and the final return (last 20 episodes).
+#   Without CUDA: 64 envs and 20,480 env steps, 2 seeds x 64 envs, Playground 16 envs x 32 steps
+#   and 2,048 env steps (where it imports; this CPU machine's venv has no Playground).
 #
 # ON A HOST WITHOUT CUDA (this CPU machine):  bash benchmarks/gpu_check.sh
 #   runs every stage that needs no GPU at a tiny budget (Pong: 8 envs, 6,400 frames; PPO: the
-#   CartPole preset), says 'skipped: no CUDA device' for the rest, and writes the summary to
+#   CartPole preset; Anakin: above), says 'skipped: no CUDA device' for the rest, and writes the summary to
 #   $GPU_CHECK_OUT, else $OUT, else .gpu_check/ (which ignores itself). About 2 minutes on 2 cores.
 #   `bash benchmarks/gpu_check.sh --dry-run` lists the stages and the test selections, running nothing.
 #
@@ -79,7 +99,7 @@ MULTI_DEVICE_CPU_SMOKE=(
     tests/test_ppo.py::test_advantages_are_normalised_over_every_learner_devices_samples
     tests/test_loop.py::test_experience_state_is_built_on_each_learner_device_with_its_own_key
 )
-WHEEL_MODULES="gymnasium ale_py dm_env tree tensorboardX"
+WHEEL_MODULES="gymnasium ale_py dm_env tree tensorboardX gymnax six"
 
 # name | title | seconds at most with CUDA | without | what it runs
 STAGES=(
@@ -89,6 +109,7 @@ STAGES=(
     "ppo|PPO CartPole|90|120|python -m experiments.ppo (the CartPole preset, 200k env steps)"
     "tests_gpu|device-placement tests on the GPU|150|0|pytest ${DEVICE_TEST_FILES[*]} -k 'not learning_bar', less MULTI_DEVICE (CUDA only)"
     "tests_multi|several-device tests on 4 CPU devices|110|90|JAX_PLATFORMS=cpu pytest MULTI_DEVICE (without CUDA: MULTI_DEVICE_CPU_SMOKE)"
+    "anakin|PPO in the Anakin loop|300|120|python -m experiments.ppo on gymnax/CartPole-v1 at 2,048 envs, with --num_seeds 8 x 256 envs, and playground/CartpoleBalance where mujoco_playground imports (without CUDA: 64 envs, 20k env steps, 2 seeds)"
 )
 
 field() { local IFS='|'; local -a f; read -r -a f <<< "$1"; echo "${f[$2]}"; }
@@ -179,6 +200,19 @@ stage_pong() {
         --metrics_out "$OUTDIR/pong_metrics.csv" --seconds $((limit > 50 ? limit - 25 : limit)) "${args[@]}"
 }
 
+stage_anakin() {
+    local limit=$1 args
+    if [ "$CUDA" = 1 ]; then
+        args=(--envs 2048 --total_env_steps 268435456 --seeds 8 --seed_envs 256 --seed_steps 33554432
+              --playground_envs 2048 --playground_steps 67108864 --log_every_s 2)
+    else  # a smoke run of each: far from learning
+        args=(--envs 64 --total_env_steps 20480 --seeds 2 --seed_envs 64 --seed_steps 20480
+              --playground_envs 16 --playground_steps 2048 --log_every_s 0.5)
+    fi
+    $PY benchmarks/_gpu_check.py anakin --fig "$WORK/anakin.fig" --md "$WORK/anakin.md" --work "$WORK/anakin_run" \
+        --metrics_out "$OUTDIR" --seconds $((limit > 20 ? limit - 10 : limit)) "${args[@]}"
+}
+
 stage_ppo() {
     local limit=$1
     $PY benchmarks/_gpu_check.py ppo --fig "$WORK/ppo.fig" --md "$WORK/ppo.md" --work "$WORK/ppo_run" \
@@ -251,7 +285,7 @@ write_summary() {
         while IFS=$'\t' read -r name title status secs figures; do
             echo "| $title | $status | $secs | $figures |"
         done < "$WORK/stages.tsv"
-        for name in pong ppo tests_gpu tests_multi; do
+        for name in pong ppo anakin tests_gpu tests_multi; do
             [ -s "$WORK/$name.md" ] && { echo; cat "$WORK/$name.md"; }
         done
         [ -s "$WORK/failures.md" ] && { echo; echo "### What failed (the whole output: gpu_check.log)"; cat "$WORK/failures.md"; }

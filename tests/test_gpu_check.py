@@ -1,8 +1,9 @@
 """benchmarks/gpu_check.sh, the GPU check in one device call: it parses, its dry run lists its
 stages without running anything, and the tests it names by id still exist. (Its CPU mode runs
-IMPALA Pong and PPO CartPole, about 2 minutes on 2 cores: too long for the suite; it is run by
-hand, `bash benchmarks/gpu_check.sh`, and its summary is in BENCHMARKS.md.)"""
+IMPALA Pong, PPO CartPole and PPO in the Anakin loop, about 2 minutes on 2 cores: too long for the
+suite; it is run by hand, `bash benchmarks/gpu_check.sh`, and its summary is in BENCHMARKS.md.)"""
 
+import importlib.util
 import os
 import re
 import subprocess
@@ -11,7 +12,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "benchmarks" / "gpu_check.sh"
-STAGES = ["install", "env", "pong", "ppo", "tests_gpu", "tests_multi"]
+STAGES = ["install", "env", "pong", "ppo", "tests_gpu", "tests_multi", "anakin"]
 
 
 def dry_run(tmp_path, **extra: str):
@@ -65,3 +66,15 @@ def test_returns_are_read_at_a_frame_milestone():
             {"env_steps": "500000", "episode_return_mean": "-19.0"}]
     assert returns_at(rows, 1e6) == -20.5 and returns_at(rows, 2e6) == -19.0 and returns_at(rows, 3e6) is None
     assert fmt(None) == fmt(float("nan")) == "—" and fmt(-13.64) == "-13.6"
+
+
+def test_the_anakin_stage_says_why_it_skips_playground_or_which_pipeline_it_runs():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from _gpu_check import playground_impl
+
+    impl, why = playground_impl("auto")
+    if importlib.util.find_spec("mujoco_playground") is None:
+        assert impl is None
+        assert why.startswith("mujoco_playground does not import here (ModuleNotFoundError: No module named"), why
+    else:
+        assert impl in ("jax", "warp") and why
