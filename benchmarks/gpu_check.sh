@@ -27,7 +27,8 @@
 # THE ANAKIN STAGE (issue 37): `python -m experiments.ppo` in the Anakin loop, three fresh processes,
 # each sent SIGTERM at its share of the stage's time (35%, 25%, the rest; it then stops after the
 # program's current call and writes its last metrics row), through `_gpu_check.py anakin`:
-#   1. gymnax/CartPole-v1 at 2,048 envs x 16 steps, 2^28 env steps (~60 s at ~4.5M env steps/s);
+#   1. gymnax/CartPole-v1 at 2,048 envs x 16 steps, 2^28 env steps (~60 s if it trains at ~4.5M env
+#      steps/s: a guess, never measured on a GPU; the run's share of the time caps it);
 #   2. the same with --num_seeds 8 at 256 envs each (2,048 in all), 2^25 env steps per replica;
 #   3. playground/CartpoleBalance at 2,048 envs x 32 steps, 2^26 env steps (the PPO preset for
 #      continuous control), where mujoco_playground imports (else one 'skipped' line saying why);
@@ -40,8 +41,9 @@
 #
 # ON A HOST WITHOUT CUDA (this CPU machine):  bash benchmarks/gpu_check.sh
 #   runs every stage that needs no GPU at a tiny budget (Pong: 8 envs, 6,400 frames; PPO: the
-#   CartPole preset; Anakin: above), says 'skipped: no CUDA device' for the rest, and writes the summary to
-#   $GPU_CHECK_OUT, else $OUT, else .gpu_check/ (which ignores itself). About 2 minutes on 2 cores.
+#   CartPole preset; Anakin: above), says 'skipped: no CUDA device' for the rest, and writes the
+#   summary to $GPU_CHECK_OUT, else $OUT, else .gpu_check/ (which ignores itself). About 2 minutes
+#   on 2 cores (the Anakin stage alone: 15-35 s).
 #   `bash benchmarks/gpu_check.sh --dry-run` lists the stages and the test selections, running nothing.
 #
 # Environment: PYTHON (default python3: on the GPU host, the one with jax[cuda]), GPU_CHECK_OUT,
