@@ -287,13 +287,16 @@ def test_a_stop_request_ends_the_run_after_the_call_and_saves(tmp_path):
 @pytest.mark.multiprocess
 @pytest.mark.timeout(600)
 @pytest.mark.xdist_group("multihost")  # one worker: each job takes both cores
-def test_a_two_process_job_trains_checkpoints_and_resumes(tmp_path):
+@pytest.mark.parametrize("num_seeds", [1, 2])
+def test_a_two_process_job_trains_checkpoints_and_resumes(tmp_path, num_seeds):
     """Two processes of 2 CPU devices each: one program over the 4 devices (the initial state
     built from the seed in every process), a checkpoint of every process's shards, a resume to a
-    larger budget, and the trained policy loaded from the run directory."""
+    larger budget, and the trained policy loaded from the run directory (with --num_seeds 2:
+    every replica's, and each one's policy)."""
     from tests.support.job import Job, complete_checkpoints
 
-    args = ["--env=gymnax/CartPole-v1", "--noprogress", "--num_envs=4", "--steps_per_cycle=16", "--checkpoint_every=5"]
+    args = ["--env=gymnax/CartPole-v1", "--noprogress", "--num_envs=4", "--steps_per_cycle=16", "--checkpoint_every=5",
+            f"--num_seeds={num_seeds}"]
     Job("experiments.ppo", [*args, f"--logdir={tmp_path / 'runs'}", "--total_env_steps=1280"], tmp_path / "a").assert_ok()
     (run_dir,) = (tmp_path / "runs").iterdir()
     assert complete_checkpoints(run_dir) == [10]  # 10 updates of the job's 8 envs x 16 steps
@@ -303,8 +306,11 @@ def test_a_two_process_job_trains_checkpoints_and_resumes(tmp_path):
     assert complete_checkpoints(run_dir) == [10, 20]
     _, row = last_metrics(tmp_path / "runs")
     assert int(row["env_steps"]) == 2560 and int(row["learner_steps"]) == 20
-    policy = sebulba.load_policy(run_dir)
-    assert all(np.isfinite(np.asarray(x)).all() for x in jax.tree.leaves(policy.networks))
+    policies = [sebulba.load_policy(run_dir, replica=r).networks for r in range(num_seeds)]
+    assert all(np.isfinite(np.asarray(x)).all() for x in jax.tree.leaves(policies))
+    if num_seeds > 1:
+        assert float(row["episode_return_mean_min"]) <= float(row["episode_return_mean_max"])
+        assert not all(np.array_equal(a, b) for a, b in zip(*(jax.tree.leaves(p) for p in policies)))
 
 
 def _host_pools_take_jax_ids() -> bool:

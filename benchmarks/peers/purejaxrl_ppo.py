@@ -1,5 +1,6 @@
 """Runs PureJaxRL's `purejaxrl/ppo.py` (its `make_train` and `__main__` config, unchanged but
-for NUM_ENVS and DEBUG, its per-update print) in PureJaxRL's own venv, timing the compilation
+for NUM_ENVS and DEBUG, its per-update print, and its orthogonal init's QR run seed after seed
+under vmap, below) in PureJaxRL's own venv, timing the compilation
 apart from training; prints one JSON line. Used by benchmarks/bench_anakin.py. NUM_SEEDS > 1:
 PureJaxRL's own way to train many seeds, `jax.jit(jax.vmap(make_train(config)))` over split keys
 (env_steps then counts every seed's).
@@ -22,11 +23,26 @@ source = open(f"{directory}/ppo.py").read()
 main_at = source.index('if __name__ == "__main__":')
 namespace: dict = {"__name__": "purejaxrl_ppo"}
 exec(compile(source[:main_at], f"{directory}/ppo.py", "exec"), namespace)
+import jax  # noqa: E402
+
+
+def orthogonal(scale, *args, **kwargs):
+    """ppo.py's `orthogonal` initializer, its QR run seed after seed under vmap: jaxlib 0.10.2's
+    batched QR (LAPACK through ParallelBatchMap) deadlocks the CPU thread pool of this 2-core host
+    (seen with gdb; PureJaxRL's 2-seed run hung every time). The values are the same."""
+    base = namespace["_orthogonal"](scale, *args, **kwargs)
+
+    def init(key, shape, dtype=jax.numpy.float32):
+        return jax.custom_batching.sequential_vmap(lambda k: base(k, shape, dtype))(key)
+
+    return init
+
+
+namespace["_orthogonal"], namespace["orthogonal"] = namespace["orthogonal"], orthogonal
 # ppo.py's own __main__ config, read from its source, with our overrides
 config_src = source[main_at:].split("config = ", 1)[1]
 config = eval(config_src[: config_src.index("}") + 1])  # noqa: S307 (a dict literal from ppo.py)
 config.update(NUM_ENVS=num_envs, TOTAL_TIMESTEPS=total, DEBUG=False)
-import jax  # noqa: E402
 
 rng = jax.random.PRNGKey(30)
 make_train = namespace["make_train"](config)
