@@ -10,7 +10,7 @@ import pytest
 import envs
 import sebulba
 from sebulba.agents.r2d2 import R2D2, R2D2Config
-from sebulba.agents.r2d2 import replay as rp
+from sebulba.replay import sequences as rp
 from tests.support.cli import last_metrics, run_experiment
 
 CARTPOLE = envs.make_spec("CartPole-v1")

@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 from absl.testing import parameterized
 
-from sebulba.agents.r2d2.replay import importance_weights
+from sebulba.replay.priorities import importance_weights
 from sebulba.agents.r2d2.returns import (
     n_step_double_q_targets,
     sequence_priority,

@@ -20,9 +20,10 @@ import optax
 import envs
 from sebulba import frames, observations
 from sebulba.agent import Agent
-from sebulba.agents.r2d2 import replay as rp
 from sebulba.agents.r2d2.config import R2D2Config
 from sebulba.agents.r2d2.networks import CoreState, make_network, unroll
+from sebulba.replay import sequences as rp
+from sebulba.replay.priorities import importance_weights
 from sebulba.agents.r2d2.returns import n_step_double_q_targets, sequence_priority
 from sebulba.schedules import linear_decay
 from sebulba.sharding import LEARNER_AXIS
@@ -182,7 +183,7 @@ class R2D2(Agent[Networks, optax.OptState, Experience, StepState]):
     def _sample_and_loss(self, online, target, replay, key):
         c = self.config
         seqs, idx, probs = rp.sample(replay, key, c.batch_size, c.priority_exponent)
-        weights = rp.importance_weights(probs, replay.size, c.importance_sampling_exponent)
+        weights = importance_weights(probs, replay.size, c.importance_sampling_exponent)
         return self._sequence_loss(online, target, seqs, weights), idx
 
     def num_off_policy_optims_per_cycle(self) -> int:

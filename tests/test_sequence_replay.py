@@ -7,7 +7,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from sebulba.agents.r2d2 import replay as rp
+from sebulba.replay import sequences as rp
+from sebulba.replay.priorities import PRIORITY_FLOOR, importance_weights
 from sebulba.types import EnvStep
 
 add = jax.jit(rp.add_cycle, donate_argnums=0)
@@ -318,7 +319,7 @@ def test_sampling_an_empty_replay_is_finite():
     np.testing.assert_array_equal(idx, np.zeros(8))
     np.testing.assert_array_equal(probs, np.zeros(8))
     assert all(np.all(np.isfinite(np.asarray(x, np.float32))) for x in jax.tree.leaves(batch))
-    np.testing.assert_array_equal(rp.importance_weights(probs, r.size), np.zeros(8))
+    np.testing.assert_array_equal(importance_weights(probs, r.size), np.zeros(8))
     # Priority updates from such a batch are ignored: empty slots stay empty.
     r = update(r, idx, jnp.full(8, 5.0))
     np.testing.assert_array_equal(r.priorities, np.zeros(4))
@@ -341,20 +342,20 @@ def test_update_priorities_and_max_priority_for_new_sequences():
     np.testing.assert_allclose(r.priorities, [0.5, 5.0, 5.0, 5.0, 0, 0])
     # Lower priorities do not lower max_priority; zero is floored so the slot stays sampleable.
     r = update(r, jnp.array([1, 2]), jnp.array([0.0, 2.0]))
-    np.testing.assert_allclose(r.priorities, [0.5, rp.PRIORITY_FLOOR, 2.0, 5.0, 0, 0])
+    np.testing.assert_allclose(r.priorities, [0.5, PRIORITY_FLOOR, 2.0, 5.0, 0, 0])
     assert float(r.max_priority) == 5.0
     _, _, probs = sample(r, jax.random.key(0), batch_size=16, priority_exponent=1.0)
     assert np.all(np.asarray(probs) > 0)
     # Updating an empty slot does nothing.
     r = update(r, jnp.array([4]), jnp.array([9.0]))
-    np.testing.assert_allclose(r.priorities, [0.5, rp.PRIORITY_FLOOR, 2.0, 5.0, 0, 0])
+    np.testing.assert_allclose(r.priorities, [0.5, PRIORITY_FLOOR, 2.0, 5.0, 0, 0])
     assert float(r.max_priority) == 5.0
     r = add(r, *make_cycle(3, T, B))
-    np.testing.assert_allclose(r.priorities, [0.5, rp.PRIORITY_FLOOR, 2.0, 5.0, 5.0, 5.0])
+    np.testing.assert_allclose(r.priorities, [0.5, PRIORITY_FLOOR, 2.0, 5.0, 5.0, 5.0])
 
 
 def test_importance_weights():
     probs = jnp.array([0.5, 0.25, 0.25, 0.0])
-    w = np.asarray(rp.importance_weights(probs, jnp.int32(4), exponent=1.0))
+    w = np.asarray(importance_weights(probs, jnp.int32(4), exponent=1.0))
     # (N p)^-1 = 0.5, 1, 1 normalized by the max 1; zero probability -> weight 0.
     np.testing.assert_allclose(w, [0.5, 1.0, 1.0, 0.0])

@@ -1,4 +1,5 @@
-"""R2D2's sequence replay (Kapturowski et al. 2019), one learner device's shard, as pure functions.
+"""R2D2's sequence replay (Kapturowski et al. 2019), one learner device's shard, as pure functions
+(prioritized sampling: sebulba.replay.priorities).
 
 The loop delivers cycles of T steps; R2D2 replays sequences of m = 2T steps. A sequence is two
 consecutive cycles of one env (of one *source*, see below):
@@ -40,12 +41,11 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from sebulba.replay.priorities import check_shape, filled, sample_indices, set_priorities
+from sebulba.replay.priorities import sampling_probabilities as _probabilities
 from sebulba.types import EnvStep
 
 PyTree = Any
-
-PRIORITY_FLOOR = 1e-6  # priorities are clipped to at least this, so a written slot stays sampleable
-
 
 class Sequences(NamedTuple):
     """Replay sequences, batch-major: env_step fields [b, 2T + 1, ...], action [b, 2T, ...],
@@ -83,16 +83,6 @@ class SequenceReplay(NamedTuple):
 # ---------------------------------------------------------------------------------- helpers
 
 
-def _filled(row: Any, lead: tuple[int, ...]) -> jax.Array:
-    """An array of shape lead + row.shape with row's dtype: zeros, or, for extended dtypes such
-    as typed PRNG keys (which have no zeros), copies of the (concrete) row."""
-    if jax.dtypes.issubdtype(row.dtype, jax.dtypes.extended):
-        if isinstance(row, jax.ShapeDtypeStruct):
-            raise ValueError(f"a {row.dtype} example row must be a concrete array, not a ShapeDtypeStruct")
-        return jnp.broadcast_to(row, lead + tuple(row.shape)).copy()
-    return jnp.zeros(lead + tuple(row.shape), row.dtype)
-
-
 def example_rows(trajectory_env_step: EnvStep, trajectory_action: jax.Array, step_state: PyTree):
     """(env_step_row, action_row, state_row) for `init` from a time-major trajectory
     ([T + 1, B, ...] / [T, B, ...]) and a step state with leading env axis B. Rows are
@@ -108,11 +98,6 @@ def example_rows(trajectory_env_step: EnvStep, trajectory_action: jax.Array, ste
         strip(trajectory_action, 2),
         jax.tree.map(lambda x: strip(x, 1), step_state),
     )
-
-
-def _check(name: str, x: Any, shape: tuple[int, ...], dtype: Any) -> None:
-    if tuple(x.shape) != tuple(shape) or x.dtype != dtype:
-        raise ValueError(f"{name}: expected shape {tuple(shape)} dtype {dtype}, got {tuple(x.shape)} {x.dtype}")
 
 
 # ---------------------------------------------------------------------------------- API
@@ -141,14 +126,14 @@ def init(
         # add_cycle writes num_envs distinct slots at once.
         raise ValueError(f"capacity ({capacity}) must be >= num_envs ({num_envs})")
     sequences = Sequences(
-        env_step=jax.tree.map(lambda r: _filled(r, (capacity, 2 * T + 1)), example_env_step_row),
-        action=_filled(example_action_row, (capacity, 2 * T)),
-        state=jax.tree.map(lambda r: _filled(r, (capacity,)), example_state_row),
+        env_step=jax.tree.map(lambda r: filled(r, (capacity, 2 * T + 1)), example_env_step_row),
+        action=filled(example_action_row, (capacity, 2 * T)),
+        state=jax.tree.map(lambda r: filled(r, (capacity,)), example_state_row),
     )
     pending = Sequences(
-        env_step=jax.tree.map(lambda r: _filled(r, (num_sources, num_envs, T)), example_env_step_row),
-        action=_filled(example_action_row, (num_sources, num_envs, T)),
-        state=jax.tree.map(lambda r: _filled(r, (num_sources, num_envs)), example_state_row),
+        env_step=jax.tree.map(lambda r: filled(r, (num_sources, num_envs, T)), example_env_step_row),
+        action=filled(example_action_row, (num_sources, num_envs, T)),
+        state=jax.tree.map(lambda r: filled(r, (num_sources, num_envs)), example_state_row),
     )
     return SequenceReplay(
         sequences=sequences,
@@ -187,11 +172,11 @@ def add_cycle(
     pend = replay.pending
     num_sources, B, T = pend.action.shape[:3]
     capacity = capacity_of(replay)
-    _check("trajectory_action", trajectory_action, (T, B) + pend.action.shape[3:], pend.action.dtype)
+    check_shape("trajectory_action", trajectory_action, (T, B) + pend.action.shape[3:], pend.action.dtype)
     jax.tree.map(
-        lambda x, p: _check("trajectory_env_step", x, (T + 1, B) + p.shape[3:], p.dtype), trajectory_env_step, pend.env_step
+        lambda x, p: check_shape("trajectory_env_step", x, (T + 1, B) + p.shape[3:], p.dtype), trajectory_env_step, pend.env_step
     )
-    jax.tree.map(lambda x, p: _check("initial_step_state", x, (B,) + p.shape[2:], p.dtype), initial_step_state, pend.state)
+    jax.tree.map(lambda x, p: check_shape("initial_step_state", x, (B,) + p.shape[2:], p.dtype), initial_step_state, pend.state)
 
     source = jnp.asarray(source, jnp.int32)
     has_prev = replay.has_prev[source]
@@ -230,12 +215,8 @@ def add_cycle(
 
 
 def sampling_probabilities(replay: SequenceReplay, priority_exponent: float = 0.9) -> jax.Array:
-    """float32 [capacity]: priority^a / sum over filled slots; 0 for empty slots (also when
-    a = 0, where 0^0 would be 1). All zeros when the replay is empty."""
-    p = replay.priorities
-    w = jnp.where(p > 0, jnp.power(jnp.maximum(p, PRIORITY_FLOOR), priority_exponent), 0.0)
-    total = jnp.sum(w)
-    return w / jnp.where(total > 0, total, 1.0)
+    """float32 [capacity]: priority^a / sum over filled slots; 0 for empty slots."""
+    return _probabilities(replay.priorities, priority_exponent)
 
 
 def sample(
@@ -251,35 +232,11 @@ def sample(
     update on `replay.size` (with `jnp.where`, not by multiplying a loss by 0) and must not
     `update_priorities` from it (which would be ignored anyway: updates only touch filled slots).
     """
-    probs = sampling_probabilities(replay, priority_exponent)
-    cum = jnp.cumsum(probs)
-    # r in (0, total]; the first slot whose cumulative mass reaches r has positive mass, since a
-    # zero-mass slot's cumulative sum equals its predecessor's.
-    r = cum[-1] * (1.0 - jax.random.uniform(key, (batch_size,), jnp.float32))
-    indices = jnp.clip(jnp.searchsorted(cum, r, side="left"), 0, capacity_of(replay) - 1).astype(jnp.int32)
-    batch = jax.tree.map(lambda x: x[indices], replay.sequences)
-    return batch, indices, probs[indices]
-
-
-def importance_weights(probabilities: jax.Array, size: jax.Array, exponent: float = 0.6) -> jax.Array:
-    """Prioritized replay's importance-sampling weights (N * P(i))^-exponent, normalized by the
-    batch maximum (Schaul et al. 2016); 0 where the probability is 0 (the empty-replay case)."""
-    n = jnp.maximum(size, 1).astype(jnp.float32)
-    safe = jnp.where(probabilities > 0, probabilities, 1.0)
-    w = jnp.where(probabilities > 0, jnp.power(n * safe, -exponent), 0.0)
-    return w / jnp.maximum(jnp.max(w), 1e-12)
+    indices, probs = sample_indices(replay.priorities, key, batch_size, priority_exponent)
+    return jax.tree.map(lambda x: x[indices], replay.sequences), indices, probs
 
 
 def update_priorities(replay: SequenceReplay, indices: jax.Array, priorities: jax.Array) -> SequenceReplay:
-    """Set the priorities of the given slots (clipped to >= PRIORITY_FLOOR) and raise
-    max_priority to the largest one set. Empty slots are left alone (they stay unsampleable).
-    With duplicate indices (sampling is with replacement) one of the values wins."""
-    indices = jnp.asarray(indices, jnp.int32)
-    new = jnp.maximum(jnp.asarray(priorities, jnp.float32), PRIORITY_FLOOR)
-    filled = replay.priorities[indices] > 0
-    capacity = capacity_of(replay)
-    target = jnp.where(filled, indices, capacity)  # out of range -> dropped
-    return replay._replace(
-        priorities=replay.priorities.at[target].set(new, mode="drop"),
-        max_priority=jnp.maximum(replay.max_priority, jnp.max(jnp.where(filled, new, 0.0))),
-    )
+    """Set the priorities of the given slots (`set_priorities`: empty slots are left alone)."""
+    new, max_priority = set_priorities(replay.priorities, replay.max_priority, indices, priorities)
+    return replay._replace(priorities=new, max_priority=max_priority)
