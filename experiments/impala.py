@@ -104,7 +104,7 @@ ALGORITHM = Algorithm(
                                 "each (must divide num_envs / learner devices)."),
         "reward_scale": Flag(float, "Multiply rewards by this in the loss (large dense rewards, e.g. Pendulum's)."),
     },
-    optimizer_steps_per_update=lambda config: config.num_minibatches,
+    optimizer_steps_per_update=lambda exp: exp.agent.num_minibatches,
 )
 ALGORITHM.define_flags()
 make_experiment = ALGORITHM.make_experiment

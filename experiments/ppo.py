@@ -100,7 +100,7 @@ ALGORITHM = Algorithm(
         "torso": Flag(TORSO_KINDS, "Network torso."),
         "hidden_sizes": Flag(list, "MLP torso layer sizes, e.g. 64,64."),
     },
-    optimizer_steps_per_update=lambda config: config.num_epochs * config.num_minibatches,
+    optimizer_steps_per_update=lambda exp: exp.agent.num_epochs * exp.agent.num_minibatches,
     minibatches_of_envs=False,  # PPO's minibatches split each env's steps
     check=check_minibatches,
 )

@@ -110,7 +110,7 @@ ALGORITHM = Algorithm(
         "td_reduction": Flag(("mean", "sum"), "A sequence's loss over its steps: mean, or sum as acme does (the Atari "
                              "preset)."),
     },
-    optimizer_steps_per_update=lambda config: config.optims_per_cycle,
+    optimizer_steps_per_update=lambda exp: exp.agent.optims_per_cycle,
     steps_per_cycle=lambda config: config.cycle_length,  # half a sequence
 )
 ALGORITHM.define_flags()

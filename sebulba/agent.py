@@ -134,9 +134,10 @@ class Agent(abc.ABC, Generic[N, O, E, S]):
     def loss(self, networks: N, experience: E, key: jax.Array) -> tuple[jax.Array, Metrics]:
         """Scalar loss on this device's experience, and a flat dict of scalar metrics."""
 
-    def num_off_policy_optims_per_cycle(self) -> int:
+    def num_off_policy_optims_per_cycle(self, layout: ExperienceLayout) -> int:
         """0: on-policy, one optimizer step on each trajectory, in the cycle it arrives. K > 0:
-        K optimizer steps per cycle on the experience state (replay)."""
+        K optimizer steps per cycle on the experience state (replay). `layout` says how many env
+        steps a cycle brings (a replay ratio's denominator: `sebulba.off_policy`)."""
         return 0
 
     def num_minibatches(self) -> int:

@@ -62,3 +62,6 @@ class ExperienceLayout(NamedTuple):
     # Frames per stacked observation when trajectories arrive as single frames (stacking on the
     # device, for an agent with `accepts_frames`); 1 when they arrive stacked.
     frame_stack: int = 1
+    # Learner devices of the job (all processes): a learner call takes in num_envs x num_devices x
+    # steps_per_cycle env steps (what a replay ratio is counted in).
+    num_devices: int = 1

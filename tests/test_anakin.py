@@ -16,6 +16,7 @@ from sebulba import keys
 from sebulba.agents import RandomAgent, SimplePolicyGradient, SPGConfig
 from sebulba.agents.impala import Impala, ImpalaConfig
 from sebulba.agents.ppo import PPO, PPOConfig
+from sebulba.agents.dqn import DQN, DQNConfig
 from sebulba.agents.r2d2 import R2D2, R2D2Config
 from sebulba.loop.anakin import AnakinLoop
 from sebulba.loop.checkpoint import CheckpointConfig, Checkpointer
@@ -40,6 +41,8 @@ AGENTS = {
     "impala": lambda: Impala(SPEC, ImpalaConfig(hidden_sizes=(16,), num_minibatches=2)),
     "r2d2": lambda: R2D2(SPEC, R2D2Config(core_size=8, hidden_sizes=(8,), sequence_length=16, burn_in=2, n_step=2,
                                           batch_size=4, replay_capacity=64, min_replay_size=4)),
+    "dqn": lambda: DQN(SPEC, DQNConfig(hidden_sizes=(8,), batch_size=4, replay_capacity=256, learning_starts=64,
+                                       replay_ratio=1 / 16, n_step=2, target_update_period=3)),
     "random": lambda: RandomAgent(SPEC),
     "custom": lambda: LinearPG(SPEC),
 }
@@ -80,7 +83,7 @@ def test_every_agent_runs_in_the_program_with_no_retrace(name, devices, compiles
             assert all(np.isfinite(v) for v in metrics.values()), metrics
             assert compiles() == (1 if updates == 2 and loop.version == 2 else 0)
         assert loop.version == 7
-        if name == "r2d2":  # its replay fills on every device and it learns
+        if name in ("r2d2", "dqn"):  # its replay fills on every device and it learns
             assert metrics["replay_size"] > 4 and metrics["learning"] == 1.0
 
 

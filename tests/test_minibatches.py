@@ -105,7 +105,7 @@ def test_a_non_finite_minibatch_names_itself_and_keeps_the_state_before_it():
 
 
 class OffPolicyMinibatches(CountingAgent):
-    def num_off_policy_optims_per_cycle(self) -> int:
+    def num_off_policy_optims_per_cycle(self, layout) -> int:
         return 2
 
     def num_minibatches(self) -> int:
@@ -137,7 +137,7 @@ def test_the_schedule_states_each_rule_once_and_counts_optimizer_steps():
     assert (ppo.calls, ppo.optimizer_steps) == (1, 12)
 
     class Negative(CountingAgent):
-        def num_off_policy_optims_per_cycle(self) -> int:
+        def num_off_policy_optims_per_cycle(self, layout) -> int:
             return -1
 
     with pytest.raises(ValueError, match=r"Negative.num_off_policy_optims_per_cycle\(\) must be a non-negative int"):

@@ -5,7 +5,7 @@ what differs, an `Algorithm`:
 
     ALGORITHM = Algorithm("impala", Impala, preset, presets={"vector/image": CARTPOLE, "Atari": ATARI},
                           flags={"learning_rate": Flag(float, "RMSProp learning rate."), ...},
-                          optimizer_steps_per_update=lambda config: config.num_minibatches)
+                          optimizer_steps_per_update=lambda exp: exp.agent.num_minibatches)
     ALGORITHM.define_flags()
     make_experiment = ALGORITHM.make_experiment
 
@@ -68,7 +68,7 @@ class Algorithm:
     over the run's optimizer steps, sebulba.schedules.linear_decay). presets: every preset, by
     the kind of env it is for (listed in each flag's --help). flags: the agent's flags.
     optimizer_steps_per_update: optimizer steps per learner update (one per inferencer cycle)
-    of a config. steps_per_cycle: a config's cycle length; None: the steps_per_cycle flag or
+    of an experiment. steps_per_cycle: a config's cycle length; None: the steps_per_cycle flag or
     preset value. minibatches_of_envs: the config's num_minibatches splits the envs (the default
     learner devices leave each a multiple of it), not the steps. check: raises a ValueError for
     an experiment the agent cannot run."""
@@ -78,7 +78,7 @@ class Algorithm:
     preset: Callable[[str, dict | None], dict]
     presets: dict[str, dict]
     flags: dict[str, Flag]
-    optimizer_steps_per_update: Callable[[Any], int]
+    optimizer_steps_per_update: Callable[[Experiment], int]
     steps_per_cycle: Callable[[Any], int] | None = None
     minibatches_of_envs: bool = True
     check: Callable[[Experiment], None] | None = None
@@ -108,7 +108,7 @@ class Algorithm:
             self.check(exp)
         if not p.get("lr_decay", True):
             return exp
-        decay_steps = cli.learner_updates(exp) * self.optimizer_steps_per_update(exp.agent)
+        decay_steps = cli.learner_updates(exp) * self.optimizer_steps_per_update(exp)
         return dataclasses.replace(exp, agent=dataclasses.replace(exp.agent, lr_decay_steps=decay_steps))
 
     def main(self) -> None:

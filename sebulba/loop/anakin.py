@@ -175,7 +175,7 @@ class AnakinLoop:
         if not isinstance(updates_per_call, int) or updates_per_call < 1:
             raise ValueError(f"updates_per_call must be a positive int, got {updates_per_call!r}")
         self.updates_per_call = updates_per_call
-        self.layout = ExperienceLayout(1, n, T)
+        self.layout = ExperienceLayout(1, n, T, 1, self.num_devices)
         self.schedule = Schedule.of(agent, self.layout)
         if self.schedule.calls > 1:
             self._env_axes = (agent.step_state_env_axes(n), agent.step_state_env_axes(n), TRAJECTORY_ENV_AXES)

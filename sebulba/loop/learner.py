@@ -96,12 +96,12 @@ class Schedule:
     - on-policy, minibatches of steps (`minibatch_over="steps"`, PPO): one call, one
       `update_experience` and `begin_update`, then `epochs` passes of `minibatches` freshly
       shuffled minibatches of every env's steps, one optimizer step each;
-    - off-policy (`num_off_policy_optims_per_cycle() = K > 0`): one call, `update_experience`,
+    - off-policy (`num_off_policy_optims_per_cycle(layout) = K > 0`): one call, `update_experience`,
       `begin_update`, then K optimizer steps on the experience state (the agent samples its own
       batches).
 
     Rules: (1) `num_minibatches()` and `num_epochs()` are positive ints and
-    `num_off_policy_optims_per_cycle()` a non-negative int; (2) `minibatch_over` is "envs" or
+    `num_off_policy_optims_per_cycle(layout)` a non-negative int; (2) `minibatch_over` is "envs" or
     "steps"; (3) an off-policy agent uses none of the on-policy knobs; (4) `num_epochs() > 1`
     needs minibatches of steps; (5) minibatches divide what they split: the cycle's steps, or each
     learner device's envs.
@@ -115,7 +115,7 @@ class Schedule:
     @staticmethod
     def of(agent: Agent, layout: ExperienceLayout) -> Schedule:
         name = type(agent).__name__
-        m, epochs, optims = agent.num_minibatches(), agent.num_epochs(), agent.num_off_policy_optims_per_cycle()
+        m, epochs, optims = agent.num_minibatches(), agent.num_epochs(), agent.num_off_policy_optims_per_cycle(layout)
         for hook, value, least in (("num_minibatches", m, 1), ("num_epochs", epochs, 1),
                                    ("num_off_policy_optims_per_cycle", optims, 0)):
             if not isinstance(value, int) or isinstance(value, bool) or value < least:

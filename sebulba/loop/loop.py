@@ -79,7 +79,7 @@ class GymnasiumLoop:
         frame_stack = self.stack_plan.num if self.stack_plan is not None and agent.accepts_frames else 1
         # Each learner device learns from its own process's envs: num_envs / local learner devices.
         layout = ExperienceLayout(config.num_inferencers, config.num_envs // len(config.learner_devices), config.steps_per_cycle,
-                                  frame_stack)
+                                  frame_stack, self.sharding.num_devices)
         self.learner = Learner(agent, self.sharding, layout, key_learner)
         self.staging = Staging(self.actor_devices)
         self.staging.publish(self.learner.version, self.learner.networks)

@@ -20,6 +20,7 @@ import optax
 import envs
 from sebulba import frames, observations
 from sebulba.agent import Agent
+from sebulba.exploration import apex_epsilons, epsilon_greedy
 from sebulba.agents.r2d2.config import R2D2Config
 from sebulba.agents.r2d2.networks import CoreState, make_network, unroll
 from sebulba.replay import sequences as rp
@@ -47,12 +48,6 @@ Networks = TargetNetworks  # online Q-network, its periodically copied target, o
 
 class Experience(NamedTuple):
     replay: rp.SequenceReplay
-
-
-def apex_epsilons(num_envs: int, base: float, alpha: float) -> jax.Array:
-    """Ape-X: env i of N explores with base ** (1 + alpha * i / (N - 1))."""
-    i = jnp.arange(num_envs, dtype=jnp.float32)
-    return base ** (1.0 + alpha * i / max(num_envs - 1, 1))
 
 
 class R2D2(Agent[Networks, optax.OptState, Experience, StepState]):
@@ -116,9 +111,7 @@ class R2D2(Agent[Networks, optax.OptState, Experience, StepState]):
         prev_action = jnp.where(first, 0, step_state.prev_action)
         q, core = self.net.apply(networks.online, env_step.obs, prev_action, jnp.where(first, 0.0, env_step.reward), core)
         key, k_explore, k_random = jax.random.split(step_state.key, 3)
-        explore = jax.random.uniform(k_explore, first.shape) < step_state.epsilon
-        random = jax.random.randint(k_random, first.shape, 0, self.num_actions)
-        action = jnp.where(explore, random, jnp.argmax(q, -1)).astype(jnp.int32)
+        action = epsilon_greedy(q, step_state.epsilon, k_explore, k_random)
         return action, StepState(core, action, step_state.epsilon, key)
 
     def evaluation_step(self, networks: Networks, step_state: StepState, env_step: EnvStep) -> tuple[jax.Array, StepState]:
@@ -186,7 +179,7 @@ class R2D2(Agent[Networks, optax.OptState, Experience, StepState]):
         weights = importance_weights(probs, replay.size, c.importance_sampling_exponent)
         return self._sequence_loss(online, target, seqs, weights), idx
 
-    def num_off_policy_optims_per_cycle(self) -> int:
+    def num_off_policy_optims_per_cycle(self, layout: ExperienceLayout) -> int:
         return self.config.optims_per_cycle
 
     def optimize(self, networks: Networks, opt_state, experience: Experience, key: jax.Array):

@@ -1,0 +1,72 @@
+"""DQN (double, n-step, Ape-X epsilons, optional dueling head) on the shared transition replay,
+in the Sebulba loop (host envs) or the Anakin loop (JAX envs, `--loop anakin`).
+
+    python -m experiments.dqn                              # CartPole-v1 on the CPU
+    python -m experiments.dqn --env gymnax/CartPole-v1     # the same, env and learner in one program
+    python -m experiments.dqn --env Breakout-v5            # Atari: Dopamine's DQN with Adam, double Q
+    python -m experiments.dqn --help
+
+Every run writes a directory under --logdir with flags.json, metrics.csv, TensorBoard events and
+learning_curve.png.
+"""
+
+from __future__ import annotations
+
+from sebulba.agents.dqn import DQN, DQNConfig
+from sebulba.experiment.env_kind import env_kind, require_discrete_actions
+from sebulba.experiment.off_policy_flags import REPLAY_FLAGS, check_replay_ratio, optimizer_steps_per_update
+from sebulba.experiment.recipe import Algorithm, Flag
+from sebulba.networks import TORSO_KINDS
+
+# ---------------------------------------------------------------- presets
+# CartPole-v1, 100k env steps, bar >= 475 over the last 20 episodes (the actors' own, epsilons
+# included).
+CARTPOLE = dict(
+    total_env_steps=100_000, num_envs=8, steps_per_cycle=4, async_mode=False, inferencers_per_device=1,
+    log_every_s=1.0,
+    agent=DQNConfig(hidden_sizes=(128, 128), learning_rate=1e-3, adam_eps=1e-8, batch_size=64, replay_ratio=0.25,
+                    learning_starts=1_000, replay_capacity=50_000, n_step=3, discount=0.99, target_update_period=250,
+                    epsilon_base=0.1),
+)
+# Atari: Dopamine's DQN (Adam 6.25e-5, batch 32, an update every 4 env steps, 20k warm-up steps,
+# target every 8,000 updates) with double Q-learning and Ape-X epsilons over 32 envs, on EnvPool's
+# preprocessing with clipped rewards; 1M transitions of 4 stacked 84x84 frames is 28 GiB, so the
+# replay holds 200,000 (5.6 GiB).
+ATARI = dict(
+    total_env_steps=10_000_000, num_envs=32, steps_per_cycle=8, async_mode=True, inferencers_per_device=2,
+    log_every_s=10.0, lr_decay=False,
+    agent=DQNConfig(torso="nature_cnn", replay_capacity=200_000, max_grad_norm=None),
+)
+
+
+def preset(env_id: str, env_kwargs: dict | None = None) -> dict:
+    """ATARI for Atari games, CARTPOLE for every other Discrete-action env; DQN needs Discrete
+    actions: any other env is refused here, in one line, before anything is built."""
+    kind = env_kind(env_id, env_kwargs)
+    require_discrete_actions("DQN", kind)
+    return ATARI if kind.observations == "atari" else CARTPOLE
+
+
+# ---------------------------------------------------------------- the recipe (sebulba.experiment.recipe)
+ALGORITHM = Algorithm(
+    "dqn", DQN, preset,
+    presets={"vector/image/tabular": CARTPOLE, "Atari": ATARI},
+    flags={
+        **REPLAY_FLAGS,
+        "learning_rate": Flag(float, "Adam learning rate."),
+        "target_update_period": Flag(int, "Optimizer steps between copies of the online network into the target.",
+                                     lower_bound=1),
+        "double": Flag(bool, "Double Q-learning: the online network picks the bootstrap action."),
+        "dueling": Flag(bool, "Dueling head: value + advantage."),
+        "epsilon_base": Flag(float, "Ape-X exploration: env i of N uses epsilon_base ** (1 + 7 i / (N - 1))."),
+        "torso": Flag(TORSO_KINDS, "Network torso."),
+        "hidden_sizes": Flag(list, "MLP torso layer sizes, e.g. 64,64."),
+    },
+    optimizer_steps_per_update=optimizer_steps_per_update,
+    check=check_replay_ratio,
+)
+ALGORITHM.define_flags()
+make_experiment = ALGORITHM.make_experiment
+
+if __name__ == "__main__":
+    ALGORITHM.main()

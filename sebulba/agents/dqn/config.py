@@ -1,0 +1,45 @@
+"""DQN's hyperparameters. Defaults: Dopamine's DQN on Atari with Adam (lr 6.25e-5, eps 1.5e-4,
+batch 32, one update per 4 env steps, 20k warm-up steps, target copied every 8,000 updates) with
+double Q-learning, and Ape-X's per-env epsilons in place of an annealed one."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from sebulba.off_policy_config import OffPolicyConfig
+from sebulba.schedules import check_decay_steps
+
+
+@dataclasses.dataclass(frozen=True)
+class DQNConfig(OffPolicyConfig):
+    torso: str = "auto"  # see sebulba.networks.torso_for
+    hidden_sizes: tuple[int, ...] = (64, 64)  # MLP torso
+    dueling: bool = False  # value + advantage heads (Wang et al. 2016)
+    double: bool = True  # the online network picks the bootstrap action, the target evaluates it
+    huber_delta: float | None = 1.0  # the TD loss: Huber with this delta, None: 0.5 td^2
+    learning_rate: float = 6.25e-5
+    lr_decay_steps: int | None = None  # linear decay to 0 over this many optimizer steps; None: constant
+    adam_eps: float = 1.5e-4
+    max_grad_norm: float | None = 10.0
+    target_update_period: int = 8_000  # optimizer steps between copies of online into target
+    epsilon_base: float = 0.4  # Ape-X: env i of N acts with epsilon_base ** (1 + epsilon_alpha * i / (N - 1))
+    epsilon_alpha: float = 7.0
+    # OffPolicyConfig's fields, with DQN's values:
+    replay_capacity: int = 1_000_000
+    batch_size: int = 32
+    replay_ratio: float = 0.25
+    learning_starts: int = 20_000
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "hidden_sizes", tuple(self.hidden_sizes))
+        for name in ("learning_rate", "adam_eps", "target_update_period"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+        for name in ("huber_delta", "max_grad_norm"):
+            if getattr(self, name) is not None and not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be > 0 or None, got {getattr(self, name)}")
+        check_decay_steps(self.lr_decay_steps)
+        if not 0.0 < self.epsilon_base <= 1.0 or self.epsilon_alpha < 0:
+            raise ValueError(f"epsilon_base must be in (0, 1] and epsilon_alpha >= 0, got {self.epsilon_base}, "
+                             f"{self.epsilon_alpha}")

@@ -1,0 +1,31 @@
+"""What every off-policy entry point (experiments.dqn, sac, td3) shares: the replay flags
+(`OffPolicyConfig`'s fields) and the optimizer steps a learner update takes."""
+
+from __future__ import annotations
+
+from sebulba.experiment.cli import Experiment
+from sebulba.experiment.recipe import Flag
+from sebulba.off_policy import optimizer_steps_per_cycle
+
+REPLAY_FLAGS = {
+    "replay_ratio": Flag(float, "Gradient updates per env step (all envs together); a learner call of num_envs x "
+                         "steps_per_cycle env steps gets that many times as many optimizer steps."),
+    "learning_starts": Flag(int, "Env steps (all envs) in the replay before the first update; the actors act "
+                            "uniformly at random until the first update reaches them.", lower_bound=0),
+    "replay_capacity": Flag(int, "Transitions per learner device.", lower_bound=1),
+    "batch_size": Flag(int, "Transitions per optimizer step, per learner device.", lower_bound=1),
+    "n_step": Flag(int, "n of the n-step bootstrapped targets.", lower_bound=1),
+    "discount": Flag(float, "Discount gamma."),
+    "priority_exponent": Flag(float, "Prioritized replay's exponent on |TD|; 0: uniform sampling.", lower_bound=0),
+}
+
+
+def optimizer_steps_per_update(exp: Experiment) -> int:
+    """replay_ratio x the env steps of one learner update (a whole number: the error says which
+    ratios fit)."""
+    return optimizer_steps_per_cycle(exp.agent.replay_ratio, exp.loop.num_envs * exp.loop.steps_per_cycle)
+
+
+def check_replay_ratio(exp: Experiment) -> None:
+    """The replay ratio fits the loop's cycles (one line at the command line, before anything is built)."""
+    optimizer_steps_per_update(exp)
