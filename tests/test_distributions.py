@@ -37,8 +37,8 @@ def test_one_sample_by_hand():
     """D = 1, mean 0, std 1, bounds [-2, 2]: u = eps, a = 2 tanh(eps), log p = log N(eps) -
     log(1 - tanh(eps)^2) - log 2."""
     eps = float(jax.random.normal(jax.random.key(3), (1,))[0])
-    action, log_prob = TanhGaussian(jnp.zeros(1), jnp.zeros(1), jnp.array([-2.0]), jnp.array([2.0])).sample_and_log_prob(
-        jax.random.key(3))
+    dist = TanhGaussian(jnp.zeros(1), jnp.zeros(1), jnp.array([-2.0]), jnp.array([2.0]))
+    action, log_prob = dist.sample_and_log_prob(jax.random.key(3))
     assert float(action[0]) == pytest.approx(2 * math.tanh(eps), rel=1e-5)
     expected = -0.5 * eps ** 2 - 0.5 * math.log(2 * math.pi) - math.log(1 - math.tanh(eps) ** 2) - math.log(2)
     assert float(log_prob) == pytest.approx(expected, rel=1e-5)

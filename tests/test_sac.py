@@ -9,44 +9,23 @@ import gymnasium as gym
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 import pytest
 
 from sebulba import observations
 from sebulba.agents.continuous_q import box_bounds, twin_q_loss
 from sebulba.agents.sac import SACConfig, make_networks, make_optimizer, sac_loss
 from sebulba.agents.sac.losses import actor_loss, sac_terms, soft_q_target, temperature_loss
-from sebulba.replay.transitions import Transitions
 from sebulba.target_networks import TargetNetworks
+from tests.support.continuous_control import ACTIONS_2D, DICT_OBS, OBS, PENDULUM_ACTIONS, batch_of
 
-OBS = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
-PENDULUM_ACTIONS = gym.spaces.Box(-2.0, 2.0, (1,), np.float32)
-ACTIONS_2D = gym.spaces.Box(np.array([-2.0, 0.0], np.float32), np.array([2.0, 1.0], np.float32))
-DICT_OBS = gym.spaces.Dict({"position": gym.spaces.Box(-1.0, 1.0, (2, 3), np.float32),
-                            "goal": gym.spaces.Discrete(4)})
 SMALL = SACConfig(hidden_sizes=(16, 16))
-
-
-def batch_of(b, obs_space=OBS, action_dim=2, seed=0):
-    rng = np.random.default_rng(seed)
-
-    def obs():
-        if isinstance(obs_space, gym.spaces.Dict):
-            return {"goal": rng.integers(0, 4, (b,)).astype(np.int32),
-                    "position": rng.uniform(-1, 1, (b, 2, 3)).astype(np.float32)}
-        return rng.uniform(-1, 1, (b, *obs_space.shape)).astype(np.float32)
-
-    discount = np.resize(np.array([0.99, 0.0, 0.9801], np.float32), b)  # 1 step, terminated, 2 steps
-    return Transitions(obs(), rng.uniform(-0.5, 0.5, (b, action_dim)).astype(np.float32),
-                       rng.normal(size=b).astype(np.float32), discount, obs())
 
 
 class Jitted:
     """The networks' calls jitted (eager flax is op by op: seconds per test)."""
 
     def __init__(self, nets):
-        self.actor, self.policy = nets.actor, jax.jit(nets.policy)
-        self.q = jax.jit(nets.q)
+        self.policy, self.q = jax.jit(nets.policy), jax.jit(nets.q)
 
 
 def terms_fn(nets, config=SMALL):
