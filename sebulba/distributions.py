@@ -2,12 +2,16 @@
 losses need. Pure and batched over any leading axes; each is a NamedTuple of arrays, so its
 parameters can be recorded in a trajectory (`ActorOutput.extras`) and vmapped like any pytree.
 
-Continuous actions (DESIGN.md, "Continuous actions"): a diagonal Gaussian with a learned,
-state-independent log standard deviation (CleanRL's and Cleanba's PPO choice). The sample goes
-to the env clipped to the action space's bounds (`to_env_action`), and what is learned is the
-log-probability of the unclipped sample, so a policy whose mean lies outside the bounds still
-gets exact gradients (a tanh-squashed Gaussian would need its log-det term and has no closed-form
-entropy).
+Continuous actions (DESIGN.md, "Continuous actions"). The policy-gradient agents (IMPALA, PPO)
+use a diagonal Gaussian with a learned, state-independent log standard deviation (CleanRL's and
+Cleanba's PPO choice). The sample goes to the env clipped to the action space's bounds
+(`to_env_action`), and what is learned is the log-probability of the unclipped sample, so a
+policy whose mean lies outside the bounds still gets exact gradients; they keep it because their
+losses need a recorded action's log-probability and the entropy, which are closed-form for a
+Gaussian and not for a squashed one (its log-probability of a recorded action needs atanh, unstable
+at the bounds). SAC uses a tanh-squashed Gaussian (`TanhGaussian`): its loss only needs the
+log-probability of a fresh reparameterised sample, taken with the sample (the tanh's log-det on
+the pre-squash value, stable everywhere), and its actions lie in the bounds by construction.
 
 MultiDiscrete actions: one categorical per dimension (`MultiCategorical`), independent given the
 observation, so the joint log-probability and entropy are the sums over dimensions (what PPO's
@@ -70,6 +74,44 @@ class DiagGaussian(NamedTuple):
 
     def mode(self) -> Array:
         return self.mean
+
+
+def squash(u: Array, low: Array, high: Array) -> Array:
+    """u in R -> (low + high) / 2 + (high - low) / 2 * tanh(u), in [low, high]: how a tanh-bounded
+    policy (SAC's, TD3's actor, a Gaussian's bounded mean) maps onto a Box's bounds."""
+    return (high + low) / 2 + (high - low) / 2 * jnp.tanh(u)
+
+
+_LOG_2 = math.log(2.0)
+
+
+class TanhGaussian(NamedTuple):
+    """a = squash(u, low, high), u ~ N(mean, exp(log_std)) independently over the last axis
+    (SAC's policy). `mean`, `log_std` [..., D]; `low`, `high` the action space's bounds [D]
+    (broadcast against them). Actions are float [..., D] in [low, high]; log-probabilities are of
+    the joint density on the box, summed over the D dims."""
+
+    mean: Array
+    log_std: Array
+    low: Array
+    high: Array
+
+    def sample_and_log_prob(self, key: Array) -> tuple[Array, Array]:
+        """A reparameterised sample (differentiable in mean and log_std) and its log-density:
+        log N(u) - sum log|da/du|, with log(1 - tanh(u)^2) = 2 (log 2 - u - softplus(-2u)) (exact
+        and finite for any u, where the naive form is -inf once tanh(u) rounds to 1) and the
+        affine scale's log((high - low) / 2)."""
+        eps = jax.random.normal(key, jnp.shape(self.mean), self.mean.dtype)
+        log_std = jnp.broadcast_to(self.log_std, jnp.shape(self.mean))
+        u = self.mean + jnp.exp(log_std) * eps
+        log_det_tanh = 2.0 * (_LOG_2 - u - jax.nn.softplus(-2.0 * u))
+        log_scale = jnp.broadcast_to(jnp.log((self.high - self.low) / 2), jnp.shape(u))
+        log_prob = jnp.sum(-0.5 * jnp.square(eps) - log_std - _HALF_LOG_2PI - log_det_tanh - log_scale, axis=-1)
+        return squash(u, self.low, self.high), log_prob
+
+    def mode(self) -> Array:
+        """The squashed mean: the evaluation action."""
+        return squash(self.mean, self.low, self.high)
 
 
 # The logit of a padding entry: its probability is exactly 0 in float32 (never sampled, never the

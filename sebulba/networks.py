@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sebulba.distributions import DiagGaussian
+from sebulba.distributions import DiagGaussian, squash
 
 Activation = Callable[[jax.Array], jax.Array]
 
@@ -144,7 +144,7 @@ class GaussianHead(nn.Module):
         mean = nn.Dense(self.action_dim, kernel_init=self.kernel_init, name="mean")(features)
         if self.bounds is not None:
             low, high = (jnp.asarray(b, jnp.float32) for b in self.bounds)
-            mean = (high + low) / 2 + (high - low) / 2 * jnp.tanh(mean)
+            mean = squash(mean, low, high)
         log_std = self.param("log_std", nn.initializers.constant(self.log_std_init), (self.action_dim,))
         return DiagGaussian(mean, jnp.broadcast_to(log_std, mean.shape))
 
