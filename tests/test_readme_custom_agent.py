@@ -11,10 +11,10 @@ import pytest
 from tests.support.cli import ROOT, child_env
 
 
-def readme_example() -> str:
+def readme_example(marker: str = "custom-agent-example") -> str:
     text = (ROOT / "README.md").read_text()
-    match = re.search(r"<!-- custom-agent-example -->\n```python\n(.*?)```", text, re.S)
-    assert match, "README lost its custom-agent example"
+    match = re.search(rf"<!-- {marker} -->\n```python\n(.*?)```", text, re.S)
+    assert match, f"README lost its {marker}"
     return match.group(1)
 
 
@@ -34,3 +34,18 @@ def test_the_readme_custom_agent_example_runs_with_the_entry_points_outputs(tmp_
     assert sorted(int(p.name) for p in (run_dir / "checkpoints").iterdir() if p.name.isdigit())[-1] >= 20
     rows = (run_dir / "metrics.csv").read_text().splitlines()
     assert int(rows[-1].split(",")[0]) >= 20_000
+
+
+@pytest.mark.slow(seconds=30)
+def test_the_readme_off_policy_agent_learns_cartpole(tmp_path):
+    """The README's DQN on OffPolicyAgent (replay, replay ratio, warm-up, target network from the
+    base): under 40 lines of agent, and it learns (the random policy's CartPole return is ~22)."""
+    code = readme_example("custom-off-policy-example")
+    agent_lines = code[code.index("class MyDQN"):code.index("agent = MyDQN")].strip().splitlines()
+    assert len(agent_lines) < 40, len(agent_lines)
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=child_env(XLA_FLAGS=""), capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    path, final = out.stdout.split()[-2:]
+    assert path == f"runs/{run_dir.name}" and float(final) >= 150, out.stdout

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from sebulba.experiment.cli import Experiment
+from sebulba.experiment.env_kind import EnvKind
 from sebulba.experiment.recipe import Flag
 from sebulba.off_policy import optimizer_steps_per_cycle
 
@@ -29,3 +30,15 @@ def optimizer_steps_per_update(exp: Experiment) -> int:
 def check_replay_ratio(exp: Experiment) -> None:
     """The replay ratio fits the loop's cycles (one line at the command line, before anything is built)."""
     optimizer_steps_per_update(exp)
+
+
+CONTINUOUS_FLAGS = {
+    "tau": Flag(float, "Polyak averaging of the targets: target <- tau * online + (1 - tau) * target."),
+    "hidden_sizes": Flag(list, "The actor's and each critic's MLP layer sizes, e.g. 256,256."),
+}
+
+
+def require_box_actions(agent: str, kind: EnvKind) -> None:
+    """A ValueError, in one line, for an agent that takes only (bounded) Box actions."""
+    if kind.actions != "continuous":
+        raise ValueError(f"{agent} needs a continuous (Box) action space; {kind.env_id} has {kind.action_space}")

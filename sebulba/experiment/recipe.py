@@ -71,7 +71,7 @@ class Algorithm:
     of an experiment. steps_per_cycle: a config's cycle length; None: the steps_per_cycle flag or
     preset value. minibatches_of_envs: the config's num_minibatches splits the envs (the default
     learner devices leave each a multiple of it), not the steps. check: raises a ValueError for
-    an experiment the agent cannot run."""
+    an experiment the agent cannot run. default_env: --env's default."""
 
     name: str
     agent: Callable[[envs.EnvSpec, Any], Agent]
@@ -82,6 +82,7 @@ class Algorithm:
     steps_per_cycle: Callable[[Any], int] | None = None
     minibatches_of_envs: bool = True
     check: Callable[[Experiment], None] | None = None
+    default_env: str = DEFAULT_ENV  # the --env a run without it trains on
 
     @property
     def flag_fields(self) -> dict[str, str]:
@@ -90,7 +91,7 @@ class Algorithm:
 
     def define_flags(self) -> None:
         """The loop's flags and the agent's, each agent flag's help ending with its presets' values."""
-        cli.define_loop_flags(DEFAULT_ENV)
+        cli.define_loop_flags(self.default_env)
         flags.adopt_module_key_flags(cli)  # list the shared flags in --help
         for name, flag in self.flags.items():
             flag.define(name)
