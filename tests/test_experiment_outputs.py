@@ -224,6 +224,15 @@ def test_progress_bar_not_a_tty_writes_plain_lines():
     assert "return -" in lines[1] and "sps -" in lines[2]
 
 
+def test_the_progress_line_says_who_waits_and_when_an_off_policy_agent_warms_up():
+    base = {"sps": 1000.0, "episode_return_mean": 10.0, "policy_lag": 0.5}
+    assert ProgressBar.summary({**base, "actor_wait_frac": 0.54, "learner_wait_frac": 0.01}).endswith(", actors wait 54%")
+    assert ProgressBar.summary({**base, "actor_wait_frac": 0.0, "learner_wait_frac": 0.3}).endswith(", learner wait 30%")
+    assert ProgressBar.summary({**base, "actor_wait_frac": 0.01, "learner_wait_frac": 0.02}).endswith("lag 0.50")
+    assert ProgressBar.summary({**base, "learning": 0.0}).endswith(", warm-up")
+    assert ProgressBar.summary({**base, "learning": 1.0}).endswith("lag 0.50")
+
+
 def test_progress_bar_plain_lines_show_the_time_left(monkeypatch):
     """Once two reports give a rate, the plain line shows elapsed<left as tqdm does: 2,000 steps
     in 10 s leave 7,000 steps, 35 s. Time is a stub, not the clock."""

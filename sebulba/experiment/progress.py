@@ -67,13 +67,24 @@ class ProgressBar:
     @staticmethod
     def summary(report: Mapping[str, Any]) -> str:
         """'sps 41.2k, return 87.3, lag 0.51' from a report ('-' for what it lacks or is NaN); a
-        `--num_seeds` run's return is the replicas' mean, with their range: 'return 87.3 (12.0-140.5)'."""
+        `--num_seeds` run's return is the replicas' mean, with their range: 'return 87.3 (12.0-140.5)';
+        ', warm-up' while an off-policy agent's replay fills (`learning` 0), and who waits most of
+        the time when one side does (', actors wait 54%': the learner is the bound; ', learner wait
+        30%': the actors are)."""
         sps = report.get("sps")
         sps_s = tqdm.format_sizeof(float(sps)) if _num(sps, "f") != "-" else "-"
         lo, hi = (_num(report.get(f"episode_return_mean_{k}"), ".1f") for k in ("min", "max"))
         band = f" ({lo}-{hi})" if "-" not in (lo, hi) else ""
-        return (f"sps {sps_s}, return {_num(report.get('episode_return_mean'), '.1f')}{band}, "
+        line = (f"sps {sps_s}, return {_num(report.get('episode_return_mean'), '.1f')}{band}, "
                 f"lag {_num(report.get('policy_lag'), '.2f')}")
+        if _num(report.get("learning"), "f") != "-" and float(report["learning"]) == 0.0:
+            line += ", warm-up"  # an off-policy agent's replay not yet at learning_starts
+        waits = {who: float(report[key]) for who, key in (("actors", "actor_wait_frac"), ("learner", "learner_wait_frac"))
+                 if _num(report.get(key), "f") != "-"}
+        if waits and max(waits.values()) >= 0.05:  # who waits for whom (async mode): the other one is the bound
+            who = max(waits, key=waits.get)
+            line += f", {who} wait {waits[who]:.0%}"
+        return line
 
     def update(self, report: Mapping[str, Any]) -> None:
         if self._closed:
