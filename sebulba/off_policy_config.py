@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from sebulba.networks import TORSO_KINDS
+
 
 @dataclasses.dataclass(frozen=True)
 class OffPolicyConfig:
@@ -49,3 +51,22 @@ class OffPolicyConfig:
     @property
     def prioritized(self) -> bool:
         return self.priority_exponent > 0
+
+
+@dataclasses.dataclass(frozen=True)
+class ActorCriticConfig(OffPolicyConfig):
+    """What SAC's and TD3's configs add in common: the networks' shape and the targets' Polyak rate."""
+
+    torso: str = "auto"  # sebulba.networks.torso_for: the encoder before each MLP
+    hidden_sizes: tuple[int, ...] = (256, 256)  # the actor's and each critic's MLP
+    tau: float = 0.005  # Polyak: target <- tau * online + (1 - tau) * target
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "hidden_sizes", tuple(self.hidden_sizes))
+        if self.torso not in TORSO_KINDS:
+            raise ValueError(f"torso must be one of {TORSO_KINDS}, got {self.torso!r}")
+        if not self.hidden_sizes or any(not isinstance(h, int) or h < 1 for h in self.hidden_sizes):
+            raise ValueError(f"hidden_sizes must be positive ints, got {self.hidden_sizes}")
+        if not 0.0 < self.tau <= 1.0:
+            raise ValueError(f"tau must be in (0, 1], got {self.tau}")

@@ -7,12 +7,11 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from sebulba.networks import TORSO_KINDS
-from sebulba.off_policy_config import OffPolicyConfig
+from sebulba.off_policy_config import ActorCriticConfig
 
 
 @dataclasses.dataclass(frozen=True)
-class SACConfig(OffPolicyConfig):
+class SACConfig(ActorCriticConfig):
     """policy_frequency k: CleanRL updates the critics every step and, every k-th step, the actor
     and the temperature k times in a row on the same batch (the delay compensated). Here every
     optimizer step is one gradient of one batch (a fixed shape), so on every k-th step the actor
@@ -25,11 +24,8 @@ class SACConfig(OffPolicyConfig):
     target entropy (None: -dim(A), the paper's), with q_lr (CleanRL's); or, with autotune False,
     fixed at `alpha`."""
 
-    torso: str = "auto"  # sebulba.networks.torso_for: the encoder before each MLP
-    hidden_sizes: tuple[int, ...] = (256, 256)  # the actor's and each critic's MLP
     policy_lr: float = 3e-4
     q_lr: float = 1e-3  # the critics' and the temperature's
-    tau: float = 0.005  # Polyak: target <- tau * online + (1 - tau) * target, every optimizer step
     policy_frequency: int = 2  # actor and temperature: one step (at k x their lr) every k critic steps
     autotune: bool = True
     alpha: float = 0.2  # the temperature when autotune is False
@@ -39,16 +35,9 @@ class SACConfig(OffPolicyConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        object.__setattr__(self, "hidden_sizes", tuple(self.hidden_sizes))
-        if self.torso not in TORSO_KINDS:
-            raise ValueError(f"torso must be one of {TORSO_KINDS}, got {self.torso!r}")
-        if not self.hidden_sizes or any(not isinstance(h, int) or h < 1 for h in self.hidden_sizes):
-            raise ValueError(f"hidden_sizes must be positive ints, got {self.hidden_sizes}")
         for name in ("policy_lr", "q_lr", "alpha"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
-        if not 0.0 < self.tau <= 1.0:
-            raise ValueError(f"tau must be in (0, 1], got {self.tau}")
         if not isinstance(self.policy_frequency, int) or isinstance(self.policy_frequency, bool) \
                 or self.policy_frequency < 1:
             raise ValueError(f"policy_frequency must be an int >= 1, got {self.policy_frequency!r}")

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from sebulba.networks import TORSO_KINDS
-from sebulba.off_policy_config import OffPolicyConfig
+from sebulba.off_policy_config import ActorCriticConfig
 
 
 @dataclasses.dataclass(frozen=True)
-class TD3Config(OffPolicyConfig):
+class TD3Config(ActorCriticConfig):
     """The noises are standard deviations (clip: a bound) in units of the action scale,
     (high - low) / 2, as CleanRL's: exploration N(0, 0.1 scale) on the actor's action, target
     smoothing N(0, 0.2 scale) clipped to +-0.5 scale. policy_delay d: the actor takes one Adam step
@@ -19,10 +18,7 @@ class TD3Config(OffPolicyConfig):
     (the paper's and CleanRL's delayed updates; `make_optimizer`, `follow_targets`)."""
 
     learning_starts: int = 25_000
-    torso: str = "auto"  # sebulba.networks.torso_for: the encoder before each MLP
-    hidden_sizes: tuple[int, ...] = (256, 256)  # the actor's and each critic's MLP
     learning_rate: float = 3e-4  # actor and critics
-    tau: float = 0.005
     policy_noise: float = 0.2
     noise_clip: float = 0.5
     exploration_noise: float = 0.1
@@ -30,15 +26,8 @@ class TD3Config(OffPolicyConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        object.__setattr__(self, "hidden_sizes", tuple(self.hidden_sizes))
-        if self.torso not in TORSO_KINDS:
-            raise ValueError(f"torso must be one of {TORSO_KINDS}, got {self.torso!r}")
-        if not self.hidden_sizes or any(not isinstance(h, int) or h < 1 for h in self.hidden_sizes):
-            raise ValueError(f"hidden_sizes must be positive ints, got {self.hidden_sizes}")
         if not self.learning_rate > 0:
             raise ValueError(f"learning_rate must be > 0, got {self.learning_rate}")
-        if not 0.0 < self.tau <= 1.0:
-            raise ValueError(f"tau must be in (0, 1], got {self.tau}")
         for name in ("policy_noise", "noise_clip", "exploration_noise"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0 (in units of the action scale), got {getattr(self, name)}")
