@@ -6,6 +6,8 @@ metrics.csv (learner steps x the preset's optimizer steps per learner step, betw
 and the last row).
 
     python benchmarks/bench_off_policy.py [--seeds 0,1,2] [--no-write]
+    python benchmarks/bench_off_policy.py --mujoco 30000 [--seeds 0]   # SAC and TD3 at CleanRL's
+        MuJoCo settings on HalfCheetah-v5 for that many env steps: the learner's optimizer steps/s
 """
 
 from __future__ import annotations
@@ -44,12 +46,20 @@ def updates_per_s(run_dir: Path, optims: int) -> float | None:
 
 
 def main() -> None:
+    mujoco = None
+    if "--mujoco" in sys.argv:  # seed_args parses the rest
+        i = sys.argv.index("--mujoco")
+        mujoco = int(sys.argv[i + 1])
+        del sys.argv[i:i + 2]
     seeds, no_write = seed_args(__doc__)
+    bars = BARS if mujoco is None else [
+        (module, "HalfCheetah-v5", [f"--total_env_steps={mujoco}"], None, 32) for module in
+        ("experiments.sac", "experiments.td3")]
     lines = ["| agent | env (loop) | seed | env steps | final return (last 20 episodes) | bar | optimizer steps/s "
              "| whole command s |", "|---|---|---:|---:|---:|---|---:|---:|"]
     finals: dict[tuple[str, str], list[float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for module, env, flags, bar, optims in BARS:
+        for module, env, flags, bar, optims in bars:
             for seed in seeds:
                 wall, last, run_dir = run_cli(module, [f"--env={env}", *flags, f"--seed={seed}", "--checkpoint_every=0"],
                                               Path(tmp) / module)
@@ -64,12 +74,14 @@ def main() -> None:
                 print(lines[-1], flush=True)
     medians = "\n".join(f"- {m.split('.')[1]} on {env}: median {statistics.median(v):.1f} over seeds "
                         f"{', '.join(map(str, seeds))}" for (m, env), v in finals.items())
-    command = "python benchmarks/bench_off_policy.py " + " ".join(sys.argv[1:])
-    header = (f"## Off-policy learning bars (`benchmarks/bench_off_policy.py`)\n\nCommand: `{command}`; "
+    command = "python benchmarks/bench_off_policy.py " + " ".join(sys.argv[1:]) + (
+        f" --mujoco {mujoco}" if mujoco else "")
+    title = "Off-policy learning bars" if mujoco is None else f"SAC and TD3 on MuJoCo at CleanRL's settings, {mujoco:,} env steps"
+    header = (f"## {title} (`benchmarks/bench_off_policy.py`)\n\nCommand: `{command}`; "
               f"{platform.node()} ({os.cpu_count()} CPUs, no GPU), {datetime.date.today().isoformat()}; each run is "
               "`python -m experiments.<agent> --env ENV --seed S` in a fresh process, timed whole (compilation "
               "included).\n\n")
-    publish("bench_off_policy", header + "\n".join(lines) + "\n\n" + medians + "\n", not no_write)
+    publish("bench_off_policy" if mujoco is None else "bench_off_policy_mujoco", header + "\n".join(lines) + "\n\n" + medians + "\n", not no_write)
 
 
 if __name__ == "__main__":
