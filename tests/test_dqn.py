@@ -81,8 +81,8 @@ def test_actors_act_at_random_until_the_first_update_then_by_their_policy():
 
 
 def loop_config(**kw):
-    return sebulba.LoopConfig(num_envs=4, steps_per_cycle=4, async_mode=False, inferencers_per_device=1,
-                              log_every_s=1e3, **kw)
+    kw.setdefault("async_mode", False)
+    return sebulba.LoopConfig(num_envs=4, steps_per_cycle=4, inferencers_per_device=1, log_every_s=1e3, **kw)
 
 
 @pytest.mark.slow(seconds=10)
@@ -101,6 +101,21 @@ def test_no_update_before_learning_starts_then_replay_ratio_steps_a_cycle():
     # A call learns when its replay (after adding that call's cycle) holds learning_starts.
     expected = np.cumsum([4 * s for s in started])
     np.testing.assert_array_equal(updates, expected)
+
+
+@pytest.mark.slow(seconds=10)
+@pytest.mark.timeout(300)
+def test_async_mode_learns_every_cycle_at_the_ratio_and_reports_who_waits():
+    """Async actors: every cycle that reaches the learner gets its 4 optimizer steps (the ratio holds
+    whoever waits), and each report says how long each side waited."""
+    config = dataclasses.replace(SMALL, learning_starts=16)
+    with sebulba.GymnasiumLoop(DQN(CARTPOLE, config), loop_config(async_mode=True)) as loop:
+        ctx = loop.run(max_cycles=12)
+        updates = int(np.asarray(loop.learner.networks.updates).reshape(-1)[0])
+        report = loop.reports[-1]
+    assert ctx.learner_steps == 12
+    assert updates % 4 == 0 and 4 * 8 <= updates <= 4 * 12  # learning from the 2nd-4th cycle on, 4 steps each
+    assert 0.0 <= report["actor_wait_frac"] <= 1.0 and 0.0 <= report["learner_wait_frac"] <= 1.0
 
 
 @pytest.mark.slow(seconds=15)
