@@ -14,9 +14,8 @@ learning_curve.png.
 from __future__ import annotations
 
 from sebulba.agents.sac import SAC, SACConfig
-from sebulba.experiment.env_kind import env_kind
-from sebulba.experiment.off_policy_flags import (CONTINUOUS_FLAGS, REPLAY_FLAGS, check_replay_ratio,
-                                                 optimizer_steps_per_update, require_box_actions)
+from sebulba.experiment.off_policy_flags import (CONTINUOUS_FLAGS, CONTROL_LOOP, MUJOCO_LOOP, REPLAY_FLAGS,
+                                                 check_replay_ratio, continuous_preset, optimizer_steps_per_update)
 from sebulba.experiment.recipe import Algorithm, Flag
 
 # ---------------------------------------------------------------- presets
@@ -25,26 +24,17 @@ from sebulba.experiment.recipe import Algorithm, Flag
 # minutes), Adam 1e-3 (SB3 zoo's Pendulum value), 1,000 random steps, one update per env step, actor and
 # temperature every step (policy_frequency 1, SB3's). Seed 0 ended at -121.0 in about 25 s of training.
 CONTROL = dict(
-    total_env_steps=20_000, num_envs=4, steps_per_cycle=8, async_mode=False, inferencers_per_device=1,
-    log_every_s=1.0, lr_decay=False,
+    CONTROL_LOOP,
     agent=SACConfig(hidden_sizes=(64, 64), batch_size=128, learning_starts=1_000, replay_capacity=20_000, policy_lr=1e-3,
                     q_lr=1e-3, policy_frequency=1),
 )
 # MuJoCo (Gymnasium's, on the native pool): CleanRL's sac_continuous_action.py (256-256 MLPs,
 # Adam 3e-4 actor / 1e-3 critics and temperature, tau 0.005, batch 256, 5,000 random steps, one
 # update per env step) over 4 envs x 8 steps a cycle, 1M env steps.
-MUJOCO = dict(
-    total_env_steps=1_000_000, num_envs=4, steps_per_cycle=8, async_mode=False, inferencers_per_device=1,
-    log_every_s=5.0, lr_decay=False, agent=SACConfig(),
-)
+MUJOCO = dict(MUJOCO_LOOP, agent=SACConfig())
 
 
-def preset(env_id: str, env_kwargs: dict | None = None) -> dict:
-    """CONTROL for the built-in (and JAX-native) tasks, MUJOCO for Gymnasium's; SAC needs a bounded
-    Box action space: any other env is refused here, in one line, before anything is built."""
-    kind = env_kind(env_id, env_kwargs)
-    require_box_actions("SAC", kind)
-    return CONTROL if kind.native else MUJOCO
+preset = continuous_preset("SAC", CONTROL, MUJOCO)
 
 
 # ---------------------------------------------------------------- the recipe (sebulba.experiment.recipe)

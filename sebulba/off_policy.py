@@ -9,7 +9,8 @@ actions until the first optimizer step reaches the actors. A subclass writes fou
 
     init_networks(key) -> TargetNetworks.of(params)
     optimizer() -> the optax transformation of `online`
-    init_step_state(networks, num_envs, key) -> a NamedTuple with a `key` field (one typed key)
+    init_step_state(networks, num_envs, key) -> a NamedTuple with a `key` field (one typed key);
+        default `KeyStepState(key)`
     act(networks, step_state, obs, key) -> actions [B]    the exploration policy
     greedy(networks, step_state, obs) -> actions [B]      the evaluation policy
     batch_loss(networks, batch: Transitions, key) -> (loss per transition [b], metrics, |TD| [b])
@@ -44,6 +45,12 @@ from sebulba.types import EnvStep, ExperienceLayout, Metrics, Trajectory
 
 class Experience(NamedTuple):
     replay: tr.TransitionReplay
+
+
+class KeyStepState(NamedTuple):
+    """The default step state: the actors' RNG key and nothing per env (SAC's, TD3's)."""
+
+    key: jax.Array  # one typed key
 
 
 def action_row(space: gym.spaces.Space) -> jax.ShapeDtypeStruct:
@@ -95,6 +102,9 @@ class OffPolicyAgent(Agent):
         batch; the gradient is taken with respect to `networks.online`."""
 
     # ---------------------------------------------------------------- acting
+    def init_step_state(self, networks: TargetNetworks, num_envs: int, key: jax.Array) -> Any:
+        return KeyStepState(key)
+
     def step(self, networks: TargetNetworks, step_state: Any, env_step: EnvStep) -> tuple[jax.Array, Any]:
         """`act`, or uniformly random actions while no optimizer step has been taken (warm-up)."""
         key, k_act, k_random = jax.random.split(step_state.key, 3)

@@ -4,8 +4,6 @@ the targets following by Polyak averaging (the framework's `update_target` with 
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import jax
 import optax
 
@@ -15,14 +13,10 @@ from sebulba.agents.sac.config import SACConfig
 from sebulba.agents.sac.losses import sac_loss
 from sebulba.agents.sac.networks import make_networks
 from sebulba.agents.sac.optimizer import make_optimizer
-from sebulba.off_policy import OffPolicyAgent
+from sebulba.off_policy import KeyStepState, OffPolicyAgent
 from sebulba.replay.transitions import Transitions
 from sebulba.target_networks import TargetNetworks
 from sebulba.types import Metrics
-
-
-class StepState(NamedTuple):
-    key: jax.Array  # one typed key
 
 
 class SAC(OffPolicyAgent):
@@ -38,13 +32,10 @@ class SAC(OffPolicyAgent):
     def optimizer(self) -> optax.GradientTransformation:
         return make_optimizer(self.config)
 
-    def init_step_state(self, networks: TargetNetworks, num_envs: int, key: jax.Array) -> StepState:
-        return StepState(key)
-
-    def act(self, networks: TargetNetworks, step_state: StepState, obs, key: jax.Array) -> jax.Array:
+    def act(self, networks: TargetNetworks, step_state: KeyStepState, obs, key: jax.Array) -> jax.Array:
         return self.nets.policy(networks.online.actor, obs).sample_and_log_prob(key)[0]
 
-    def greedy(self, networks: TargetNetworks, step_state: StepState, obs) -> jax.Array:
+    def greedy(self, networks: TargetNetworks, step_state: KeyStepState, obs) -> jax.Array:
         return self.nets.policy(networks.online.actor, obs).mode()
 
     def batch_loss(self, networks: TargetNetworks, batch: Transitions, key: jax.Array,

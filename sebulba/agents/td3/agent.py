@@ -4,8 +4,6 @@ policy_delay-th, the targets following by Polyak averaging on the actor's steps 
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import jax
 import optax
 
@@ -15,14 +13,10 @@ from sebulba.agents.td3.config import TD3Config
 from sebulba.agents.td3.losses import exploration_action, td3_loss
 from sebulba.agents.td3.networks import make_networks
 from sebulba.agents.td3.optimizer import follow_targets, make_optimizer
-from sebulba.off_policy import OffPolicyAgent
+from sebulba.off_policy import KeyStepState, OffPolicyAgent
 from sebulba.replay.transitions import Transitions
 from sebulba.target_networks import TargetNetworks
 from sebulba.types import Metrics
-
-
-class StepState(NamedTuple):
-    key: jax.Array  # one typed key
 
 
 class TD3(OffPolicyAgent):
@@ -40,15 +34,12 @@ class TD3(OffPolicyAgent):
     def update_target(self, networks: TargetNetworks) -> TargetNetworks:
         return follow_targets(networks, self.config)
 
-    def init_step_state(self, networks: TargetNetworks, num_envs: int, key: jax.Array) -> StepState:
-        return StepState(key)
-
-    def act(self, networks: TargetNetworks, step_state: StepState, obs, key: jax.Array) -> jax.Array:
+    def act(self, networks: TargetNetworks, step_state: KeyStepState, obs, key: jax.Array) -> jax.Array:
         low, high = self.nets.bounds
         return exploration_action(self.nets.policy(networks.online.actor, obs), key, low, high,
                                   self.config.exploration_noise)
 
-    def greedy(self, networks: TargetNetworks, step_state: StepState, obs) -> jax.Array:
+    def greedy(self, networks: TargetNetworks, step_state: KeyStepState, obs) -> jax.Array:
         return self.nets.policy(networks.online.actor, obs)
 
     def batch_loss(self, networks: TargetNetworks, batch: Transitions, key: jax.Array,
