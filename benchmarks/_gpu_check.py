@@ -5,6 +5,7 @@ figures cell (FIG) and, for the measured runs, a markdown detail section (MD) fo
     python benchmarks/_gpu_check.py pong --fig FIG --md MD --work DIR [--frames 4000000] [--settings 64x2x2] ...
     python benchmarks/_gpu_check.py ppo  --fig FIG --md MD --work DIR [--total_env_steps N] [--timeout S]
     python benchmarks/_gpu_check.py anakin --fig FIG --md MD --work DIR --seconds S [--envs 2048] ...
+    python benchmarks/_gpu_check.py offpolicy --fig FIG --md MD --work DIR --seconds S [--big_batch 4096] ...
     python benchmarks/_gpu_check.py paste SUMMARY.md          # into BENCHMARKS.md, between its section's markers
 
 The IMPALA Pong stage reuses `bench_atari_gpu.py` (its raw-env measurement and its end-to-end run
@@ -189,8 +190,9 @@ ANAKIN_REFS = ("PureJaxRL's PPO on gymnax CartPole, ~20M env steps/s on an A100,
 GRACE_S = 15.0  # after SIGTERM, the seconds a run has to end (a call still compiling may need them) before SIGKILL
 
 
-def anakin_run(name: str, flags: list[str], work: Path, seconds: float, metrics_out: str | None) -> dict:
-    """`python -m experiments.ppo FLAGS` in a fresh process, sent SIGTERM after `seconds` if still
+def anakin_run(name: str, flags: list[str], work: Path, seconds: float, metrics_out: str | None,
+               module: str = "experiments.ppo") -> dict:
+    """`python -m MODULE FLAGS` in a fresh process, sent SIGTERM after `seconds` if still
     running (the CLI then stops after the program's current call and writes its last metrics row;
     SIGKILL GRACE_S later): whole wall time, metrics rows, env steps (one replica's), training env
     steps/s (bench_anakin.training_sps: one replica's, between the first and the last row) and the
@@ -199,7 +201,7 @@ def anakin_run(name: str, flags: list[str], work: Path, seconds: float, metrics_
 
     logdir = work / name
     logdir.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "experiments.ppo", *flags, f"--logdir={logdir}", "--noprogress",
+    cmd = [sys.executable, "-m", module, *flags, f"--logdir={logdir}", "--noprogress",
            "--checkpoint_every=0", "--eval_every=0"]
     print(f"$ {' '.join(cmd)}   (SIGTERM after {seconds:.0f} s)", flush=True)
     start = time.perf_counter()
@@ -218,17 +220,18 @@ def anakin_run(name: str, flags: list[str], work: Path, seconds: float, metrics_
     wall = time.perf_counter() - start
     print(out[-3000:], flush=True)
     if proc.returncode != 0 and not stopped:
-        raise RuntimeError(f"experiments.ppo exited with {proc.returncode}")
+        raise RuntimeError(f"{module} exited with {proc.returncode}")
     runs = [p for p in logdir.iterdir() if (p / "metrics.csv").exists()]
     rows = list(csv.DictReader((runs[0] / "metrics.csv").open())) if runs else []
     if not rows:
         if not stopped:
-            raise RuntimeError("experiments.ppo finished without a metrics row")
+            raise RuntimeError(f"{module} finished without a metrics row")
         return {"wall": wall, "rows": 0}
     if metrics_out:
-        shutil.copyfile(runs[0] / "metrics.csv", Path(metrics_out) / f"anakin_{name}_metrics.csv")
+        prefix = "anakin" if module == "experiments.ppo" else module.split(".")[-1]
+        shutil.copyfile(runs[0] / "metrics.csv", Path(metrics_out) / f"{prefix}_{name}_metrics.csv")
     return {"wall": wall, "rows": len(rows), "last": rows[-1], "steps": int(float(rows[-1]["env_steps"])),
-            "sps": bench_anakin.training_sps(runs[0]) if len(rows) > 1 else float("nan")}
+            "sps": bench_anakin.training_sps(runs[0]) if len(rows) > 1 else float("nan"), "all_rows": rows}
 
 
 def playground_impl(wanted: str) -> tuple[str | None, str]:
@@ -333,6 +336,77 @@ def cmd_anakin(args: argparse.Namespace) -> None:
         raise SystemExit(f"failed: {', '.join(failed)}")
 
 
+# ---------------------------------------------------------------- off-policy (issue 38)
+# The 2-core CPU figures to read beside (BENCHMARKS.md, bench_off_policy --mujoco, 2026-11-26):
+# CleanRL's settings (256-256, batch 256, one optimizer step per env step) on HalfCheetah-v5.
+OFF_POLICY_CPU = {"sac": 194, "td3": 234}
+
+
+def learning_rates(rows: list[dict[str, str]], optims: int) -> tuple[float, float, int]:
+    """(optimizer steps/s, env steps/s, rows) between the first and the last metrics row at which
+    the learner was stepping (`learning` 1: past learning_starts); nan where under two such rows."""
+    live = [r for r in rows if float(r.get("learning") or 0) >= 1.0]
+    if len(live) < 2:
+        return float("nan"), float("nan"), len(live)
+    first, last = live[0], live[-1]
+    dt = float(last["wall_time"]) - float(first["wall_time"])
+    steps = (float(last["learner_steps"]) - float(first["learner_steps"])) * optims
+    env = float(last["env_steps"]) - float(first["env_steps"])
+    return steps / dt, env / dt, len(live)
+
+
+def cmd_offpolicy(args: argparse.Namespace) -> None:
+    """SAC and TD3 on HalfCheetah-v5 (the native MuJoCo pool, CleanRL's settings: 4 envs x 8 steps a
+    cycle, 32 optimizer steps of batch 256 a learner step), then SAC at --big_batch: each a fresh
+    process sent SIGTERM at its third of --seconds. The learner's optimizer steps/s once learning."""
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    deadline = time.perf_counter() + args.seconds
+    common = ["--env=HalfCheetah-v5", f"--total_env_steps={args.total_env_steps}", f"--log_every_s={args.log_every_s}",
+              f"--learning_starts={args.learning_starts}"]
+    plan = [("SAC, CleanRL's settings", "experiments.sac", "sac", [], 256),
+            ("TD3, CleanRL's settings", "experiments.td3", "td3", [], 256),
+            (f"SAC, batch {args.big_batch:,}", "experiments.sac", "sac_big", [f"--batch_size={args.big_batch}"],
+             args.big_batch)]
+    table = ["| run | flags | env steps | whole s | optimizer steps/s (learning) | samples/s | env steps/s "
+             "(learning) | return (last 20 episodes) | 2-core CPU, batch 256 |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    cells, failed = [], []
+    for i, (label, module, name, flags, batch) in enumerate(plan):
+        seconds = (deadline - GRACE_S - time.perf_counter()) / (len(plan) - i)
+        shown = "`" + " ".join(common[:1] + flags + common[1:]) + "`"
+        try:
+            r = anakin_run(name, common + flags, work, seconds, args.metrics_out, module=module)
+        except RuntimeError as e:
+            print(f"{label}: FAILED: {e}", flush=True)
+            failed.append(label)
+            cells.append(f"{label}: **FAILED** ({e})")
+            table.append(f"| {label} | {shown} | — | — | — | — | — | — | **FAILED**: {e} |")
+            continue
+        cpu = OFF_POLICY_CPU.get(module.split(".")[-1]) if batch == 256 else None
+        if not r["rows"]:
+            cells.append(f"{label}: no metrics row in {r['wall']:.0f} s")
+            table.append(f"| {label} | {shown} | — | {r['wall']:.1f} | — | — | — | — | {cpu or '—'} |")
+            continue
+        ups, eps, live = learning_rates(r["all_rows"], args.optims)
+        ret = fmt(float(r["last"]["episode_return_mean"] or "nan"))
+        cells.append(f"{label}: {fmt(ups, '{:,.0f}')} optimizer steps/s ({live} learning rows), "
+                     f"{fmt(eps, '{:,.0f}')} env steps/s, return {ret} at {r['steps']:,} env steps")
+        table.append(f"| {label} | {shown} | {r['steps']:,} | {r['wall']:.1f} | {fmt(ups, '{:,.0f}')} | "
+                     f"{fmt(ups * batch, '{:,.0f}')} | {fmt(eps, '{:,.0f}')} | {ret} | {cpu or '—'} |")
+    write(args.fig, "; ".join(cells))
+    text = ("### SAC and TD3 on MuJoCo (issue 38)\n\n"
+            "`python -m experiments.sac | td3 --env HalfCheetah-v5` (the native pool on the host's cores, the learner "
+            "on the default device), each a fresh process sent SIGTERM at its share of the stage's time. Rates are "
+            "between the first and the last metrics row past `--learning_starts` (the `learning` column); an optimizer "
+            f"step is one batch ({args.optims} per learner step at 4 envs x 8 steps and replay ratio 1). The 2-core CPU "
+            "column is bench_off_policy --mujoco's (2026-11-26): 300k env steps at one update each take "
+            "300,000 / (optimizer steps/s) seconds of learner.\n\n" + "\n".join(table) + "\n")
+    write(args.md, text)
+    print(text, flush=True)
+    if failed:
+        raise SystemExit(f"failed: {', '.join(failed)}")
+
+
 # ---------------------------------------------------------------- paste
 def cmd_paste(args: argparse.Namespace) -> None:
     """Put a summary into BENCHMARKS.md between its section's markers (the section name is the
@@ -349,7 +423,7 @@ def cmd_paste(args: argparse.Namespace) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
-    for name in ("env", "pong", "ppo", "anakin"):
+    for name in ("env", "pong", "ppo", "anakin", "offpolicy"):
         p = sub.add_parser(name)
         p.add_argument("--fig", help="file for the stage's one-line figures")
         p.add_argument("--md", help="file for the stage's markdown details")
@@ -380,10 +454,17 @@ def main() -> None:
     anakin.add_argument("--playground_impl", default="auto", choices=["auto", "jax", "warp"],
                         help="MJX pipeline of playground/CartpoleBalance (auto: warp where warp-lang imports)")
     anakin.add_argument("--log_every_s", type=float, default=2.0)
+    off = sub.choices["offpolicy"]
+    off.add_argument("--seconds", type=float, default=110.0, help="wall time of the three runs together")
+    off.add_argument("--total_env_steps", type=int, default=300_000)
+    off.add_argument("--learning_starts", type=int, default=5_000, help="for both agents (TD3's preset: 25,000)")
+    off.add_argument("--big_batch", type=int, default=4096, help="SAC's batch in the third run")
+    off.add_argument("--optims", type=int, default=32, help="optimizer steps per learner step (the presets')")
+    off.add_argument("--log_every_s", type=float, default=2.0)
     paste = sub.add_parser("paste")
     paste.add_argument("summary")
     args = ap.parse_args()
-    {"env": cmd_env, "pong": cmd_pong, "ppo": cmd_ppo, "anakin": cmd_anakin, "paste": cmd_paste}[args.cmd](args)
+    {"env": cmd_env, "pong": cmd_pong, "ppo": cmd_ppo, "anakin": cmd_anakin, "offpolicy": cmd_offpolicy, "paste": cmd_paste}[args.cmd](args)
 
 
 if __name__ == "__main__":

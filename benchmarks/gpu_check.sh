@@ -101,7 +101,7 @@ MULTI_DEVICE_CPU_SMOKE=(
     tests/test_ppo.py::test_advantages_are_normalised_over_every_learner_devices_samples
     tests/test_loop.py::test_experience_state_is_built_on_each_learner_device_with_its_own_key
 )
-WHEEL_MODULES="gymnasium ale_py dm_env tree tensorboardX gymnax six"
+WHEEL_MODULES="gymnasium ale_py dm_env tree tensorboardX gymnax six glfw"
 
 # name | title | seconds at most with CUDA | without | what it runs
 STAGES=(
@@ -111,6 +111,7 @@ STAGES=(
     "ppo|PPO CartPole|90|120|python -m experiments.ppo (the CartPole preset, 200k env steps)"
     "tests_gpu|device-placement tests on the GPU|150|0|pytest ${DEVICE_TEST_FILES[*]} -k 'not learning_bar', less MULTI_DEVICE (CUDA only)"
     "tests_multi|several-device tests on 4 CPU devices|110|90|JAX_PLATFORMS=cpu pytest MULTI_DEVICE (without CUDA: MULTI_DEVICE_CPU_SMOKE)"
+    "offpolicy|SAC and TD3 on MuJoCo|120|60|python -m experiments.sac and td3 --env HalfCheetah-v5 (CleanRL's settings), then SAC at batch 4,096: the learner's optimizer steps/s once learning (issue 38)"
     "anakin|PPO in the Anakin loop|300|120|python -m experiments.ppo on gymnax/CartPole-v1 at 2,048 envs, with --num_seeds 8 x 256 envs, and playground/CartpoleBalance where mujoco_playground imports (without CUDA: 64 envs, 20k env steps, 2 seeds)"
 )
 
@@ -215,6 +216,18 @@ stage_anakin() {
         --metrics_out "$OUTDIR" --seconds $((limit > 20 ? limit - 10 : limit)) "${args[@]}"
 }
 
+stage_offpolicy() {
+    local limit=$1 args
+    if [ "$CUDA" = 1 ]; then
+        args=(--total_env_steps 300000 --learning_starts 2000 --big_batch 4096 --log_every_s 2)
+    else  # a smoke run of each: 256 random steps, then a few learner steps
+        args=(--total_env_steps 3200 --learning_starts 256 --big_batch 512 --log_every_s 1)
+    fi
+    # Gymnasium's MuJoCo envs import glfw; no display there: EGL, should anything render.
+    MUJOCO_GL=${MUJOCO_GL:-egl} $PY benchmarks/_gpu_check.py offpolicy --fig "$WORK/offpolicy.fig" --md "$WORK/offpolicy.md" --work "$WORK/offpolicy_run" \
+        --metrics_out "$OUTDIR" --seconds $((limit > 20 ? limit - 10 : limit)) "${args[@]}"
+}
+
 stage_ppo() {
     local limit=$1
     $PY benchmarks/_gpu_check.py ppo --fig "$WORK/ppo.fig" --md "$WORK/ppo.md" --work "$WORK/ppo_run" \
@@ -287,7 +300,7 @@ write_summary() {
         while IFS=$'\t' read -r name title status secs figures; do
             echo "| $title | $status | $secs | $figures |"
         done < "$WORK/stages.tsv"
-        for name in pong ppo anakin tests_gpu tests_multi; do
+        for name in pong ppo offpolicy anakin tests_gpu tests_multi; do
             [ -s "$WORK/$name.md" ] && { echo; cat "$WORK/$name.md"; }
         done
         [ -s "$WORK/failures.md" ] && { echo; echo "### What failed (the whole output: gpu_check.log)"; cat "$WORK/failures.md"; }

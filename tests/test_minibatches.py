@@ -180,6 +180,8 @@ def test_optimizer_steps_are_unrolled_on_cpu_only_when_they_convolve():
     conv = lambda c, k: (jax.lax.conv_general_dilated(c, kernel, (1, 1), "SAME").sum(1, keepdims=True), k)  # noqa: E731
     dense = lambda c, k: (c * 2.0, k)  # noqa: E731
     x, key = jnp.ones((1, 1, 4, 4)), jax.random.key(0)
-    assert jax.default_backend() == "cpu"
-    assert _unroll_for_cpu(conv, x, key) is True
+    if jax.default_backend() == "cpu":
+        assert _unroll_for_cpu(conv, x, key) is True
+    else:  # the GPU check runs this file on the GPU: loops stay loops there
+        assert _unroll_for_cpu(conv, x, key) == 1
     assert _unroll_for_cpu(dense, x, key) == 1
