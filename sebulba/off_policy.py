@@ -159,23 +159,30 @@ class OffPolicyAgent(Agent):
         return loss, metrics
 
     def optimize(self, networks: TargetNetworks, opt_state: Any, experience: Experience, key: jax.Array):
-        """One optimizer step on a sampled batch, then `update_target`; nothing changes (no step
-        counted, no target moved, no priority set) until the replays of all learner devices hold
-        learning_starts transitions and each holds one."""
+        """One optimizer step on a sampled batch, then `update_target`; nothing is computed (no
+        step counted, no target moved, no priority set: a `lax.cond`) until the replays of all
+        learner devices hold learning_starts transitions and each holds one."""
         c, replay = self.config, experience.replay
-        k_sample, k_loss = jax.random.split(key)
-        batch, idx, weights = self._sample(replay, k_sample)
-        loss_of = lambda online: self._weighted_loss(networks._replace(online=online), batch, weights, k_loss)  # noqa: E731
-        (loss, (metrics, td_abs)), grads = jax.value_and_grad(loss_of, has_aux=True)(networks.online)
-        grads = jax.lax.pmean(grads, LEARNER_AXIS)
-        updates, new_opt = self.tx.update(grads, opt_state, networks.online)
-        online = optax.apply_updates(networks.online, updates)
-        stepped = self.update_target(TargetNetworks(online, networks.target, networks.updates + 1))
         ready = ((jax.lax.psum(replay.size, LEARNER_AXIS) >= c.learning_starts)
                  & (jax.lax.pmin(replay.size, LEARNER_AXIS) > 0))
-        pick = lambda new, old: jax.tree.map(lambda n, o: jnp.where(ready, n, o), new, old)  # noqa: E731
-        if c.prioritized:
-            replay = pick(tr.update_priorities(replay, idx, td_abs), replay)
-        metrics = {**metrics, "loss": loss, "grad_norm": optax.tree.norm(grads),
-                   "replay_size": replay.size.astype(jnp.float32), "learning": ready.astype(jnp.float32)}
-        return pick(stepped, networks), pick(new_opt, opt_state), Experience(replay), metrics
+
+        def step(networks, opt_state, replay):
+            k_sample, k_loss = jax.random.split(key)
+            batch, idx, weights = self._sample(replay, k_sample)
+            loss_of = lambda online: self._weighted_loss(networks._replace(online=online), batch, weights, k_loss)  # noqa: E731
+            (loss, (metrics, td_abs)), grads = jax.value_and_grad(loss_of, has_aux=True)(networks.online)
+            grads = jax.lax.pmean(grads, LEARNER_AXIS)
+            updates, new_opt = self.tx.update(grads, opt_state, networks.online)
+            online = optax.apply_updates(networks.online, updates)
+            stepped = self.update_target(TargetNetworks(online, networks.target, networks.updates + 1))
+            if c.prioritized:
+                replay = tr.update_priorities(replay, idx, td_abs)
+            return stepped, new_opt, replay, {**metrics, "loss": loss, "grad_norm": optax.tree.norm(grads)}
+
+        def wait(networks, opt_state, replay):  # the step's metrics, zero: no loss was computed
+            shapes = jax.eval_shape(step, networks, opt_state, replay)[3]
+            return networks, opt_state, replay, jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
+
+        networks, opt_state, replay, metrics = jax.lax.cond(ready, step, wait, networks, opt_state, replay)
+        metrics = {**metrics, "replay_size": replay.size.astype(jnp.float32), "learning": ready.astype(jnp.float32)}
+        return networks, opt_state, Experience(replay), metrics
