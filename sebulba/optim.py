@@ -11,8 +11,14 @@ part of the networks, by a prefix tree of labels) to give each part its own lear
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 import jax
+import jax.numpy as jnp
 import optax
+
+T = TypeVar("T")
 
 
 def every_nth(inner: optax.GradientTransformation, n: int) -> optax.GradientTransformation:
@@ -28,3 +34,23 @@ def every_nth(inner: optax.GradientTransformation, n: int) -> optax.GradientTran
         return step % n == 0
 
     return optax.transforms.conditionally_mask(inner, due)
+
+
+def on_due_steps(updates: jax.Array, n: int, terms: Callable[[], tuple[T, dict[str, jax.Array]]],
+                 ) -> tuple[T, dict[str, jax.Array]]:
+    """`terms()` -> (losses, metrics) of a part that `every_nth(., n)` delays, computed only on the
+    optimizer steps it learns (`updates`, the steps taken so far, % n == 0: a `lax.cond`, so the
+    skipped steps cost nothing, forward or backward), zeros on the others, whose gradients
+    `every_nth` would mask anyway. The metrics come back x n on the steps that learn, so that their
+    mean over a whole multiple of n steps (a learner step's scan) is their mean over those steps."""
+    if n == 1:
+        return terms()
+
+    def due() -> tuple[T, dict[str, jax.Array]]:
+        losses, metrics = terms()
+        return losses, {k: v * n for k, v in metrics.items()}
+
+    def idle() -> tuple[T, dict[str, jax.Array]]:
+        return jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), jax.eval_shape(due))
+
+    return jax.lax.cond(updates % n == 0, due, idle)

@@ -94,7 +94,15 @@ def test_terms_match_a_numpy_reference_of_cleanrls_update():
     np.testing.assert_allclose(terms.actor, alpha * lp - q_pi, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(terms.temperature, -alpha * (lp - 2.0), rtol=1e-4, atol=1e-5)  # target entropy -2
     assert float(terms.metrics["alpha"]) == pytest.approx(alpha, rel=1e-6)
-    assert float(terms.metrics["entropy"]) == pytest.approx(-lp.mean(), rel=1e-4)
+    # policy_frequency 2: the actor's metrics are x2 on the steps it learns (updates 0, 2, ...), zero
+    # between, so their mean over a learner step's whole scan is the mean over the actor's steps
+    assert SMALL.policy_frequency == 2
+    assert float(terms.metrics["entropy"]) == pytest.approx(2 * -lp.mean(), rel=1e-4)
+    between = terms_fn(nets)(networks._replace(updates=networks.updates + 1), batch, key)
+    np.testing.assert_array_equal(between.actor, 0.0)
+    np.testing.assert_array_equal(between.temperature, 0.0)
+    assert float(between.metrics["entropy"]) == 0.0 and float(between.metrics["actor_loss"]) == 0.0
+    np.testing.assert_allclose(between.critic, terms.critic, rtol=1e-6)  # the critics learn every step
 
     loss, _, td_abs = jax.jit(lambda n, b, k: sac_loss(nets, n, b, k, SMALL))(networks, batch, key)
     np.testing.assert_allclose(loss, terms.critic + terms.actor + terms.temperature, rtol=1e-6)

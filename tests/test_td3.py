@@ -87,6 +87,14 @@ def test_terms_match_a_numpy_reference_of_cleanrls_update():
     np.testing.assert_allclose(terms.actor, -q1_pi, rtol=1e-4, atol=1e-5)
     loss, _, _ = jax.jit(lambda n, b, k: td3_loss(nets, n, b, k, SMALL))(networks, batch, key)
     np.testing.assert_allclose(loss, terms.critic + terms.actor, rtol=1e-6)
+    # the actor is computed on the steps it learns only (updates % policy_delay == 0): zero between
+    assert SMALL.policy_delay == 2
+    assert float(terms.metrics["actor_loss"]) == pytest.approx(2 * -q1_pi.mean(), rel=1e-4)
+    between = jax.jit(lambda n, b, k: td3_terms(nets, n, b, k, SMALL))(
+        networks._replace(updates=networks.updates + 1), batch, key)
+    np.testing.assert_array_equal(between.actor, 0.0)
+    assert float(between.metrics["actor_loss"]) == 0.0
+    np.testing.assert_allclose(between.critic, terms.critic, rtol=1e-6)
 
 
 def test_each_term_reaches_only_its_own_part_of_the_networks():

@@ -8,7 +8,9 @@ respect to `networks.online`; each reaches only its own part of the networks bec
 - the actor loss evaluates the critics with stop_gradient'ed parameters (the gradient reaches the
   actor through the sampled action, not the critics) and holds alpha fixed;
 - the temperature loss holds the log-probability fixed (the actor gets nothing from it).
-So the sum's gradient is, part by part, each term's own (tests/test_sac.py checks it).
+So the sum's gradient is, part by part, each term's own (tests/test_sac.py checks it). The actor
+and temperature terms are computed on the steps they learn only (every policy_frequency-th:
+`sebulba.optim.on_due_steps`), zeros between.
 Unlike CleanRL, which updates the critics, then the actor, then alpha, one after the other, all
 three are computed from the same networks and stepped together (one gradient per step).
 """
@@ -23,6 +25,7 @@ import jax.numpy as jnp
 from sebulba.agents.continuous_q import twin_q_loss
 from sebulba.agents.sac.config import SACConfig
 from sebulba.agents.sac.networks import SACNetworks
+from sebulba.optim import on_due_steps
 from sebulba.replay.transitions import Transitions
 from sebulba.target_networks import TargetNetworks
 from sebulba.types import Metrics
@@ -70,15 +73,20 @@ def sac_terms(nets: SACNetworks, networks: TargetNetworks, batch: Transitions, k
     q = nets.q(online.critic, batch.obs, batch.action)
     critic, td_abs = twin_q_loss(q, y)
 
-    action, log_prob = nets.policy(online.actor, batch.obs).sample_and_log_prob(k_now)
-    q_pi = jnp.min(nets.q(sg(online.critic), batch.obs, action), 0)
-    actor = actor_loss(log_prob, q_pi, alpha)
-    if config.autotune:
-        temperature = temperature_loss(online.log_alpha, log_prob, config.entropy_target(nets.actor.action_dim))
-    else:
-        temperature = jnp.zeros_like(actor)
-    metrics = {"q_loss": jnp.mean(critic), "actor_loss": jnp.mean(actor), "alpha_loss": jnp.mean(temperature),
-               "alpha": alpha, "entropy": -jnp.mean(log_prob), "q": jnp.mean(q)}
+    def policy_terms() -> tuple[tuple[Array, Array], Metrics]:
+        action, log_prob = nets.policy(online.actor, batch.obs).sample_and_log_prob(k_now)
+        q_pi = jnp.min(nets.q(sg(online.critic), batch.obs, action), 0)
+        actor = actor_loss(log_prob, q_pi, alpha)
+        if config.autotune:
+            temperature = temperature_loss(online.log_alpha, log_prob, config.entropy_target(nets.actor.action_dim))
+        else:
+            temperature = jnp.zeros_like(actor)
+        return (actor, temperature), {"actor_loss": jnp.mean(actor), "alpha_loss": jnp.mean(temperature),
+                                      "entropy": -jnp.mean(log_prob)}
+
+    # The actor and the temperature learn every policy_frequency-th step: computed on those only.
+    (actor, temperature), policy_metrics = on_due_steps(networks.updates, config.policy_frequency, policy_terms)
+    metrics = {"q_loss": jnp.mean(critic), **policy_metrics, "alpha": alpha, "q": jnp.mean(q)}
     return SACTerms(critic, actor, temperature, td_abs, jax.tree.map(sg, metrics))
 
 

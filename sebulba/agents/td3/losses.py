@@ -4,8 +4,8 @@ transition [b], the actor's exploration noise, and `td3_loss`, what an agent's `
 Where the gradients go: the critic loss's target is held fixed (`td3_target`); the actor loss
 evaluates critic 1 with stop_gradient'ed parameters, so the summed loss's gradient reaches the
 critics from the critic loss only and the actor from the actor loss only. The actor loss is
-computed on every step; the optimizer (`make_optimizer`) applies the actor's gradient on every
-policy_delay-th step only.
+computed on every policy_delay-th step only (`sebulba.optim.on_due_steps`: zeros between), the
+steps on which the optimizer (`make_optimizer`) applies the actor's gradient.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import jax.numpy as jnp
 from sebulba.agents.continuous_q import twin_q_loss
 from sebulba.agents.td3.config import TD3Config
 from sebulba.agents.td3.networks import TD3Networks
+from sebulba.optim import on_due_steps
 from sebulba.replay.transitions import Transitions
 from sebulba.target_networks import TargetNetworks
 from sebulba.types import Metrics
@@ -70,8 +71,12 @@ def td3_terms(nets: TD3Networks, networks: TargetNetworks, batch: Transitions, k
     y = td3_target(batch.reward, batch.discount, jnp.min(nets.q(target.critic, batch.next_obs, next_action), 0))
     q = nets.q(online.critic, batch.obs, batch.action)
     critic, td_abs = twin_q_loss(q, y)
-    actor = actor_loss(nets.q(sg(online.critic), batch.obs, nets.policy(online.actor, batch.obs))[0])
-    metrics = {"q_loss": jnp.mean(critic), "actor_loss": jnp.mean(actor), "q": jnp.mean(q)}
+    def policy_terms() -> tuple[Array, Metrics]:
+        actor = actor_loss(nets.q(sg(online.critic), batch.obs, nets.policy(online.actor, batch.obs))[0])
+        return actor, {"actor_loss": jnp.mean(actor)}
+
+    actor, policy_metrics = on_due_steps(networks.updates, config.policy_delay, policy_terms)
+    metrics = {"q_loss": jnp.mean(critic), **policy_metrics, "q": jnp.mean(q)}
     return TD3Terms(critic, actor, td_abs, jax.tree.map(sg, metrics))
 
 
