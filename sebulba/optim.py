@@ -12,7 +12,7 @@ part of the networks, by a prefix tree of labels) to give each part its own lear
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import jax
 import jax.numpy as jnp
