@@ -1,0 +1,85 @@
+"""SAC and TD3 side by side with CleanRL on HalfCheetah-v5, same host, same run (issue 38): ours,
+`python -m experiments.sac | td3 --env HalfCheetah-v5` (the MuJoCo preset: CleanRL's settings over
+4 envs x 8 steps a cycle), against CleanRL's `sac_continuous_action.py` (PyTorch) and
+`td3_continuous_action_jax.py` (JAX), run by `benchmarks/peers/cleanrl_run.py` in CleanRL's own
+venv (its scripts patched for Gymnasium 1.x only: `benchmarks/peers/cleanrl.patch`). Each run is
+a fresh process timed whole (imports, compilation, training); the return is the mean of the last 20
+episodes. The pairs alternate (ours, theirs) so that the host's drift falls on both.
+
+    python benchmarks/bench_cleanrl.py [--steps 100000] [--seeds 0] [--agents sac,td3]
+        [--cleanrl_python /work/venv-cleanrl/bin/python] [--cleanrl_dir /work/cleanrl] [--no-write]
+
+CleanRL: `git clone https://github.com/vwxyzjn/cleanrl` and `git apply benchmarks/peers/cleanrl.patch`
+in it; its venv: torch (CPU), gymnasium[mujoco], stable-baselines3, tyro, tensorboard, jax, flax, optax.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks._report import publish, run_cli  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+THEIRS = {"sac": "sac_continuous_action.py (PyTorch)", "td3": "td3_continuous_action_jax.py (JAX)"}
+
+
+def cleanrl(python: str, directory: str, agent: str, steps: int, seed: int) -> dict:
+    """CleanRL's script through cleanrl_run.py: its JSON line (wall_s, final_return, ...)."""
+    out = subprocess.run([python, str(ROOT / "benchmarks/peers/cleanrl_run.py"), directory, agent, str(steps), str(seed)],
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=100_000)
+    parser.add_argument("--seeds", default="0")
+    parser.add_argument("--agents", default="sac,td3")
+    parser.add_argument("--env", default="HalfCheetah-v5")
+    parser.add_argument("--cleanrl_python", default=os.environ.get("CLEANRL_PYTHON", "/work/venv-cleanrl/bin/python"))
+    parser.add_argument("--cleanrl_dir", default=os.environ.get("CLEANRL_DIR", "/work/cleanrl"))
+    parser.add_argument("--no-write", action="store_true")
+    args = parser.parse_args()
+    seeds = [int(s) for s in args.seeds.split(",")]
+    lines = ["| agent | seed | ours: whole s | ours: return | CleanRL: whole s | CleanRL: return | wall ratio "
+             "(theirs / ours) |", "|---|---:|---:|---:|---:|---:|---:|"]
+    ratios: dict[str, list[float]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for agent in args.agents.split(","):
+            for seed in seeds:
+                wall, last, _ = run_cli(f"experiments.{agent}", [f"--env={args.env}", f"--total_env_steps={args.steps}",
+                                                                 f"--seed={seed}", "--checkpoint_every=0",
+                                                                 "--eval_every=0"], Path(tmp) / agent)
+                ours = float(last["episode_return_mean"])
+                theirs = cleanrl(args.cleanrl_python, args.cleanrl_dir, agent, args.steps, seed)
+                ratio = theirs["wall_s"] / wall
+                ratios.setdefault(agent, []).append(ratio)
+                lines.append(f"| {agent} | {seed} | {wall:.0f} | {ours:.1f} | {theirs['wall_s']:.0f} | "
+                             f"{theirs['final_return']:.1f} | {ratio:.2f}x |")
+                print(lines[-1], flush=True)
+    medians = "\n".join(f"- {agent}: CleanRL's {THEIRS[agent]} takes {statistics.median(r):.2f}x our wall time "
+                        f"(median over seeds {args.seeds})" for agent, r in ratios.items())
+    header = (f"## SAC and TD3 side by side with CleanRL, {args.env}, {args.steps:,} env steps "
+              f"(`benchmarks/bench_cleanrl.py`)\n\nCommand: `python benchmarks/bench_cleanrl.py "
+              f"{' '.join(sys.argv[1:])}`; {platform.node()} ({os.cpu_count()} CPUs, no GPU), "
+              f"{datetime.date.today().isoformat()}. Ours: `python -m experiments.<agent> --env {args.env} "
+              f"--total_env_steps {args.steps}` (the MuJoCo preset, CleanRL's settings); theirs: "
+              "CleanRL's scripts at their defaults with `--env-id` and `--total-timesteps`, patched for Gymnasium "
+              "1.x only (`benchmarks/peers/cleanrl.patch`). Each a fresh process timed whole; returns are the "
+              "mean of the last 20 episodes.\n\n")
+    publish("bench_cleanrl", header + "\n".join(lines) + "\n\n" + medians + "\n", not args.no_write)
+
+
+if __name__ == "__main__":
+    main()
