@@ -31,6 +31,18 @@ def _check_int(name: str, value: Any) -> int:
     return int(value)
 
 
+def _check_players(task_id: str, given: int, num_players: int) -> int:
+    """max_num_players: a task's player count (rows per env), fixed by the task."""
+    if given == num_players:
+        return given
+    if num_players == 1:
+        raise ValueError(f"max_num_players must be 1: {task_id!r} is single-player, got {given}")
+    raise ValueError(
+        f"max_num_players={given}: {task_id!r} has {num_players} players, one batch row each, so max_num_players "
+        f"must be {num_players} (or left out)"
+    )
+
+
 def check_seed_range(config: PoolConfig, max_env_seed: int, taker: str) -> None:
     """Env i is seeded seed + i, so seed + num_envs - 1 must not pass the largest seed the backend
     takes: refused here, at make, rather than inside the backend at the first reset."""
@@ -101,10 +113,8 @@ class PoolConfig:
             raise ValueError(f"seed must be >= 0, got {self.seed}")
         if self.max_episode_steps is not None and self.max_episode_steps < 1:
             raise ValueError(f"max_episode_steps must be >= 1, got {self.max_episode_steps}")
-        if self.max_num_players != 1:
-            raise ValueError(
-                f"max_num_players must be 1: every task here is single-agent, got {self.max_num_players}"
-            )
+        if self.max_num_players < 1:
+            raise ValueError(f"max_num_players must be >= 1, got {self.max_num_players}")
         if self.thread_affinity_offset < -1:
             raise ValueError(
                 f"thread_affinity_offset must be -1 (no pinning) or a core id >= 0, got {self.thread_affinity_offset}"
@@ -122,6 +132,7 @@ class PoolConfig:
         default_max_episode_steps: int | None,
         kwargs: Mapping[str, Any],
         task_kwarg_names: Mapping[str, Any] | None,
+        num_players: int = 1,
     ) -> PoolConfig:
         """Splits kwargs into standard and task-specific ones and validates both.
 
@@ -161,7 +172,7 @@ class PoolConfig:
             num_threads=num_threads,
             seed=std.get("seed", STANDARD_KWARGS["seed"]),
             max_episode_steps=max_steps,
-            max_num_players=std.get("max_num_players", 1),
+            max_num_players=_check_players(task_id, std.get("max_num_players", num_players), num_players),
             thread_affinity_offset=std.get("thread_affinity_offset", -1),
             render_mode=std.get("render_mode"),
             task_kwargs=dict(extra),

@@ -22,6 +22,7 @@ from envs.closing import ClosedOnExit
 from envs.config import ConfigDict, PoolConfig
 from envs.info import DmObservation, dm_observation_type
 from envs.metadata import vector_metadata
+from envs.players import array_to_envs, envs_to_rows, rows_to_envs
 from envs.ready import Batch, Chunk, ReadyQueue
 from envs.resets import Seeds, env_seeds, reset_mask_ids, scatter, scatter_info
 from envs.spec import EnvSpec
@@ -72,7 +73,9 @@ class EnvPool(ClosedOnExit):
         self._discrete_start = int(space.start) if self._discrete_n is not None else 0
         self._integer_actions = np.issubdtype(space.dtype, np.integer)
         self._all_ids = np.arange(config.num_envs, dtype=np.int32)
-        self._action_shape = tuple(space.shape or ())
+        # Multi-player (EnvPool's max_num_players): an env's action is (P, *one player's action).
+        self._players = config.max_num_players
+        self._action_shape = tuple(space.shape or ()) if self._players == 1 else (self._players, *(space.shape or ()))
         self._full_action_shape = (config.num_envs, *self._action_shape)
 
     # ------------------------------------------------------------------ properties
@@ -159,6 +162,8 @@ class EnvPool(ClosedOnExit):
                     f"gymnasium pool in sync mode (this one: env_type={self._cfg.env_type!r}, batch_size="
                     f"{self._batch_size} of num_envs={self._num_envs}); reset envs by id with reset(env_id) instead"
                 )
+            if self._players > 1:
+                raise ValueError("options['reset_mask'] is for single-player pools; reset a multi-player pool's envs by id")
             env_id = reset_mask_ids(options, self._num_envs)
             if env_id is not None and self._last_full_obs() is None:
                 raise ValueError("options['reset_mask'] needs a full reset() first: the other envs have no episode yet")
@@ -235,10 +240,13 @@ class EnvPool(ClosedOnExit):
         self._backend.send(None, None, reset=True)
 
     def send(self, action: Any, env_id: np.ndarray | None = None) -> None:
-        """Send actions for envs env_id: an array (+ env_id), or a dict with "action" and "env_id"."""
+        """Send actions for envs env_id: an array (+ env_id), or a dict with "action" and "env_id".
+        Multi-player pools take rows (env, player): see envs/players.py."""
         if self._closed:
             self._check_open("send")
-        if isinstance(action, dict):
+        if self._players > 1:
+            action, env_id = self._player_actions(action, env_id)
+        elif isinstance(action, dict):
             action, env_id = self._unpack_action(action, env_id)
         ids = self._check_ids(env_id, action)
         if self._lockstep:
@@ -246,6 +254,14 @@ class EnvPool(ClosedOnExit):
         action = self._check_action(action, self._num_envs if ids is None else len(ids))
         self._mark_sent(ids)
         self._backend.send(ids, action, reset=False)
+
+    def _player_actions(self, action: Any, env_id: Any) -> tuple[np.ndarray, Any]:
+        """(actions (k, P, ...), env ids) of a multi-player send's (env, player) rows."""
+        if isinstance(action, Mapping):
+            if env_id is not None:
+                raise ValueError("pass env_id either inside the action dict or as an argument, not both")
+            return rows_to_envs(action, self._num_envs, self._players)
+        return array_to_envs(action, self._players, len(self._action_shape) - 1), env_id
 
     @staticmethod
     def _unpack_action(action: dict[str, Any], env_id: Any) -> tuple[Any, Any]:
@@ -327,6 +343,8 @@ class EnvPool(ClosedOnExit):
         """`handle, recv, send, step` for use inside jit (EnvPool's XLA interface, envpool.readthedocs.io). JAX
         runs a jitted program asynchronously: await its results before closing the pool."""
         self._check_open("xla")
+        if self._players > 1:
+            raise ValueError(f"xla(): {self._cfg.task_id} is multi-player (max_num_players={self._players}); its XLA interface is single-player")
         own = getattr(self._backend, "make_xla", None)  # a backend with compiled XLA targets
         return own(self) if own is not None else make_xla(self)
 
@@ -399,6 +417,11 @@ class EnvPool(ClosedOnExit):
     def _check_action(self, action: Any, count: int) -> np.ndarray:
         a = action if type(action) is np.ndarray else np.asarray(action)
         if a.shape != ((count, *self._action_shape) if count != self._num_envs else self._full_action_shape):
+            if self._players > 1:
+                raise ValueError(
+                    f"action must have {count * self._players} rows ({count} envs x {self._players} players) of shape "
+                    f"{self._action_shape[1:]}, got {a.shape[0] * a.shape[1]} rows of shape {a.shape[2:]}"
+                )
             raise ValueError(f"action must have shape {(count, *self._action_shape)} (one per env), got {a.shape}")
         if self._integer_actions:
             if a.dtype.kind not in "iu":
@@ -484,6 +507,8 @@ class EnvPool(ClosedOnExit):
         """Gymnasium's outputs: (obs, info) after a reset, else (obs, reward, terminated,
         truncated, info). DmEnvPool returns TimeSteps instead."""
         self._last_batch = b  # a sync pool's last batch holds every env: a masked reset needs their obs
+        if self._players > 1:
+            b = envs_to_rows(b, self._players)
         info = {"env_id": b.env_id, "elapsed_step": b.elapsed}
         if b.extra is not None:
             info.update(b.extra)
@@ -555,6 +580,8 @@ class DmEnvPool(EnvPool, dm_env.Environment):
     def _format(self, b: Batch, is_reset: bool) -> dm_env.TimeStep:
         """A TimeStep: FIRST after a reset, LAST when the episode ends, discount 0 only on
         termination; info fields (Atari's lives, an env's keys) join the observation."""
+        if self._players > 1:
+            b = envs_to_rows(b, self._players)
         step_type = np.where(
             b.elapsed == 0, dm_env.StepType.FIRST, np.where(b.terminated | b.truncated, dm_env.StepType.LAST, dm_env.StepType.MID)
         ).astype(np.int32)

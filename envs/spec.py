@@ -12,6 +12,7 @@ from dm_env import specs
 
 from envs.config import PoolConfig
 from envs.info import dm_observation_type
+from envs.players import PLAYERS
 
 
 def space_to_dm_spec(space: gym.spaces.Space, name: str) -> Any:
@@ -70,7 +71,8 @@ class EnvSpec:
         return self._config
 
     def observation_spec(self) -> Any:
-        """Specs of one env's TimeStep.observation: `.obs`, `.env_id`, `.elapsed_step`, extras."""
+        """Specs of one env's TimeStep.observation: `.obs`, `.env_id`, `.elapsed_step`, extras (and
+        `.players` in a multi-player pool: one row's). The spaces are one player's."""
         n = self._config.num_envs
         fields = {
             "obs": space_to_dm_spec(self.observation_space, "obs"),
@@ -78,7 +80,15 @@ class EnvSpec:
             "elapsed_step": specs.Array((), np.int32, name="elapsed_step"),
         }
         fields.update({k: specs.Array(np.dtype(d).shape, np.dtype(d).base, name=k) for k, d in self.extra_info.items()})
-        return dm_observation_type(tuple(self.extra_info))(*fields.values())
+        p = self._config.max_num_players
+        if p == 1:
+            return dm_observation_type(tuple(self.extra_info))(*fields.values())
+        fields[PLAYERS] = {  # one (env, player) row's ids (envs/players.py)
+            "env_id": specs.BoundedArray((), np.int32, 0, n - 1, name="players/env_id"),
+            "id": specs.BoundedArray((), np.int32, 0, p - 1, name="players/id"),
+            "alive": specs.Array((), bool, name="players/alive"),
+        }
+        return dm_observation_type((*self.extra_info, PLAYERS))(*fields.values())
 
     def action_spec(self) -> specs.Array:
         return space_to_dm_spec(self.action_space, "action")
