@@ -8,7 +8,7 @@ from typing import Any
 
 from envs.config import PoolConfig
 from envs.pool import DmEnvPool, EnvPool, GymnasiumEnvPool
-from envs.registry import resolve
+from envs.registry import is_pettingzoo_id, resolve
 
 
 def build(task_id: str, env_type: str, kwargs: dict[str, Any], start: bool) -> tuple[PoolConfig, Any]:
@@ -63,9 +63,11 @@ def build(task_id: str, env_type: str, kwargs: dict[str, Any], start: bool) -> t
         if not start:
             return task.config, (task.observation_space, task.action_space, backend_cls.extra_info)
         return task.config, backend_cls(task)
-    from envs.process import gym_task
-
-    task = gym_task.configure(task_id, env_type, kwargs)
+    if is_pettingzoo_id(task_id):
+        from envs.process.pettingzoo_task import configure
+    else:
+        from envs.process.gym_task import configure
+    task = configure(task_id, env_type, kwargs)
     if task.config.render_mode is not None:
         raise ValueError(
             f"render_mode={task.config.render_mode!r}: {task_id!r} runs in worker processes, which do not render; "

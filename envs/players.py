@@ -104,6 +104,13 @@ def array_to_envs(action: Any, num_players: int, action_ndim: int) -> Any:
     return a.reshape(len(a) // num_players, num_players, *a.shape[1:])
 
 
+def per_player(x: Any, n: int, p: int) -> Any:
+    """A batched info of n * p rows (env-major) with a player axis: (n, p, ...) leaves."""
+    if isinstance(x, Mapping):
+        return {k: per_player(v, n, p) for k, v in x.items()}
+    return x.reshape(n, p, *x.shape[1:])
+
+
 def _rows(x: Any, n: int, p: int) -> Any:
     if isinstance(x, Mapping):
         return {k: _rows(v, n, p) for k, v in x.items()}

@@ -33,6 +33,14 @@ _BUILDS: dict[str, tuple[gym.envs.registration.EnvSpec, bool]] = {}
 _JAX_ENV_PACKAGES = ("gymnasium.envs.phys2d", "gymnasium.envs.tabular")
 
 
+# PettingZoo envs in worker processes: pettingzoo/<module>/<env> (envs/process/pettingzoo_task.py).
+PETTINGZOO_PREFIX = "pettingzoo/"
+
+
+def is_pettingzoo_id(task_id: str) -> bool:
+    return task_id.startswith(PETTINGZOO_PREFIX)
+
+
 def gymnasium_ids() -> list[str]:
     return sorted(gym.registry.keys())
 
@@ -216,6 +224,10 @@ def resolve(task_id: Any, backend: str | None) -> tuple[str, type[NativeTask] | 
         if backend not in (None, "jax"):
             raise ValueError(f"{task_id!r} is a JAX-native env: it runs on backend='jax' only")
         return "jax", None
+    if is_pettingzoo_id(task_id):
+        if backend not in (None, "process"):
+            raise ValueError(f"{task_id!r} is a PettingZoo env: it runs on backend='process' (worker processes) only")
+        return "process", None
     if backend == "jax":
         raise ValueError(f"backend='jax' runs JAX-native envs, named SUITE/ID (e.g. 'gymnax/CartPole-v1'), got {task_id!r}")
     if task_id in ATARI_TASKS:

@@ -28,6 +28,7 @@ from envs.process.gym_task import GymTask
 from envs.process.shm import Layout, SharedBuffers
 from envs.process.supervisor import CLOSE_TIMEOUT_S, DONE, Worker, mp_context
 from envs.process.worker import CLOSE, INFO, RESET, STEP, parse_info_answer, reset_with_message, worker_main
+from envs.players import PLAYERS, per_player
 from envs.ready import Batch, Chunk
 from envs.tree import build, leaf_spaces, map_obs, path_name
 
@@ -44,14 +45,17 @@ def obs_field(path: tuple) -> str:
 
 
 def _buffer_specs(task: GymTask, n: int) -> list:
+    """Per-env buffers; a multi-player task's have a player axis after the env's (but elapsed)."""
     obs_space, act_space = task.observation_space, task.action_space
+    rows = (n,) if task.num_players == 1 else (n, task.num_players)
     return [
-        *((obs_field(path), (n, *leaf.shape), leaf.dtype) for path, leaf in leaf_spaces(obs_space)),
-        ("action", (n, *act_space.shape), act_space.dtype),
-        ("reward", (n,), np.float32),
-        ("terminated", (n,), bool),
-        ("truncated", (n,), bool),
+        *((obs_field(path), (*rows, *leaf.shape), leaf.dtype) for path, leaf in leaf_spaces(obs_space)),
+        ("action", (*rows, *act_space.shape), act_space.dtype),
+        ("reward", rows, np.float32),
+        ("terminated", rows, bool),
+        ("truncated", rows, bool),
         ("elapsed", (n,), np.int32),
+        *([("alive", rows, bool)] if task.num_players > 1 else []),
     ]
 
 
@@ -63,6 +67,7 @@ class ProcessBackend:
         self._task, self._retry = task, task.retry
         self.observation_space = observation_space = task.observation_space
         self.action_space = task.action_space
+        self.num_players = task.num_players
         n = config.num_envs
         num_workers = max(1, min(config.num_threads or 1, n))
         self._bounds = np.linspace(0, n, num_workers + 1).astype(np.int64)
@@ -73,6 +78,7 @@ class ProcessBackend:
         self._obs = build(lambda path, _: b[obs_field(path)], observation_space)
         self._action = b["action"]
         self._reward, self._term, self._trunc, self._elapsed = b["reward"], b["terminated"], b["truncated"], b["elapsed"]
+        self._alive = b.get("alive")  # multi-player: each player's row is in the episode
         self._workers: list[Worker] = []
         self._closed = False
         # Recovery state: messages each worker has not answered yet (cmd, ids or None: its whole
@@ -110,7 +116,8 @@ class ProcessBackend:
         cpu = -1 if c.thread_affinity_offset < 0 else c.thread_affinity_offset + w
         seed = c.seed + self._generation[w] * c.num_envs  # a respawned env gets a new, known seed
         leaves = tuple((path, obs_field(path), path in task.image_leaves) for path in task.obs_leaves)
-        return (task.factory, lo, hi - lo, seed, c.max_episode_steps, self._shm.layout, self._shm.name, leaves, cpu)
+        return (task.factory, lo, hi - lo, seed, c.max_episode_steps, self._shm.layout, self._shm.name, leaves, cpu,
+                task.num_players)  # fmt: skip
 
     def _describe(self, w: int) -> str:
         return f"env worker {w} (envs {self._bounds[w]}..{self._bounds[w + 1] - 1})"
@@ -321,12 +328,25 @@ class ProcessBackend:
         )
 
     def _batch_info(self, ids: np.ndarray | None) -> dict[str, Any] | None:
-        """The latest infos of envs ids (None: all), batched; None when all are empty."""
+        """The latest infos of envs ids (None: all), batched; None when all are empty. Multi-player:
+        each player's info is a row (envs.players), the players' alive flags under `players`."""
+        if self._alive is not None:
+            return self._players_info(ids)
         if not self._infos:
             return None
         get = self._infos.get
         rows = [get(g, _NO_INFO) for g in (range(len(self._owner)) if ids is None else ids.tolist())]
         return batch_infos(rows, POOL_INFO_KEYS) or None
+
+    def _players_info(self, ids: np.ndarray | None) -> dict[str, Any]:
+        envs = range(len(self._owner)) if ids is None else ids.tolist()
+        extra: dict[str, Any] = {}
+        if self._infos:
+            get, p = self._infos.get, self.num_players
+            rows = [get(g, _NO_INFO).get(i, _NO_INFO) for g in envs for i in range(p)]
+            extra = per_player(batch_infos(rows, (*POOL_INFO_KEYS, PLAYERS)), len(envs), p)
+        extra[PLAYERS] = {"alive": self._alive.copy() if ids is None else self._alive[ids]}
+        return extra
 
     @functools.cached_property
     def info_dtypes(self) -> dict[str, np.dtype]:

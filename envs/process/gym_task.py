@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
@@ -75,12 +76,13 @@ class GymTask:
     """What the process backend needs to run a Gymnasium id."""
 
     config: PoolConfig
-    factory: GymFactory
+    factory: Callable[[], Any]  # GymFactory; for PettingZoo ids a PettingZooFactory (envs/process/pettingzoo_task.py)
     observation_space: gym.spaces.Space  # as the pool presents it (images channel-first)
     action_space: gym.spaces.Space
     obs_leaves: tuple[Path, ...]  # the observation's leaves: () for a single array
     image_leaves: tuple[Path, ...]  # leaves that are channel-last images, moved channel-first
     retry: RetryConfig = RetryConfig()  # how a crashing, raising or hanging worker is survived
+    num_players: int = 1  # > 1: the spaces are one player's, and each env holds a row per player
 
 
 # The process backend's recovery kwargs (RetryConfig's; the pool always renews a failed worker).

@@ -90,9 +90,12 @@ def worker_main(
     shm_name: str,
     obs_leaves: tuple[tuple[tuple, str, bool], ...],
     cpu: int,
+    num_players: int = 1,
 ) -> None:
     """obs_leaves: (path in the observation, shared-memory field, channel-last image to move) of
-    each observation leaf; one leaf with path () for an unstructured observation."""
+    each observation leaf; one leaf with path () for an unstructured observation. num_players > 1:
+    each env is a `PlayersEnv` (envs/process/pettingzoo_env.py), whose results carry a player axis;
+    the rows' flags are the players' (terminated, truncated, alive), the episode's the env's."""
     shm = None
     try:
         if cpu >= 0 and hasattr(os, "sched_setaffinity"):
@@ -105,7 +108,9 @@ def worker_main(
         writers = [(path, a[field], image) for path, field, image in obs_leaves]
         rew_buf, term_buf, trunc_buf, elapsed_buf = a["reward"], a["terminated"], a["truncated"], a["elapsed"]
         envs = [factory() for _ in range(num_envs)]
-        to_action = _to_env_action(envs[0].action_space)
+        multi = num_players > 1
+        to_action = _to_env_action(envs[0].action_space) if not multi else lambda a: a  # PlayersEnv converts
+        alive_buf = a["alive"] if multi else None
         seeded = [False] * num_envs
         book = EpisodeBook(num_envs, max_episode_steps)
         conn.send_bytes(READY)
@@ -128,6 +133,9 @@ def worker_main(
             term = np.zeros(len(ids), bool)
             env_trunc = np.zeros(len(ids), bool)
             infos: dict[int, dict[str, Any]] = {}
+            if multi:
+                player_term = np.zeros((len(ids), num_players), bool)
+                player_trunc = np.zeros((len(ids), num_players), bool)
             for k, (g, i) in enumerate(zip(ids.tolist(), local.tolist())):
                 env = envs[i]
                 if resets[k]:
@@ -141,13 +149,18 @@ def worker_main(
                     rew_buf[g] = r
                 if info:
                     infos[g] = info
+                if multi:
+                    player_term[k], player_trunc[k], alive_buf[g] = env.flags
+                # -3: an image's channel axis, also behind a player axis
                 if plain:
-                    obs_buf[g] = np.moveaxis(obs, -1, 0) if transpose_obs else obs
+                    obs_buf[g] = np.moveaxis(obs, -1, -3) if transpose_obs else obs
                 else:
                     for path, buf, image in writers:
                         leaf = get_leaf(obs, path)
-                        buf[g] = np.moveaxis(leaf, -1, 0) if image else leaf
+                        buf[g] = np.moveaxis(leaf, -1, -3) if image else leaf
             terminated, truncated, elapsed = book.finish(local, resets, term, env_trunc)
+            if multi:  # the pool's time limit truncates the players still in the episode
+                terminated, truncated = player_term, player_trunc | (truncated[:, None] & ~player_term)
             term_buf[ids], trunc_buf[ids], elapsed_buf[ids] = terminated, truncated, elapsed
             conn.send_bytes(info_answer(ids_bytes, infos) if infos else DONE + ids_bytes)
     except (KeyboardInterrupt, EOFError, BrokenPipeError):

@@ -1,0 +1,109 @@
+"""PettingZoo envs in worker processes, named `pettingzoo/<module>/<env>`: `<module>.<env>` of
+PettingZoo's own families (`pettingzoo/classic/tictactoe_v3` is `pettingzoo.classic.tictactoe_v3`)
+or of a package of its own (`pettingzoo/mpe2/simple_spread_v3` is `mpe2.simple_spread_v3`).
+
+A module with a `parallel_env` (a ParallelEnv, or PettingZoo's own `aec_to_parallel` of an AEC env
+that allows it) runs as `ParallelPlayers`; one with only an AEC `env` (turn-based games) runs as
+`TurnPlayers` (envs/process/pettingzoo_env.py). The players are `possible_agents`, in order; their
+count is the pool's max_num_players. Every player must share one observation space and one action
+space (one batch of rows); envs whose players differ (MPE's simple_tag: adversaries see 16
+numbers, the good agent 14) are refused by name. Other kwargs go to the env's constructor."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import importlib.util
+import warnings
+from typing import Any
+
+import gymnasium as gym
+
+from envs.config import STANDARD_KWARGS, PoolConfig
+from envs.process.gym_task import GymTask, _check_seed, _retry, _spaces, channel_first, is_image
+from envs.process.pettingzoo_env import ParallelPlayers, PlayersEnv, TurnPlayers
+from envs.registry import PETTINGZOO_PREFIX
+from envs.tree import leaf_spaces, map_space
+
+INSTALL_HINT = "PettingZoo envs need the extra `multiagent` (pip install '.[multiagent]': pettingzoo, mpe2)"
+
+
+def _common_space(task_id: str, what: str, spaces: dict[str, gym.spaces.Space]) -> gym.spaces.Space:
+    """The one space every player shares, or a ValueError naming the players of each space."""
+    groups: list[tuple[gym.spaces.Space, list[str]]] = []
+    for agent, space in spaces.items():
+        for known, agents in groups:
+            if known == space:
+                agents.append(agent)
+                break
+        else:
+            groups.append((space, [agent]))
+    if len(groups) == 1:
+        return groups[0][0]
+    described = "; ".join(f"{', '.join(agents)}: {space}" for space, agents in groups)
+    raise ValueError(
+        f"{task_id!r}: its players' {what} spaces differ ({described}); a multi-player pool needs one {what} "
+        "space shared by every player (each row of a batch is one player)"
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class PettingZooFactory:
+    """Builds one env of a PettingZoo module as a `PlayersEnv` (picklable: it travels to the workers)."""
+
+    task_id: str
+    module: str
+    kwargs: dict[str, Any]
+
+    def __call__(self) -> PlayersEnv:
+        mod = importlib.import_module(self.module)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # PettingZoo 1.27 on `module.env()`
+            parallel = hasattr(mod, "parallel_env")
+            env = mod.parallel_env(**self.kwargs) if parallel else mod.env(**self.kwargs)
+        agents = env.possible_agents
+        obs = _common_space(self.task_id, "observation", {a: env.observation_space(a) for a in agents})
+        act = _common_space(self.task_id, "action", {a: env.action_space(a) for a in agents})
+        return (ParallelPlayers if parallel else TurnPlayers)(env, obs, act)
+
+
+def _module(task_id: str) -> str:
+    """The module of `pettingzoo/<module>/<env>`: PettingZoo's own family first, then a package."""
+    parts = task_id[len(PETTINGZOO_PREFIX) :].split("/")
+    if len(parts) != 2 or not all(parts):
+        raise ValueError(f"task id {task_id!r}: PettingZoo ids look like 'pettingzoo/<module>/<env>', e.g. 'pettingzoo/mpe2/simple_spread_v3'")
+    family, name = parts
+    if importlib.util.find_spec("pettingzoo") is None:
+        raise ImportError(f"{task_id!r}: {INSTALL_HINT}")
+    for candidate in (f"pettingzoo.{family}", family):
+        try:
+            found = importlib.util.find_spec(candidate) is not None and importlib.util.find_spec(f"{candidate}.{name}") is not None
+        except ModuleNotFoundError:
+            found = False
+        if found:
+            return f"{candidate}.{name}"
+    raise ValueError(f"unknown PettingZoo env {task_id!r}: neither pettingzoo.{family}.{name} nor {family}.{name} can be imported ({INSTALL_HINT})")
+
+
+def configure(task_id: str, env_type: str, kwargs: dict[str, Any]) -> GymTask:
+    """Validates kwargs by building one probe env in this process, and reads its players and spaces."""
+    kwargs = dict(kwargs)
+    retry = _retry(kwargs)
+    env_kwargs = {k: v for k, v in kwargs.items() if k not in STANDARD_KWARGS}
+    factory = PettingZooFactory(task_id, _module(task_id), env_kwargs)
+    try:
+        probe = factory()
+    except TypeError as e:
+        raise ValueError(f"bad kwarg for task {task_id!r}: {e}") from e
+    try:
+        config = PoolConfig.create(task_id, env_type, "process", None, kwargs, None, len(probe.players))
+        obs_space, act_space = _spaces(task_id, probe)
+        _check_seed(probe, config)
+    finally:
+        probe.close()
+    leaves = tuple(leaf_spaces(obs_space))
+    images = tuple(path for path, leaf in leaves if is_image(leaf))
+    return GymTask(
+        config, factory, map_space(channel_first, obs_space), act_space, tuple(p for p, _ in leaves), images, retry,
+        num_players=config.max_num_players,
+    )  # fmt: skip
