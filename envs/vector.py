@@ -96,6 +96,12 @@ class VectorEnvPool(gym.vector.VectorEnv, ClosedOnExit):
             )
         self._task_id = task_id
         self._pool = envs.make(task_id, env_type="gymnasium", num_envs=num_envs, **kwargs)
+        if self._pool.config.max_num_players > 1:
+            self._pool.close()
+            raise ValueError(
+                f"{task_id!r} is multi-player ({self._pool.config.max_num_players} rows per env): Gymnasium's vector API has "
+                "one row per env; use envs.make(...) for its (env, player) rows"
+            )
 
         self.num_envs = num_envs
         self.single_observation_space = self._pool.observation_space

@@ -56,9 +56,9 @@ class PettingZooFactory:
     kwargs: dict[str, Any]
 
     def __call__(self) -> PlayersEnv:
-        mod = importlib.import_module(self.module)
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)  # PettingZoo 1.27 on `module.env()`
+            warnings.simplefilter("ignore", DeprecationWarning)  # PettingZoo 1.27 on its `<family>.<env>` modules
+            mod = importlib.import_module(self.module)
             parallel = hasattr(mod, "parallel_env")
             env = mod.parallel_env(**self.kwargs) if parallel else mod.env(**self.kwargs)
         agents = env.possible_agents
