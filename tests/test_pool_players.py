@@ -3,6 +3,8 @@ processes: (env, player) rows in and out, gymnasium and dm formats, sync and asy
 whole envs, auto-reset and truncation per env, agents that leave mid-episode, a turn-based game,
 every error path, and equality with PettingZoo's own envs stepped by hand."""
 
+import os
+import signal
 import warnings
 
 import dm_env
@@ -12,7 +14,7 @@ import pytest
 import envs
 
 pytest.importorskip("mpe2")
-from mpe2 import simple_spread_v3  # noqa: E402
+from mpe2 import simple_spread_v3, simple_tag_v3  # noqa: E402
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)  # PettingZoo 1.27 on its `<family>.<env>` modules
@@ -125,6 +127,53 @@ def test_async_results_equal_pettingzoo_by_hand_per_env():
             pool.send(action, ids)  # array form: every player of each env, in player order
             for k, g in enumerate(ids.tolist()):
                 last[g] = hands[g].step(action[3 * k : 3 * k + 3])[0]
+
+
+def test_players_of_differing_observation_sizes_padded_on_request():
+    rng = np.random.default_rng(3)
+    hand = simple_tag_v3.parallel_env()
+    agents = hand.possible_agents  # 3 adversaries (16 numbers), then the good agent (14)
+    with envs.make("pettingzoo/mpe2/simple_tag_v3", pad_observations=True, seed=7, num_threads=1) as pool:
+        assert pool.config.max_num_players == 4 and pool.observation_space.shape == (16,)
+        obs, _ = pool.reset()
+        want, _ = hand.reset(seed=7)
+        for t in range(4):
+            for i, a in enumerate(agents):
+                np.testing.assert_array_equal(obs[i, : len(want[a])], want[a])
+            assert (obs[3, 14:] == 0).all()
+            action = rng.integers(0, 5, 4)
+            obs, rew, *_ = pool.step(action)
+            want, rewards, *_ = hand.step(dict(zip(agents, action.tolist())))
+            assert rew.tolist() == [np.float32(rewards[a]) for a in agents]
+    with pytest.raises(ValueError, match="pad_observations must be True or False"):
+        envs.make_spec("pettingzoo/mpe2/simple_tag_v3", pad_observations="yes")
+    with pytest.raises(ValueError, match="pad_observations=True: .*tictactoe_v3.* needs every player's observation to be a 1-D Box"):
+        envs.make_spec(TICTACTOE, pad_observations=True)
+
+
+def test_reset_by_env_id_and_reset_seed_replay():
+    with envs.make(SPREAD, num_envs=3, seed=4, num_threads=1) as pool:
+        first, _ = pool.reset()
+        pool.step(np.zeros(9, int))
+        obs, info = pool.reset(np.array([2, 0]))
+        assert info["env_id"].tolist() == [2, 2, 2, 0, 0, 0] and info["players"]["id"].tolist() == [0, 1, 2] * 2
+        obs, _ = pool.reset(seed=4)  # the episodes of a pool made with seed=4
+        np.testing.assert_array_equal(obs, first)
+        np.testing.assert_array_equal(obs[:3], HandSpread(4).obs)
+
+
+def test_killed_worker_truncates_its_envs_players():
+    with envs.make(DYING, num_envs=2, num_threads=2) as pool:
+        pool.reset()
+        pool.step(np.zeros(6, int))  # agent 0 of each env terminates
+        pid = pool._backend._workers[1].pid  # env 1
+        os.kill(pid, signal.SIGKILL)
+        with pytest.warns(RuntimeWarning, match=r"(?s)env worker 1 .*died with exit code -9.*respawning"):
+            obs, rew, term, trunc, info = pool.step(np.zeros(6, int))
+        assert term[3:].tolist() == [True, False, False] and trunc[3:].tolist() == [False, True, True]
+        assert not rew[3:].any() and term[:3].tolist() == [True, True, False] and not trunc[:3].any()
+        obs, rew, term, trunc, info = pool.step(np.zeros(6, int))  # env 1: the reset step
+        assert info["elapsed_step"].tolist() == [3, 3, 3, 0, 0, 0] and not term[3:].any() and not trunc[3:].any()
 
 
 def test_dm_format_has_players_field_and_step_types_per_row():

@@ -309,8 +309,11 @@ class ProcessBackend:
         if self._infos:
             self._forget_infos(ids)
         self._reward[ids] = 0.0
-        self._term[ids] = False
-        self._trunc[ids] = True
+        if self._alive is None:
+            self._term[ids] = False
+            self._trunc[ids] = True
+        else:  # multi-player: players already terminated stay so, the others' episodes are truncated
+            self._trunc[ids] = ~self._term[ids]
         self._elapsed[ids] += 1
         self._owed[ids] = False
         self._num_owed = int(np.count_nonzero(self._owed))

@@ -31,8 +31,11 @@ from envs.tree import build, get_leaf, leaf_spaces
 class PlayersEnv:
     """What both adapters share: spaces, the stacked observation buffers and the players' flags."""
 
-    def __init__(self, env: Any, observation_space: gym.spaces.Space, action_space: gym.spaces.Space):
+    def __init__(
+        self, env: Any, observation_space: gym.spaces.Space, action_space: gym.spaces.Space, padded: bool = False
+    ):
         self.env = env
+        self._padded = padded  # 1-D observations of differing sizes, zero-padded at the end
         self.players = list(env.possible_agents)
         self.index = {a: i for i, a in enumerate(self.players)}
         self.observation_space, self.action_space = observation_space, action_space
@@ -48,6 +51,11 @@ class PlayersEnv:
         return self.terminated, self.truncated, self.alive
 
     def _write(self, observations: dict[str, Any]) -> None:
+        if self._padded:
+            (_, buf), = self._leaves
+            for agent, o in observations.items():
+                buf[self.index[agent], : len(o)] = o
+            return
         for agent, o in observations.items():
             i = self.index[agent]
             for path, buf in self._leaves:

@@ -6,8 +6,11 @@ A module with a `parallel_env` (a ParallelEnv, or PettingZoo's own `aec_to_paral
 that allows it) runs as `ParallelPlayers`; one with only an AEC `env` (turn-based games) runs as
 `TurnPlayers` (envs/process/pettingzoo_env.py). The players are `possible_agents`, in order; their
 count is the pool's max_num_players. Every player must share one observation space and one action
-space (one batch of rows); envs whose players differ (MPE's simple_tag: adversaries see 16
-numbers, the good agent 14) are refused by name. Other kwargs go to the env's constructor."""
+space (one batch of rows, as EnvPool's per-player fields have one shape); envs whose players differ
+(MPE's simple_tag: adversaries see 16 numbers, the good agent 14) are refused by name, unless
+`pad_observations=True` (SuperSuit's pad_observations): 1-D Box observations of one dtype are
+padded with zeros at the end to the largest (bounds padded with 0); a row's player id tells
+which kind it is. Action spaces must be equal. Other kwargs go to the env's constructor."""
 
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ import warnings
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 
 from envs.config import STANDARD_KWARGS, PoolConfig
 from envs.process.gym_task import GymTask, _check_seed, _retry, _spaces, channel_first, is_image
@@ -25,6 +29,7 @@ from envs.process.pettingzoo_env import ParallelPlayers, PlayersEnv, TurnPlayers
 from envs.registry import PETTINGZOO_PREFIX
 from envs.tree import leaf_spaces, map_space
 
+PAD_KWARG = "pad_observations"
 INSTALL_HINT = "PettingZoo envs need the extra `multiagent` (pip install '.[multiagent]': pettingzoo, mpe2)"
 
 
@@ -44,7 +49,22 @@ def _common_space(task_id: str, what: str, spaces: dict[str, gym.spaces.Space]) 
     raise ValueError(
         f"{task_id!r}: its players' {what} spaces differ ({described}); a multi-player pool needs one {what} "
         "space shared by every player (each row of a batch is one player)"
+        + (f"; {PAD_KWARG}=True zero-pads 1-D observations to the largest" if what == "observation" else "")
     )
+
+
+def _padded_space(task_id: str, spaces: dict[str, gym.spaces.Space]) -> gym.spaces.Box:
+    """The 1-D Box every player's observation fits in, zero-padded at the end."""
+    boxes = [s for s in spaces.values() if isinstance(s, gym.spaces.Box) and len(s.shape) == 1]
+    if len(boxes) != len(spaces) or len({b.dtype for b in boxes}) != 1:
+        raise ValueError(
+            f"{PAD_KWARG}=True: {task_id!r} needs every player's observation to be a 1-D Box of one dtype, got "
+            f"{', '.join(f'{a}: {s}' for a, s in spaces.items())}"
+        )
+    size = max(b.shape[0] for b in boxes)
+    low = np.min([np.pad(b.low, (0, size - b.shape[0])) for b in boxes], axis=0)  # padded entries are 0
+    high = np.max([np.pad(b.high, (0, size - b.shape[0])) for b in boxes], axis=0)
+    return gym.spaces.Box(low, high, dtype=boxes[0].dtype)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,6 +74,7 @@ class PettingZooFactory:
     task_id: str
     module: str
     kwargs: dict[str, Any]
+    pad_observations: bool = False
 
     def __call__(self) -> PlayersEnv:
         with warnings.catch_warnings():
@@ -62,9 +83,11 @@ class PettingZooFactory:
             parallel = hasattr(mod, "parallel_env")
             env = mod.parallel_env(**self.kwargs) if parallel else mod.env(**self.kwargs)
         agents = env.possible_agents
-        obs = _common_space(self.task_id, "observation", {a: env.observation_space(a) for a in agents})
+        obs_spaces = {a: env.observation_space(a) for a in agents}
         act = _common_space(self.task_id, "action", {a: env.action_space(a) for a in agents})
-        return (ParallelPlayers if parallel else TurnPlayers)(env, obs, act)
+        if self.pad_observations:
+            return (ParallelPlayers if parallel else TurnPlayers)(env, _padded_space(self.task_id, obs_spaces), act, padded=True)
+        return (ParallelPlayers if parallel else TurnPlayers)(env, _common_space(self.task_id, "observation", obs_spaces), act)
 
 
 def _module(task_id: str) -> str:
@@ -89,8 +112,11 @@ def configure(task_id: str, env_type: str, kwargs: dict[str, Any]) -> GymTask:
     """Validates kwargs by building one probe env in this process, and reads its players and spaces."""
     kwargs = dict(kwargs)
     retry = _retry(kwargs)
-    env_kwargs = {k: v for k, v in kwargs.items() if k not in STANDARD_KWARGS}
-    factory = PettingZooFactory(task_id, _module(task_id), env_kwargs)
+    env_kwargs = {k: v for k, v in kwargs.items() if k not in STANDARD_KWARGS and k != PAD_KWARG}
+    pad = kwargs.get(PAD_KWARG, False)
+    if not isinstance(pad, bool):
+        raise ValueError(f"{PAD_KWARG} must be True or False, got {pad!r}")
+    factory = PettingZooFactory(task_id, _module(task_id), env_kwargs, pad)
     try:
         probe = factory()
     except TypeError as e:
