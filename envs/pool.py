@@ -261,7 +261,13 @@ class EnvPool(ClosedOnExit):
             if env_id is not None:
                 raise ValueError("pass env_id either inside the action dict or as an argument, not both")
             return rows_to_envs(action, self._num_envs, self._players)
-        return array_to_envs(action, self._players, len(self._action_shape) - 1), env_id
+        rows = array_to_envs(action, self._players, len(self._action_shape) - 1)
+        if env_id is not None and np.ndim(env_id) == 1 and len(env_id) == len(rows) * self._players:
+            raise ValueError(
+                f"the array form's env_id names envs, one per env ({len(rows)} for {len(rows) * self._players} rows), got "
+                f"one per row: pass info['env_id'][::{self._players}], or the dict form with players.id"
+            )
+        return rows, env_id
 
     @staticmethod
     def _unpack_action(action: dict[str, Any], env_id: Any) -> tuple[Any, Any]:

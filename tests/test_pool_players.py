@@ -272,6 +272,8 @@ def test_bad_rows_and_ids_are_refused_by_name():
             pool.send({"action": np.zeros(2, int), "env_id": np.full(2, g), "players.id": np.array([0, 1])})
         with pytest.raises(ValueError, match=r"envs \[%d\] are not ready" % other):  # a player of an env in flight
             pool.send({"action": np.zeros(3, int), "env_id": np.full(3, other), "players.id": np.arange(3)})
+        with pytest.raises(ValueError, match=r"env_id names envs, one per env \(1 for 3 rows\), got one per row"):
+            pool.send(np.zeros(3, int), np.full(3, g))
         with pytest.raises(ValueError, match="3 rows per env"):
             pool.send(np.zeros(4, int), np.array([g]))
         with pytest.raises(ValueError, match=r"action must have 3 rows \(1 envs x 3 players\)"):
