@@ -3,6 +3,7 @@ processes: (env, player) rows in and out, gymnasium and dm formats, sync and asy
 whole envs, auto-reset and truncation per env, agents that leave mid-episode, a turn-based game,
 every error path, and equality with PettingZoo's own envs stepped by hand."""
 
+import importlib.util
 import os
 import signal
 import warnings
@@ -307,3 +308,9 @@ def test_bad_rows_and_ids_are_refused_by_name():
 def test_bad_tasks_are_refused_by_name(task_id, kwargs, error, message):
     with pytest.raises(error, match=message):
         envs.make(task_id, **kwargs)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("chess") is not None, reason="needs an install without the chess package")
+def test_env_whose_package_is_missing_says_so():
+    with pytest.raises(ImportError, match="'pettingzoo/classic/chess_v6' cannot be built on this install: No module named 'chess'"):
+        envs.make_spec("pettingzoo/classic/chess_v6")

@@ -121,6 +121,8 @@ def configure(task_id: str, env_type: str, kwargs: dict[str, Any]) -> GymTask:
         probe = factory()
     except TypeError as e:
         raise ValueError(f"bad kwarg for task {task_id!r}: {e}") from e
+    except ImportError as e:  # e.g. chess_v6 without the `chess` package
+        raise ImportError(f"task {task_id!r} cannot be built on this install: {e}") from e
     try:
         config = PoolConfig.create(task_id, env_type, "process", None, kwargs, None, len(probe.players))
         obs_space, act_space = _spaces(task_id, probe)
