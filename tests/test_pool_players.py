@@ -117,17 +117,23 @@ def test_async_results_equal_pettingzoo_by_hand_per_env():
     with envs.make(SPREAD, num_envs=3, batch_size=2, seed=11, num_threads=2) as pool:
         hands = [HandSpread(11 + g) for g in range(3)]
         pool.async_reset()
-        last = {g: h.obs for g, h in enumerate(hands)}
-        for _ in range(40):
+        last = {g: (h.obs, np.zeros(3, np.float32)) for g, h in enumerate(hands)}
+        ended = set()
+        for _ in range(60):
             obs, rew, term, trunc, info = pool.recv()
             ids = info["env_id"][::3]
             assert len(ids) == 2 and (info["env_id"] == np.repeat(ids, 3)).all()
             for k, g in enumerate(ids.tolist()):
-                np.testing.assert_array_equal(obs[3 * k : 3 * k + 3], last[g])
+                np.testing.assert_array_equal(obs[3 * k : 3 * k + 3], last[g][0])
+                np.testing.assert_array_equal(rew[3 * k : 3 * k + 3], last[g][1])
+                if trunc[3 * k]:  # its episode ended: its own next step resets it, the others go on
+                    ended.add(g)
+                    assert (info["elapsed_step"][3 * k : 3 * k + 3] == 25).all()
             action = rng.integers(0, 5, 6)
             pool.send(action, ids)  # array form: every player of each env, in player order
             for k, g in enumerate(ids.tolist()):
-                last[g] = hands[g].step(action[3 * k : 3 * k + 3])[0]
+                last[g] = hands[g].step(action[3 * k : 3 * k + 3])[:2]
+        assert ended == {0, 1, 2}
 
 
 def test_players_of_differing_observation_sizes_padded_on_request():
