@@ -105,6 +105,11 @@ class EnvPool(ClosedOnExit):
         return self._cfg.batch_size
 
     @property
+    def num_players(self) -> int:
+        """Rows per env (max_num_players): 1, or P for a multi-player task (envs/players.py)."""
+        return self._players
+
+    @property
     def is_async(self) -> bool:
         """Whether the pool is async (batch_size < num_envs), as EnvPool's `is_async`."""
         return self._async

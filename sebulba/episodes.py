@@ -3,7 +3,9 @@ the actor device) and step by step on the host (evaluation).
 
 An observation marked `first` starts an episode (return 0, length 0); every other step adds its
 reward and 1. An episode's return and length are read at its last observation (terminated or
-truncated).
+truncated): the first final step after a step that was not final. In a single-player pool a final
+step is always followed by the reset; in a multi-player pool a player that left the episode keeps
+its final flag up until its env resets (envs/players.py), and its episode is read once.
 """
 
 from __future__ import annotations
@@ -21,16 +23,23 @@ def advance(running_return: Any, running_length: Any, reward: Any, first: Any, x
     return xp.where(first, 0.0, running_return + reward), xp.where(first, 0, running_length + 1)
 
 
+def ends(final: Any, was_final: Any) -> Any:
+    """Where an episode ends: a final step (terminated or truncated) after a step that was not."""
+    return final & ~was_final
+
+
 def episode_stats(env_step: EnvStep, running_return: jax.Array, running_length: jax.Array):
     """Returns and lengths of the episodes that end in env_step[1:] (NaN and 0 elsewhere),
     carrying running sums over cycles: (returns [T, B], lengths [T, B], return, length).
     env_step[0] was already counted in the previous cycle."""
+    final = env_step.terminated | env_step.truncated
 
-    def body(carry, es):
+    def body(carry, x):
+        es, done = x
         ret, length = advance(*carry, es.reward, es.first)
-        done = es.terminated | es.truncated
         return (ret, length), (jnp.where(done, ret, jnp.nan), jnp.where(done, length, 0))
 
     rest = jax.tree.map(lambda x: x[1:], env_step)
-    (ret, length), (ep_ret, ep_len) = jax.lax.scan(body, (running_return, running_length), rest)
+    done = ends(final[1:], final[:-1])
+    (ret, length), (ep_ret, ep_len) = jax.lax.scan(body, (running_return, running_length), (rest, done))
     return ep_ret, ep_len.astype(jnp.int32), ret, length

@@ -57,11 +57,14 @@ class ExperienceLayout(NamedTuple):
     """What one learner device's experience state must hold room for."""
 
     num_actors: int  # inferencers; each sends its cycles in order, interleaved with the others'
-    num_envs: int  # envs of one inferencer on this learner device (its share of the env axis)
+    # Rows of one inferencer's batch on this learner device (its share of the env axis): envs x
+    # num_players (a multi-player pool has a row per (env, player), an env's players consecutive).
+    num_envs: int
     steps_per_cycle: int  # T
     # Frames per stacked observation when trajectories arrive as single frames (stacking on the
     # device, for an agent with `accepts_frames`); 1 when they arrive stacked.
     frame_stack: int = 1
     # Learner devices of the job (all processes): a learner call takes in num_envs x num_devices x
-    # steps_per_cycle env steps (what a replay ratio is counted in).
+    # steps_per_cycle rows' steps (what a replay ratio is counted in).
     num_devices: int = 1
+    num_players: int = 1  # rows per env: P of a multi-player pool (envs/players.py), else 1

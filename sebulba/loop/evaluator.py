@@ -3,7 +3,9 @@ episodes on an env pool of its own, never the training envs (whose episodes must
 
 Each of the pool's N envs plays its share of the K episodes (env i plays (K + i) // N, as SB3's
 `evaluate_policy`), so short episodes are not over-represented when N > 1. An episode that hits
-the task's `max_episode_steps` counts as finished (truncated): an evaluation always ends.
+the task's `max_episode_steps` counts as finished (truncated): an evaluation always ends. A
+multi-player pool's rows (env, player) each count as an env (`pool.num_players` rows per env): its
+episodes are per player, each read once (`sebulba.episodes.ends`).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import jax
 import numpy as np
 
 import envs
-from sebulba.episodes import advance
+from sebulba.episodes import advance, ends
 from sebulba.agent import Agent
 from sebulba.types import EnvStep
 
@@ -69,13 +71,14 @@ class Evaluator:
         """`episodes` complete episodes (a fresh reset of every env first) with these networks."""
         if not isinstance(episodes, int) or episodes < 1:
             raise ValueError(f"episodes must be a positive int, got {episodes!r}")
-        n = self.num_envs
+        n = self.num_envs * self.pool.num_players  # rows
         targets = np.array([(episodes + i) // n for i in range(n)])
         with jax.default_device(self.device):
             networks = jax.device_put(networks, self.device)
             step_state = self.agent.init_step_state(networks, n, key)
             obs, info = self.pool.reset()
             reward, terminated, truncated = np.zeros(n, np.float32), np.zeros(n, bool), np.zeros(n, bool)
+            final = np.zeros(n, bool)
             first = info["elapsed_step"] == 0
             running, length, counts = np.zeros(n), np.zeros(n, np.int64), np.zeros(n, np.int64)
             returns, lengths = [], []
@@ -85,7 +88,8 @@ class Evaluator:
                 obs, reward, terminated, truncated, info = self.pool.step(np.asarray(action))
                 first = info["elapsed_step"] == 0
                 running, length = advance(running, length, reward, first, np)
-                done = terminated | truncated
+                done = ends(terminated | truncated, final)
+                final = terminated | truncated
                 for i in np.flatnonzero(done & (counts < targets)):
                     returns.append(running[i])
                     lengths.append(length[i])

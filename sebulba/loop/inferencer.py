@@ -38,13 +38,18 @@ class CycleResult(NamedTuple):
     episode_returns: np.ndarray  # returns of episodes that ended this cycle
     episode_lengths: np.ndarray
     put_wait_s: float  # filled in by the thread: time blocked on a full queue
+    episode_players: np.ndarray | None = None  # the player (row % P) of each episode; None: single-player
 
 
 class Inferencer:
     """One actor device and one sync env pool. Per env step: one jitted, donated call that acts
     and records the step, then the actions go to the pool. Between cycles it holds its envs'
     cycle state: the carried step state, the last env step, the running episode sums and, when
-    stacking on the device, the envs' frame stacks there (what a sync-mode checkpoint saves)."""
+    stacking on the device, the envs' frame stacks there (what a sync-mode checkpoint saves).
+
+    A multi-player pool (P = pool.num_players > 1) is stepped as P rows per env (envs/players.py):
+    the agent acts on num_envs x P rows, an env's players consecutive, and every row's action goes
+    back in the pool's array form (a sync pool: every env, in env order)."""
 
     def __init__(
         self,
@@ -65,6 +70,8 @@ class Inferencer:
         self.key = key  # of the initial step state
         self.pool = make_pool()
         self.num_envs = self.pool.num_envs
+        self.num_players = self.pool.num_players
+        self.num_rows = self.num_envs * self.num_players  # the agent's batch
         plan = cycle.stack_plan
         self.restarts = None if plan is None else framestack.Restarts(plan.episodic_life)
         self.step_state: Any = None  # carried (`CycleFunctions.carry`)
@@ -88,7 +95,7 @@ class Inferencer:
         user's step state may hold one array twice, e.g. zeros for both LSTM states, and a buffer
         can be donated only once per call), stacks and running sums, committed to the actor device
         as the cycle's outputs are, so that every cycle calls the same compiled functions."""
-        n, plan = self.num_envs, self.cycle.stack_plan
+        n, plan = self.num_rows, self.cycle.stack_plan
         obs, info = self.pool.reset()
         if self.restarts is not None:
             obs = framestack.Frames(obs, self.restarts.reset(info["lives"]))
@@ -150,9 +157,10 @@ class Inferencer:
             final = c.from_carry(self.step_state)
         ep_ret, ep_len = jax.device_get((traj.episode_return, traj.episode_length))
         done = ~np.isnan(ep_ret)
+        players = None if self.num_players == 1 else np.nonzero(done)[1] % self.num_players
         shard = lambda step_state: self.agent.shard_step_state(step_state, self.sharding)  # noqa: E731
         return CycleResult(shard(initial), shard(final), self.sharding.trajectory(traj), self.index, version,
-                           c.steps * self.num_envs, ep_ret[done], ep_len[done], 0.0)
+                           c.steps * self.num_envs, ep_ret[done], ep_len[done], 0.0, players)
 
     def close(self) -> None:
         self.pool.close()

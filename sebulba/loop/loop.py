@@ -71,15 +71,20 @@ class GymnasiumLoop:
         # process's learner devices, process after process; actors and envs stay local.
         self.learner_devices = [device for p in range(jax.process_count())
                                 for device in (process_devices(p)[i] for i in config.learner_devices)]
-        self.sharding = LearnerSharding.create(self.learner_devices, config.num_envs)
+        self.stack_plan = StackPlan.create(config.env_id, config.env_kwargs) if config.stack_on_device else None
+        spec = envs.make_spec(config.env_id, **self._pool_kwargs())
+        # A multi-player pool's batch has a row per (env, player), an env's players consecutive:
+        # the agent, the trajectories and the learner see rows (envs/players.py).
+        self.num_players = spec.config["max_num_players"]
+        rows = config.num_envs * self.num_players
+        self.sharding = LearnerSharding.create(self.learner_devices, rows)
         key_learner, key_actors = jax.random.split(jax.random.key(config.seed))
         if jax.process_count() > 1:
             key_actors = jax.random.fold_in(key_actors, jax.process_index())
-        self.stack_plan = StackPlan.create(config.env_id, config.env_kwargs) if config.stack_on_device else None
         frame_stack = self.stack_plan.num if self.stack_plan is not None and agent.accepts_frames else 1
         # Each learner device learns from its own process's envs: num_envs / local learner devices.
-        layout = ExperienceLayout(config.num_inferencers, config.num_envs // len(config.learner_devices), config.steps_per_cycle,
-                                  frame_stack, self.sharding.num_devices)
+        layout = ExperienceLayout(config.num_inferencers, rows // len(config.learner_devices), config.steps_per_cycle,
+                                  frame_stack, self.sharding.num_devices, self.num_players)
         self.learner = Learner(agent, self.sharding, layout, key_learner)
         self.staging = Staging(self.actor_devices)
         self.staging.publish(self.learner.version, self.learner.networks)
@@ -89,8 +94,7 @@ class GymnasiumLoop:
         started = time.perf_counter()
         log.info(f"compiling the act and the update while {config.num_inferencers} env pool(s) of {config.num_envs} "
                  f"{config.env_id} envs build ...")
-        compiling = CompilingAhead(agent, self.cycle, self.learner, self.sharding,
-                                   envs.make_spec(config.env_id, **self._pool_kwargs()), self.actor_devices,
+        compiling = CompilingAhead(agent, self.cycle, self.learner, self.sharding, spec, self.actor_devices,
                                    config.num_envs)
         try:
             for i in range(config.num_inferencers):  # while the cycle and the update compile
@@ -111,7 +115,7 @@ class GymnasiumLoop:
         self._threads: list[InferencerThread] = []
         self._stop = threading.Event()
         self._errors: list[tuple[int, BaseException]] = []
-        self.window = MetricsWindow()
+        self.window = MetricsWindow(num_players=self.num_players)
         self.state = LoopState(self.learner, self.inferencers, self.staging, self.window, config.async_mode,
                                loop_layout(config))
         self.stop_requested = False

@@ -14,11 +14,19 @@ from sebulba.loop.processes import allgather
 
 
 class MetricsWindow:
-    """Aggregates per-iteration figures into one report per logging interval."""
+    """Aggregates per-iteration figures into one report per logging interval. With players (a
+    multi-player pool: an episode per player per env episode), the report also has each player's
+    recent mean return and length (`episode_return_mean_player{i}`, NaN before its first episode:
+    the keys are in every report, so metrics.csv has their columns from the first row); the
+    headline means are over every player's episodes."""
 
-    def __init__(self, recent_episodes: int = 20):
+    def __init__(self, recent_episodes: int = 20, num_players: int = 1):
         self.returns: deque[float] = deque(maxlen=recent_episodes)
         self.lengths: deque[int] = deque(maxlen=recent_episodes)
+        self.num_players = num_players
+        # per player (multi-player pools): its own recent episodes; not checkpointed (they refill)
+        self.player_returns = [deque(maxlen=recent_episodes) for _ in range(num_players if num_players > 1 else 0)]
+        self.player_lengths = [deque(maxlen=recent_episodes) for _ in range(num_players if num_players > 1 else 0)]
         self.episodes = 0
         self._reset(time.perf_counter(), 0, 0)
 
@@ -59,6 +67,10 @@ class MetricsWindow:
         self.returns.extend(r.episode_returns.tolist())
         self.lengths.extend(r.episode_lengths.tolist())
         self.episodes += len(r.episode_returns)
+        if self.player_returns and r.episode_players is not None:
+            for p, ret, length in zip(r.episode_players.tolist(), r.episode_returns.tolist(), r.episode_lengths.tolist()):
+                self.player_returns[p].append(ret)
+                self.player_lengths[p].append(length)
         self.own_env_steps += r.env_steps
         self.learner_wait += ctx.fetch_wait_s
         self.lag_sum += ctx.policy_lag
@@ -80,10 +92,19 @@ class MetricsWindow:
             "episode_return_mean": float(np.mean(self.returns)) if self.returns else float("nan"),
             "episode_length_mean": float(np.mean(self.lengths)) if self.lengths else float("nan"),
         }
+        out.update(per_player_means(self.player_returns, self.player_lengths))
         out.update({k: float(v) for k, v in ctx.train_metrics.items()})
         self._reset(now, ctx.env_steps, ctx.learner_steps)
         self.actor_wait0 = actor_wait_s
         return out
+
+
+def per_player_means(returns: list[deque], lengths: list[deque]) -> dict[str, float]:
+    """`episode_return_mean_player{i}` and `episode_length_mean_player{i}` of each player's recent episodes."""
+    mean = lambda xs: float(np.mean(xs)) if xs else float("nan")  # noqa: E731
+    out = {f"episode_return_mean_player{i}": mean(r) for i, r in enumerate(returns)}
+    out.update({f"episode_length_mean_player{i}": mean(n) for i, n in enumerate(lengths)})
+    return out
 
 
 SUMMED = ("sps", "episodes")  # the job's is the sum over processes; others are means (counters: equal everywhere)

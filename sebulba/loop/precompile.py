@@ -32,12 +32,15 @@ from sebulba.sharding import LearnerSharding
 
 class ZerosPool:
     """What a cycle compiled ahead steps: the pool interface an inferencer uses, with the shapes
-    and dtypes of `spec`'s pools, returning zeros and ignoring actions."""
+    and dtypes of `spec`'s pools (a row per (env, player) in a multi-player one), returning zeros
+    and ignoring actions."""
 
     def __init__(self, spec: envs.EnvSpec, num_envs: int):
         self.num_envs = num_envs
-        self._obs = observations.zeros(spec.observation_space, (num_envs,), as_pool=True)
-        self._zeros = np.zeros(num_envs, np.int32)
+        self.num_players = spec.config["max_num_players"]
+        rows = num_envs * self.num_players
+        self._obs = observations.zeros(spec.observation_space, (rows,), as_pool=True)
+        self._zeros = np.zeros(rows, np.int32)
 
     def reset(self) -> tuple[Any, dict]:
         return self._obs, {"elapsed_step": self._zeros, "lives": self._zeros}
@@ -46,7 +49,7 @@ class ZerosPool:
         pass
 
     def recv(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
-        n = self.num_envs
+        n = len(self._zeros)
         return self._obs, np.zeros(n, np.float32), np.zeros(n, bool), np.zeros(n, bool), self.reset()[1]
 
     def close(self) -> None:
