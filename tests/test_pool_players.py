@@ -158,6 +158,30 @@ def test_players_of_differing_observation_sizes_padded_on_request():
         envs.make_spec(TICTACTOE, pad_observations=True)
 
 
+def test_player_id_one_hot_appended_on_request():
+    """add_player_id=True: each row ends with its player's one-hot, after the env's own numbers
+    (and after the padding of pad_observations), on every step and after every reset."""
+    hand = simple_spread_v3.parallel_env()
+    agents = hand.possible_agents
+    with envs.make(SPREAD, add_player_id=True, num_envs=2, seed=5, max_episode_steps=2, num_threads=1) as pool:
+        space = pool.observation_space
+        assert space.shape == (21,) and (space.low[18:] == 0).all() and (space.high[18:] == 1).all()
+        obs, _ = pool.reset()
+        want, _ = hand.reset(seed=5)
+        np.testing.assert_array_equal(obs[:3, :18], np.stack([want[a] for a in agents]))
+        for _ in range(4):  # through an auto-reset
+            np.testing.assert_array_equal(obs[:, 18:], np.tile(np.eye(3, dtype=np.float32), (2, 1)))
+            obs, *_ = pool.step(np.zeros(6, int))
+    with envs.make("pettingzoo/mpe2/simple_tag_v3", pad_observations=True, add_player_id=True, num_threads=1) as pool:
+        obs, _ = pool.reset()
+        assert obs.shape == (4, 20) and (obs[3, 14:16] == 0).all()
+        np.testing.assert_array_equal(obs[:, 16:], np.eye(4, dtype=np.float32))
+    with pytest.raises(ValueError, match="add_player_id must be True or False, got 1"):
+        envs.make_spec(SPREAD, add_player_id=1)
+    with pytest.raises(ValueError, match="add_player_id=True: .*tictactoe_v3.* needs 1-D Box observations"):
+        envs.make_spec(TICTACTOE, add_player_id=True)
+
+
 def test_reset_by_env_id_and_reset_seed_replay():
     with envs.make(SPREAD, num_envs=3, seed=4, num_threads=1) as pool:
         first, _ = pool.reset()

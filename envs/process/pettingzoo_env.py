@@ -29,13 +29,18 @@ from envs.tree import build, get_leaf, leaf_spaces
 
 
 class PlayersEnv:
-    """What both adapters share: spaces, the stacked observation buffers and the players' flags."""
+    """What both adapters share: spaces, the stacked observation buffers and the players' flags.
+    `flat`: 1-D observations written at the start of their row (zero-padded to the largest);
+    `player_ids`: the last P entries of player i's row are the one-hot of i (the spaces given
+    are the widened ones)."""
 
     def __init__(
-        self, env: Any, observation_space: gym.spaces.Space, action_space: gym.spaces.Space, padded: bool = False
+        self, env: Any, observation_space: gym.spaces.Space, action_space: gym.spaces.Space, flat: bool = False,
+        player_ids: bool = False,
     ):
         self.env = env
-        self._padded = padded  # 1-D observations of differing sizes, zero-padded at the end
+        self._flat = flat or player_ids
+        self._player_ids = player_ids
         self.players = list(env.possible_agents)
         self.index = {a: i for i, a in enumerate(self.players)}
         self.observation_space, self.action_space = observation_space, action_space
@@ -51,7 +56,7 @@ class PlayersEnv:
         return self.terminated, self.truncated, self.alive
 
     def _write(self, observations: dict[str, Any]) -> None:
-        if self._padded:
+        if self._flat:
             (_, buf), = self._leaves
             for agent, o in observations.items():
                 buf[self.index[agent], : len(o)] = o
@@ -64,6 +69,10 @@ class PlayersEnv:
     def _start(self, observations: dict[str, Any], infos: dict[str, Any]) -> tuple[Any, dict[int, Any]]:
         for _, buf in self._leaves:
             buf[:] = 0
+        if self._player_ids:
+            (_, buf), = self._leaves
+            p = len(self.players)
+            buf[:, -p:] = np.eye(p, dtype=buf.dtype)
         self.terminated[:] = self.truncated[:] = False
         self.alive[:] = [a in self.env.agents for a in self.players]
         self._write(observations)

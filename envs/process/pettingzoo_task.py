@@ -10,7 +10,10 @@ space (one batch of rows, as EnvPool's per-player fields have one shape); envs w
 (MPE's simple_tag: adversaries see 16 numbers, the good agent 14) are refused by name, unless
 `pad_observations=True` (SuperSuit's pad_observations): 1-D Box observations of one dtype are
 padded with zeros at the end to the largest (bounds padded with 0); a row's player id tells
-which kind it is. Action spaces must be equal. Other kwargs go to the env's constructor."""
+which kind it is. Action spaces must be equal. `add_player_id=True` appends the one-hot of the
+row's player (P entries, bounds 0 and 1) to 1-D Box observations (after any padding): players that
+share networks (IPPO's parameter sharing) can then act differently. Other kwargs go to the env's
+constructor."""
 
 from __future__ import annotations
 
@@ -30,6 +33,8 @@ from envs.registry import PETTINGZOO_PREFIX
 from envs.tree import leaf_spaces, map_space
 
 PAD_KWARG = "pad_observations"
+ID_KWARG = "add_player_id"
+OWN_KWARGS = (PAD_KWARG, ID_KWARG)  # this backend's options, not the env constructor's
 INSTALL_HINT = "PettingZoo envs need the extra `multiagent` (pip install '.[multiagent]': pettingzoo, mpe2)"
 
 
@@ -67,6 +72,16 @@ def _padded_space(task_id: str, spaces: dict[str, gym.spaces.Space]) -> gym.spac
     return gym.spaces.Box(low, high, dtype=boxes[0].dtype)
 
 
+def _with_player_ids(task_id: str, space: gym.spaces.Space, num_players: int) -> gym.spaces.Box:
+    """The 1-D Box `space` widened by a one-hot of the player (num_players entries in [0, 1])."""
+    if not (isinstance(space, gym.spaces.Box) and len(space.shape) == 1):
+        raise ValueError(f"{ID_KWARG}=True: {task_id!r} needs 1-D Box observations to append the player's one-hot to, "
+                         f"got {space}")
+    low = np.concatenate([space.low, np.zeros(num_players, space.dtype)])
+    high = np.concatenate([space.high, np.ones(num_players, space.dtype)])
+    return gym.spaces.Box(low, high, dtype=space.dtype)
+
+
 @dataclasses.dataclass(frozen=True)
 class PettingZooFactory:
     """Builds one env of a PettingZoo module as a `PlayersEnv` (picklable: it travels to the workers)."""
@@ -75,6 +90,7 @@ class PettingZooFactory:
     module: str
     kwargs: dict[str, Any]
     pad_observations: bool = False
+    add_player_id: bool = False
 
     def __call__(self) -> PlayersEnv:
         with warnings.catch_warnings():
@@ -85,9 +101,12 @@ class PettingZooFactory:
         agents = env.possible_agents
         obs_spaces = {a: env.observation_space(a) for a in agents}
         act = _common_space(self.task_id, "action", {a: env.action_space(a) for a in agents})
-        if self.pad_observations:
-            return (ParallelPlayers if parallel else TurnPlayers)(env, _padded_space(self.task_id, obs_spaces), act, padded=True)
-        return (ParallelPlayers if parallel else TurnPlayers)(env, _common_space(self.task_id, "observation", obs_spaces), act)
+        kind = ParallelPlayers if parallel else TurnPlayers
+        obs = (_padded_space if self.pad_observations else
+               lambda task_id, spaces: _common_space(task_id, "observation", spaces))(self.task_id, obs_spaces)
+        if self.add_player_id:
+            obs = _with_player_ids(self.task_id, obs, len(agents))
+        return kind(env, obs, act, flat=self.pad_observations, player_ids=self.add_player_id)
 
 
 def _module(task_id: str) -> str:
@@ -112,11 +131,12 @@ def configure(task_id: str, env_type: str, kwargs: dict[str, Any]) -> GymTask:
     """Validates kwargs by building one probe env in this process, and reads its players and spaces."""
     kwargs = dict(kwargs)
     retry = _retry(kwargs)
-    env_kwargs = {k: v for k, v in kwargs.items() if k not in STANDARD_KWARGS and k != PAD_KWARG}
-    pad = kwargs.get(PAD_KWARG, False)
-    if not isinstance(pad, bool):
-        raise ValueError(f"{PAD_KWARG} must be True or False, got {pad!r}")
-    factory = PettingZooFactory(task_id, _module(task_id), env_kwargs, pad)
+    env_kwargs = {k: v for k, v in kwargs.items() if k not in STANDARD_KWARGS and k not in OWN_KWARGS}
+    options = {k: kwargs.get(k, False) for k in OWN_KWARGS}
+    for k, v in options.items():
+        if not isinstance(v, bool):
+            raise ValueError(f"{k} must be True or False, got {v!r}")
+    factory = PettingZooFactory(task_id, _module(task_id), env_kwargs, *options.values())
     try:
         probe = factory()
     except TypeError as e:
