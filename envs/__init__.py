@@ -58,8 +58,8 @@ def is_atari(task_id: str) -> bool:
 
 def make_spec(task_id: str, env_type: str = "gymnasium", **kwargs: Any) -> EnvSpec:
     """The spaces and config `make` would give, without building the pool."""
-    config, (obs_space, act_space, extra_info) = build(task_id, env_type, dict(kwargs), start=False)
-    return EnvSpec(config, obs_space, act_space, extra_info)
+    config, spaces = build(task_id, env_type, dict(kwargs), start=False)  # spaces, extra info (, player names)
+    return EnvSpec(config, *spaces)
 
 
 __all__ = [

@@ -61,7 +61,8 @@ class EnvPool(ClosedOnExit):
         self._num_envs = config.num_envs
         self._batch_size = config.batch_size
         self._backend = backend
-        self._spec = EnvSpec(config, backend.observation_space, backend.action_space, getattr(backend, "extra_info", {}))
+        self._spec = EnvSpec(config, backend.observation_space, backend.action_space, getattr(backend, "extra_info", {}),
+                             getattr(backend, "player_names", ()))
         self._ready = ReadyQueue()
         self._pending = np.zeros(config.num_envs, bool)  # sent, not yet received
         self._num_pending = 0

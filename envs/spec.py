@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import dm_env
@@ -51,11 +51,14 @@ class EnvSpec:
         observation_space: gym.spaces.Space,
         action_space: gym.spaces.Space,
         extra_info: Mapping[str, np.dtype] | None = None,
+        player_names: Sequence[str] = (),
     ):
         self._config = config
         self.observation_space = observation_space
         self.action_space = action_space
         self.extra_info = dict(extra_info or {})
+        # A multi-player task's players in row order (PettingZoo's possible_agents); () if unnamed.
+        self.player_names = tuple(player_names)
 
     @property
     def id(self) -> str:

@@ -68,6 +68,7 @@ class ProcessBackend:
         self.observation_space = observation_space = task.observation_space
         self.action_space = task.action_space
         self.num_players = task.num_players
+        self.player_names = task.player_names
         n = config.num_envs
         num_workers = max(1, min(config.num_threads or 1, n))
         self._bounds = np.linspace(0, n, num_workers + 1).astype(np.int64)

@@ -153,5 +153,5 @@ def configure(task_id: str, env_type: str, kwargs: dict[str, Any]) -> GymTask:
     images = tuple(path for path, leaf in leaves if is_image(leaf))
     return GymTask(
         config, factory, map_space(channel_first, obs_space), act_space, tuple(p for p, _ in leaves), images, retry,
-        num_players=config.max_num_players,
+        num_players=config.max_num_players, player_names=tuple(probe.players),
     )  # fmt: skip

@@ -35,11 +35,14 @@ def plot_curves(
     png_path: str | os.PathLike,
     title: str = "",
     y: str = "episode_return_mean",
+    parts: Sequence[str] = (),
 ) -> Path:
     """One figure, two panels (`y` against env steps, and against wall time), one line per
     (label, metrics.csv) in `runs`: for comparing runs, e.g. R2D2 with an LSTM vs an MLP.
     Rows where `y` is NaN (no finished episode yet) are skipped; where the CSV has `y`_min and
-    `y`_max (a `--num_seeds` run), their band is shaded. Returns the PNG's path."""
+    `y`_max (a `--num_seeds` run), their band is shaded. `parts`: suffixes of columns `y`_part
+    (a multi-player run's `player0`, ...) drawn as thin lines next to each run's. Returns the
+    PNG's path."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg  # here: its import costs a run's start 0.35 s
     from matplotlib.figure import Figure
 
@@ -50,8 +53,13 @@ def plot_curves(
     evaluated = banded = False
     for label, csv_path in runs:
         cols = read_columns(csv_path, [y, f"{y}_min", f"{y}_max", *(x for x, _ in X_AXES), "eval_return_mean",
-                                       "eval_env_steps"])
+                                       "eval_env_steps", *(f"{y}_{part}" for part in parts)])
         for ax, (x, _) in zip(axes, X_AXES):
+            for part in parts:
+                ok = np.isfinite(cols[x]) & np.isfinite(cols[f"{y}_{part}"])
+                if ok.any():
+                    ax.plot(cols[x][ok], cols[f"{y}_{part}"][ok], label=f"{label} {part}" if len(runs) > 1 else part,
+                            linewidth=0.8, alpha=0.8)
             ok = np.isfinite(cols[x]) & np.isfinite(cols[y])
             if ok.any():
                 lines = ax.plot(cols[x][ok], cols[y][ok], label=label, linewidth=1.5, marker="." if ok.sum() < 30 else None)
@@ -75,7 +83,7 @@ def plot_curves(
     axes[0].set_ylabel(y.replace("_", " "))
     if not plotted:
         axes[0].text(0.5, 0.5, f"no finite {y} yet", ha="center", va="center", transform=axes[0].transAxes)
-    elif len(runs) > 1 or evaluated or banded:
+    elif len(runs) > 1 or evaluated or banded or parts:
         axes[0].legend(loc="best", fontsize="small")
     if title:
         fig.suptitle(title)
@@ -86,5 +94,10 @@ def plot_curves(
 
 
 def plot_learning_curve(csv_path: str | os.PathLike, png_path: str | os.PathLike, title: str = "") -> Path:
-    """episode_return_mean against env steps and against wall time, from one run's metrics.csv."""
-    return plot_curves([(Path(csv_path).parent.name, csv_path)], png_path, title)
+    """episode_return_mean against env steps and against wall time, from one run's metrics.csv,
+    with each player's (`episode_return_mean_player{i}` columns: a multi-player run)."""
+    with open(csv_path, newline="") as f:
+        header = next(csv.reader(f), [])
+    prefix = "episode_return_mean_"
+    parts = [k[len(prefix):] for k in header if k.startswith(prefix) and k[len(prefix):] not in ("min", "max")]
+    return plot_curves([(Path(csv_path).parent.name, csv_path)], png_path, title, parts=parts)

@@ -19,13 +19,15 @@ class EnvKind:
     (a Discrete state: toy-text tasks such as FrozenLake, whose rewards are sparse), "structured"
     (a Dict or Tuple of leaves: MiniGrid, SignalCorridor-v0) or "vector" (a Box of numbers, e.g.
     classic control). `actions`: "discrete", "multi_discrete" (a MultiDiscrete: one categorical
-    per dimension in IMPALA and PPO) or "continuous" (a Box, or another space)."""
+    per dimension in IMPALA and PPO) or "continuous" (a Box, or another space). `num_players`: rows
+    per env, P of a multi-player task (PettingZoo's; envs/players.py), else 1."""
 
     env_id: str
     observations: str
     actions: str
     action_space: gym.spaces.Space
     native: bool = False  # a built-in task (classic control) or a JAX-native one, not a Gymnasium env in workers
+    num_players: int = 1
 
 
 def env_kind(env_id: str, env_kwargs: Mapping[str, Any] | None = None) -> EnvKind:
@@ -51,7 +53,7 @@ def env_kind(env_id: str, env_kwargs: Mapping[str, Any] | None = None) -> EnvKin
         actions = "continuous"
     # JAX-native envs count as built-in tasks: gymnax's classic control takes the classic-control presets
     native = jax_native or envs.resolve(env_id, (env_kwargs or {}).get("backend"))[0] == "native"
-    return EnvKind(env_id, observations, actions, act, native)
+    return EnvKind(env_id, observations, actions, act, native, spec.config["max_num_players"])
 
 
 def require_discrete_actions(agent: str, kind: EnvKind) -> None:

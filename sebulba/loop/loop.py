@@ -115,7 +115,7 @@ class GymnasiumLoop:
         self._threads: list[InferencerThread] = []
         self._stop = threading.Event()
         self._errors: list[tuple[int, BaseException]] = []
-        self.window = MetricsWindow(num_players=self.num_players)
+        self.window = MetricsWindow(num_players=self.num_players, player_names=spec.player_names)
         self.state = LoopState(self.learner, self.inferencers, self.staging, self.window, config.async_mode,
                                loop_layout(config))
         self.stop_requested = False

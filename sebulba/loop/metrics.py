@@ -3,8 +3,10 @@ interval, and its recent episode statistics, which carry over runs and checkpoin
 
 from __future__ import annotations
 
+import re
 import time
 from collections import deque
+from collections.abc import Sequence
 from typing import Any
 
 import jax
@@ -18,15 +20,21 @@ class MetricsWindow:
     multi-player pool: an episode per player per env episode), the report also has each player's
     recent mean return and length (`episode_return_mean_player{i}`, NaN before its first episode:
     the keys are in every report, so metrics.csv has their columns from the first row); the
-    headline means are over every player's episodes."""
+    headline means are over every player's episodes of the last `recent_episodes` env episodes
+    (recent_episodes x num_players episodes). With `player_names` of two teams or more (`teams`:
+    simple_tag's adversary_0..2 and agent_0), each team's too: `episode_return_mean_{team}`."""
 
-    def __init__(self, recent_episodes: int = 20, num_players: int = 1):
-        self.returns: deque[float] = deque(maxlen=recent_episodes)
-        self.lengths: deque[int] = deque(maxlen=recent_episodes)
+    def __init__(self, recent_episodes: int = 20, num_players: int = 1, player_names: Sequence[str] = ()):
+        self.returns: deque[float] = deque(maxlen=recent_episodes * num_players)
+        self.lengths: deque[int] = deque(maxlen=recent_episodes * num_players)
         self.num_players = num_players
         # per player (multi-player pools): its own recent episodes; not checkpointed (they refill)
         self.player_returns = [deque(maxlen=recent_episodes) for _ in range(num_players if num_players > 1 else 0)]
         self.player_lengths = [deque(maxlen=recent_episodes) for _ in range(num_players if num_players > 1 else 0)]
+        self.team_of = teams(player_names) if num_players > 1 else []  # a team index per player, or []
+        names = sorted(set(self.team_of), key=self.team_of.index)
+        self.team_names = [team_name(player_names[self.team_of.index(t)]) for t in names]
+        self.team_returns = [deque(maxlen=recent_episodes * self.team_of.count(t)) for t in names]
         self.episodes = 0
         self._reset(time.perf_counter(), 0, 0)
 
@@ -71,6 +79,8 @@ class MetricsWindow:
             for p, ret, length in zip(r.episode_players.tolist(), r.episode_returns.tolist(), r.episode_lengths.tolist()):
                 self.player_returns[p].append(ret)
                 self.player_lengths[p].append(length)
+                if self.team_of:
+                    self.team_returns[self.team_of[p]].append(ret)
         self.own_env_steps += r.env_steps
         self.learner_wait += ctx.fetch_wait_s
         self.lag_sum += ctx.policy_lag
@@ -93,10 +103,25 @@ class MetricsWindow:
             "episode_length_mean": float(np.mean(self.lengths)) if self.lengths else float("nan"),
         }
         out.update(per_player_means(self.player_returns, self.player_lengths))
+        out.update({f"episode_return_mean_{name}": float(np.mean(r)) if r else float("nan")
+                    for name, r in zip(self.team_names, self.team_returns)})
         out.update({k: float(v) for k, v in ctx.train_metrics.items()})
         self._reset(now, ctx.env_steps, ctx.learner_steps)
         self.actor_wait0 = actor_wait_s
         return out
+
+
+def team_name(player: str) -> str:
+    """A player's team: its name without a trailing `_<number>` (PettingZoo's `adversary_1` -> `adversary`)."""
+    return re.sub(r"_\d+$", "", player)
+
+
+def teams(player_names: Sequence[str]) -> list[int]:
+    """Each player's team index, in order of first appearance; [] unless the names form two
+    teams or more (every player of one team, or no names: no team metrics)."""
+    names = [team_name(p) for p in player_names]
+    order = list(dict.fromkeys(names))
+    return [order.index(n) for n in names] if len(order) > 1 else []
 
 
 def per_player_means(returns: list[deque], lengths: list[deque]) -> dict[str, float]:
