@@ -5,6 +5,7 @@
     python -m experiments.ppo --env HalfCheetah-v5       # MuJoCo (pip install -e ".[mujoco]")
     python -m experiments.ppo --env Pong-v5              # Cleanba's PPO settings (a GPU host)
     python -m experiments.ppo --env pettingzoo/mpe2/simple_spread_v3   # IPPO: every player, one network
+    python -m experiments.ppo --env pettingzoo/mpe2/simple_spread_v3 --env_kwargs global_state=True   # MAPPO
     python -m experiments.ppo --help
 
 Every run writes a directory under --logdir with flags.json, metrics.csv, TensorBoard events and
@@ -66,17 +67,23 @@ MULTIPLAYER = dict(
     total_env_steps=1_000_000, num_envs=16, steps_per_cycle=128, async_mode=False, inferencers_per_device=1,
     log_every_s=5.0, env_kwargs=dict(add_player_id=True), agent=PPOConfig(learning_rate=1e-3),
 )
+# MAPPO (Yu et al. 2022): the IPPO settings with a centralised critic, which reads the env's global
+# state (PettingZoo's state(), the pool's global_state=True) next to the player's observation;
+# picked when the env kwargs ask for the global state.
+MULTIPLAYER_MAPPO = dict(MULTIPLAYER, env_kwargs=dict(add_player_id=True, global_state=True),
+                         agent=PPOConfig(learning_rate=1e-3, critic_state=True))
 
 
 def preset(env_id: str, env_kwargs: dict | None = None) -> dict:
     """The preset for the env's kind (sebulba.experiment.env_kind): Atari games get ATARI; other
     discrete-action tasks (Discrete or MultiDiscrete) CARTPOLE; continuous actions CONTROL for the
-    built-in tasks and MUJOCO for Gymnasium's; multi-player tasks MULTIPLAYER (IPPO). An action
-    space PPO cannot take is refused here, before anything is built."""
+    built-in tasks and MUJOCO for Gymnasium's; multi-player tasks MULTIPLAYER (IPPO), or with
+    `global_state=True` in the env kwargs MULTIPLAYER_MAPPO. An action space PPO cannot take is
+    refused here, before anything is built."""
     kind = env_kind(env_id, env_kwargs)
     check_action_space(kind.action_space, f"PPO ({env_id})")
     if kind.num_players > 1:
-        return MULTIPLAYER
+        return MULTIPLAYER_MAPPO if (env_kwargs or {}).get("global_state") else MULTIPLAYER
     if kind.observations == "atari":
         return ATARI
     if kind.actions == "continuous":
@@ -96,7 +103,7 @@ def check_minibatches(exp: Experiment) -> None:
 ALGORITHM = Algorithm(
     "ppo", PPO, preset,
     presets={"discrete": CARTPOLE, "built-in continuous": CONTROL, "MuJoCo": MUJOCO, "Atari": ATARI,
-             "multi-player (IPPO)": MULTIPLAYER},
+             "multi-player (IPPO)": MULTIPLAYER, "multi-player with global_state=True (MAPPO)": MULTIPLAYER_MAPPO},
     flags={
         "steps_per_cycle": Flag(int, "Steps per env in each rollout (PPO's num_steps).", lower_bound=1),
         "learning_rate": Flag(float, "Adam learning rate (decays linearly to 0 over the run)."),
@@ -115,6 +122,8 @@ ALGORITHM = Algorithm(
         "scale_rewards": Flag(bool, "Divide rewards by the running std of the discounted return."),
         "torso": Flag(TORSO_KINDS, "Network torso."),
         "hidden_sizes": Flag(list, "MLP torso layer sizes, e.g. 64,64."),
+        "critic_state": Flag(bool, "MAPPO: the critic reads the env's global state (a Dict observation's 'state': "
+                             "--env_kwargs global_state=True) next to the player's observation ('obs')."),
     },
     optimizer_steps_per_update=lambda exp: exp.agent.num_epochs * exp.agent.num_minibatches,
     minibatches_of_envs=False,  # PPO's minibatches split each env's steps

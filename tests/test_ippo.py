@@ -6,12 +6,14 @@ import math
 from collections import deque
 from types import SimpleNamespace
 
+import jax
 import numpy as np
 import pytest
 
 import envs
 import sebulba
 from sebulba.agents import RandomAgent
+from sebulba.agents.ppo import PPO, PPOConfig
 from sebulba.experiment import MetricsWriter, plot_learning_curve
 from sebulba.loop.metrics import MetricsWindow
 from tests.support.cli import last_metrics, run_experiment
@@ -91,3 +93,32 @@ def test_learning_bar_simple_spread(tmp_path):
     assert (run_dir / "learning_curve.png").exists()
     assert all(np.isfinite(float(last[f"episode_return_mean_player{p}"])) for p in range(3)), last
     assert float(last["episode_return_mean"]) >= -22, last
+
+
+def test_mappo_critic_reads_the_global_state_the_policy_does_not():
+    """critic_state=True: the policy is a function of the player's observation only (acting stays
+    decentralised), the value of the global state too; a pool of global_state=True feeds it."""
+    spec = envs.make_spec(SPREAD, global_state=True, add_player_id=True)
+    assert set(spec.observation_space.spaces) == {"obs", "state"} and spec.observation_space["state"].shape == (54,)
+    agent = PPO(spec, PPOConfig(critic_state=True))
+    nets = agent.init_networks(jax.random.key(0))
+    rng = np.random.default_rng(0)
+    obs = {"obs": rng.normal(size=(4, 21)).astype(np.float32), "state": rng.normal(size=(4, 54)).astype(np.float32)}
+    other = {"obs": obs["obs"], "state": rng.normal(size=(4, 54)).astype(np.float32)}
+    (p1, v1), (p2, v2) = (agent.net.apply(nets["params"], o) for o in (obs, other))
+    np.testing.assert_array_equal(p1.logits, p2.logits)
+    assert not np.allclose(v1, v2)
+    with pytest.raises(ValueError, match="critic_state=True \\(MAPPO\\) needs a Dict observation of 'obs' and 'state'"):
+        PPO(envs.make_spec(SPREAD), PPOConfig(critic_state=True))
+    with pytest.raises(ValueError, match="global_state=True: 'pettingzoo/tests.support/dying_agents' has no global state"):
+        envs.make_spec("pettingzoo/tests.support/dying_agents", global_state=True)
+
+
+def test_mappo_learns_through_the_loop_from_the_pools_global_state():
+    spec = envs.make_spec(SPREAD, global_state=True, add_player_id=True)
+    cfg = sebulba.LoopConfig(env_id=SPREAD, env_kwargs={"global_state": True, "add_player_id": True, "num_threads": 1},
+                             num_envs=2, steps_per_cycle=8, async_mode=False, inferencers_per_device=1,
+                             log_every_s=1000.0)
+    with sebulba.GymnasiumLoop(PPO(spec, PPOConfig(critic_state=True, num_minibatches=2, num_epochs=1)), cfg) as loop:
+        loop.run(max_cycles=2)
+        assert np.isfinite(loop.reports[-1]["value_loss"]) and loop.learner.version == 2

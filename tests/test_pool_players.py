@@ -182,6 +182,25 @@ def test_player_id_one_hot_appended_on_request():
         envs.make_spec(TICTACTOE, add_player_id=True)
 
 
+def test_global_state_next_to_each_players_observation_on_request():
+    """global_state=True: a Dict observation {"obs": the player's, "state": PettingZoo's state()},
+    the env's state in each of its players' rows."""
+    hand = simple_spread_v3.parallel_env()
+    agents = hand.possible_agents
+    with envs.make(SPREAD, global_state=True, num_envs=2, seed=5, num_threads=1) as pool:
+        assert set(pool.observation_space.spaces) == {"obs", "state"} and pool.observation_space["state"].shape == (54,)
+        obs, _ = pool.reset()
+        want, _ = hand.reset(seed=5)
+        for _ in range(3):
+            np.testing.assert_array_equal(obs["obs"][:3], np.stack([want[a] for a in agents]))
+            np.testing.assert_array_equal(obs["state"][:3], np.tile(hand.state(), (3, 1)))
+            action = np.array([1, 2, 3, 0, 0, 0])
+            obs, *_ = pool.step(action)
+            want, *_ = hand.step(dict(zip(agents, action[:3].tolist())))
+    with pytest.raises(ValueError, match="global_state must be True or False"):
+        envs.make_spec(SPREAD, global_state="yes")
+
+
 def test_reset_by_env_id_and_reset_seed_replay():
     with envs.make(SPREAD, num_envs=3, seed=4, num_threads=1) as pool:
         first, _ = pool.reset()

@@ -25,6 +25,7 @@ KINDS = [  # env, its kwargs, IMPALA's preset, R2D2's preset, PPO's preset
     ("MountainCarContinuous-v0", None, "CONTROL", None, "CONTROL"),
     ("Pendulum-v1", {"backend": "process"}, "CONTROL", None, "MUJOCO"),  # a Gymnasium env in worker processes
     ("pettingzoo/mpe2/simple_spread_v3", None, "CARTPOLE", "CARTPOLE", "MULTIPLAYER"),  # 3 players: PPO is IPPO
+    ("pettingzoo/mpe2/simple_spread_v3", {"global_state": True}, "TABULAR", "CARTPOLE", "MULTIPLAYER_MAPPO"),
 ]
 # The entry points define their flags on import, so each is imported in a process of its own.
 SCRIPT = """

@@ -32,22 +32,29 @@ class PlayersEnv:
     """What both adapters share: spaces, the stacked observation buffers and the players' flags.
     `flat`: 1-D observations written at the start of their row (zero-padded to the largest);
     `player_ids`: the last P entries of player i's row are the one-hot of i (the spaces given
-    are the widened ones)."""
+    are the widened ones). `state_space`: the observation is {"obs": the player's, "state": the
+    env's global state (PettingZoo's `state()`), the same in every player's row}."""
 
     def __init__(
         self, env: Any, observation_space: gym.spaces.Space, action_space: gym.spaces.Space, flat: bool = False,
-        player_ids: bool = False,
+        player_ids: bool = False, state_space: gym.spaces.Box | None = None,
     ):
         self.env = env
         self._flat = flat or player_ids
         self._player_ids = player_ids
         self.players = list(env.possible_agents)
         self.index = {a: i for i, a in enumerate(self.players)}
-        self.observation_space, self.action_space = observation_space, action_space
+        self.action_space = action_space
         p = len(self.players)
         self._leaves = [(path, np.zeros((p, *s.shape), s.dtype)) for path, s in leaf_spaces(observation_space)]
         bufs = {path: buf for path, buf in self._leaves}
         self._obs = build(lambda path, _: bufs[path], observation_space)
+        self.observation_space = observation_space
+        self._state = None
+        if state_space is not None:
+            self._state = np.zeros((p, *state_space.shape), state_space.dtype)
+            self.observation_space = gym.spaces.Dict({"obs": observation_space, "state": state_space})
+            self._obs = {"obs": self._obs, "state": self._state}
         self.terminated, self.truncated, self.alive = np.zeros(p, bool), np.zeros(p, bool), np.zeros(p, bool)
         self._to_action = int if isinstance(action_space, gym.spaces.Discrete) else np.array
 
@@ -56,6 +63,8 @@ class PlayersEnv:
         return self.terminated, self.truncated, self.alive
 
     def _write(self, observations: dict[str, Any]) -> None:
+        if self._state is not None:
+            self._state[:] = self.env.state()
         if self._flat:
             (_, buf), = self._leaves
             for agent, o in observations.items():

@@ -12,8 +12,9 @@ space (one batch of rows, as EnvPool's per-player fields have one shape); envs w
 padded with zeros at the end to the largest (bounds padded with 0); a row's player id tells
 which kind it is. Action spaces must be equal. `add_player_id=True` appends the one-hot of the
 row's player (P entries, bounds 0 and 1) to 1-D Box observations (after any padding): players that
-share networks (IPPO's parameter sharing) can then act differently. Other kwargs go to the env's
-constructor."""
+share networks (IPPO's parameter sharing) can then act differently. `global_state=True` makes the
+observation a Dict {"obs": the player's, "state": the env's `state()`} (a centralised critic's
+input, MAPPO's). Other kwargs go to the env's constructor."""
 
 from __future__ import annotations
 
@@ -34,7 +35,8 @@ from envs.tree import leaf_spaces, map_space
 
 PAD_KWARG = "pad_observations"
 ID_KWARG = "add_player_id"
-OWN_KWARGS = (PAD_KWARG, ID_KWARG)  # this backend's options, not the env constructor's
+STATE_KWARG = "global_state"
+OWN_KWARGS = (PAD_KWARG, ID_KWARG, STATE_KWARG)  # this backend's options, not the env constructor's
 INSTALL_HINT = "PettingZoo envs need the extra `multiagent` (pip install '.[multiagent]': pettingzoo, mpe2)"
 
 
@@ -72,6 +74,15 @@ def _padded_space(task_id: str, spaces: dict[str, gym.spaces.Space]) -> gym.spac
     return gym.spaces.Box(low, high, dtype=boxes[0].dtype)
 
 
+def _state_space(task_id: str, env: Any) -> gym.spaces.Box:
+    """The env's global state space (PettingZoo's `state_space`, which `state()` fills)."""
+    space = getattr(env, "state_space", None)
+    if not isinstance(space, gym.spaces.Box):
+        raise ValueError(f"{STATE_KWARG}=True: {task_id!r} has no global state (PettingZoo's state_space and state()), "
+                         f"got state_space={space!r}")
+    return space
+
+
 def _with_player_ids(task_id: str, space: gym.spaces.Space, num_players: int) -> gym.spaces.Box:
     """The 1-D Box `space` widened by a one-hot of the player (num_players entries in [0, 1])."""
     if not (isinstance(space, gym.spaces.Box) and len(space.shape) == 1):
@@ -91,6 +102,7 @@ class PettingZooFactory:
     kwargs: dict[str, Any]
     pad_observations: bool = False
     add_player_id: bool = False
+    global_state: bool = False
 
     def __call__(self) -> PlayersEnv:
         with warnings.catch_warnings():
@@ -106,7 +118,8 @@ class PettingZooFactory:
                lambda task_id, spaces: _common_space(task_id, "observation", spaces))(self.task_id, obs_spaces)
         if self.add_player_id:
             obs = _with_player_ids(self.task_id, obs, len(agents))
-        return kind(env, obs, act, flat=self.pad_observations, player_ids=self.add_player_id)
+        state = _state_space(self.task_id, env) if self.global_state else None
+        return kind(env, obs, act, flat=self.pad_observations, player_ids=self.add_player_id, state_space=state)
 
 
 def _module(task_id: str) -> str:

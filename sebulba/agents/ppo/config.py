@@ -37,6 +37,10 @@ class PPOConfig:
     # (gymnasium's NormalizeReward, CleanRL's MuJoCo PPO).
     scale_rewards: bool = False
     log_std_init: float = 0.0  # Gaussian policies: the initial (state-independent) log std
+    # MAPPO: a centralised critic. The observation is a Dict {"obs": the player's, "state": the
+    # env's global state} (a PettingZoo pool's global_state=True); the policy reads "obs", the
+    # critic (a torso of its own) both. Execution stays decentralised: acting needs "obs" only.
+    critic_state: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "hidden_sizes", tuple(self.hidden_sizes))

@@ -1,7 +1,10 @@
 """PPO's actor-critic: a torso (or one per head) with a policy head (categorical logits, one
 categorical per dimension of a MultiDiscrete space, or a Gaussian) and a value head, initialised
 as CleanRL's PPO: orthogonal weights, gain sqrt(2) in the MLP torsos, 0.01 for the policy's
-output (a near-uniform first policy) and 1 for the value's."""
+output (a near-uniform first policy) and 1 for the value's. With `critic_state` (MAPPO), the
+observation is a Dict {"obs", "state"}: the policy reads "obs" (the player's own), the value the
+whole Dict (the env's global state next to the player's observation: MAPPO's agent-specific
+global state)."""
 
 from __future__ import annotations
 
@@ -23,11 +26,12 @@ class PPONet(nn.Module):
     continuous: bool
     log_std_init: float = 0.0
     nvec: tuple[int, ...] | None = None  # a MultiDiscrete space's: the logits split per dimension
+    actor_key: str | None = None  # the policy reads obs[actor_key] (MAPPO: "obs"), the critic all of obs
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> tuple[Distribution, jax.Array]:
         """obs [B, ...] (normalised if the agent normalises) -> (policy [B], values [B])."""
-        h = self.torso(obs)
+        h = self.torso(obs if self.actor_key is None else obs[self.actor_key])
         hv = h if self.critic_torso is None else self.critic_torso(obs)
         small = nn.initializers.orthogonal(0.01)
         if self.continuous:
@@ -40,13 +44,27 @@ class PPONet(nn.Module):
 
 
 def make_network(observation_space: gym.spaces.Space, action_space: gym.spaces.Space, config: PPOConfig) -> PPONet:
-    torso = torso_for(observation_space, config.torso)
-    if isinstance(torso, MLPTorso):
-        activation = {"tanh": nn.tanh, "relu": nn.relu}[config.activation]
-        torso = torso.clone(hidden_sizes=config.hidden_sizes, activation=activation,
-                            kernel_init=nn.initializers.orthogonal(math.sqrt(2.0)))
-    critic = torso.clone() if config.separate_critic else None
+    activation = {"tanh": nn.tanh, "relu": nn.relu}[config.activation]
+
+    def mlp_settings(torso: nn.Module) -> nn.Module:
+        if not isinstance(torso, MLPTorso):
+            return torso
+        return torso.clone(hidden_sizes=config.hidden_sizes, activation=activation,
+                           kernel_init=nn.initializers.orthogonal(math.sqrt(2.0)))
+
+    actor_key = None
+    if config.critic_state:
+        space = observation_space
+        if not (isinstance(space, gym.spaces.Dict) and set(space.spaces) == {"obs", "state"}):
+            raise ValueError(f"critic_state=True (MAPPO) needs a Dict observation of 'obs' and 'state' (a PettingZoo "
+                             f"pool's global_state=True), got {space}")
+        actor_key = "obs"
+        torso = mlp_settings(torso_for(space["obs"], config.torso))
+        critic = mlp_settings(torso_for(space, "mlp"))
+    else:
+        torso = mlp_settings(torso_for(observation_space, config.torso))
+        critic = torso.clone() if config.separate_critic else None
     continuous = isinstance(action_space, gym.spaces.Box)
     nvec = tuple(map(int, action_space.nvec)) if isinstance(action_space, gym.spaces.MultiDiscrete) else None
     outputs = action_space.shape[0] if continuous else sum(nvec) if nvec else int(action_space.n)
-    return PPONet(torso, critic, outputs, continuous, config.log_std_init, nvec)
+    return PPONet(torso, critic, outputs, continuous, config.log_std_init, nvec, actor_key)
