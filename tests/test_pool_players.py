@@ -201,6 +201,21 @@ def test_global_state_next_to_each_players_observation_on_request():
         envs.make_spec(SPREAD, global_state="yes")
 
 
+def test_a_one_player_pettingzoo_env_is_a_single_player_pool():
+    """MPE spread with N=1: max_num_players 1, no player axis (it used to fail on its first step)."""
+    hand = simple_spread_v3.parallel_env(N=1)
+    with envs.make(SPREAD, N=1, num_envs=2, seed=3, num_threads=1) as pool:
+        assert pool.num_players == 1 and pool.observation_space.shape == (6,)
+        obs, info = pool.reset()
+        want, _ = hand.reset(seed=3)
+        assert obs.shape == (2, 6) and "players" not in info
+        for _ in range(3):
+            np.testing.assert_array_equal(obs[0], want["agent_0"])
+            obs, reward, *_ = pool.step(np.array([1, 2]))
+            want, rewards, *_ = hand.step({"agent_0": 1})
+            assert reward[0] == np.float32(rewards["agent_0"])
+
+
 def test_reset_by_env_id_and_reset_seed_replay():
     with envs.make(SPREAD, num_envs=3, seed=4, num_threads=1) as pool:
         first, _ = pool.reset()

@@ -103,6 +103,30 @@ class PlayersEnv:
         self.env.close()
 
 
+class OnePlayer:
+    """A one-player PettingZoo env as a single-player worker env (a pool of max_num_players 1
+    has no player axis): the player axis taken off the results and put on the action."""
+
+    def __init__(self, players: PlayersEnv):
+        self.players_env = players
+        self.players = players.players
+        self.observation_space, self.action_space = players.observation_space, players.action_space
+
+    def _one(self, obs: Any) -> Any:
+        return {k: self._one(v) for k, v in obs.items()} if isinstance(obs, dict) else obs[0]
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        obs, infos = self.players_env.reset(seed=seed, options=options)
+        return self._one(obs), infos.get(0, {})
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        obs, reward, terminated, truncated, infos = self.players_env.step(np.asarray(action)[None])
+        return self._one(obs), float(reward[0]), terminated, truncated, infos.get(0, {})
+
+    def close(self) -> None:
+        self.players_env.close()
+
+
 class ParallelPlayers(PlayersEnv):
     """A PettingZoo `ParallelEnv`: every player present acts on each step."""
 

@@ -29,7 +29,7 @@ import numpy as np
 
 from envs.config import STANDARD_KWARGS, PoolConfig
 from envs.process.gym_task import GymTask, _check_seed, _retry, _spaces, channel_first, is_image
-from envs.process.pettingzoo_env import ParallelPlayers, PlayersEnv, TurnPlayers
+from envs.process.pettingzoo_env import OnePlayer, ParallelPlayers, PlayersEnv, TurnPlayers
 from envs.registry import PETTINGZOO_PREFIX
 from envs.tree import leaf_spaces, map_space
 
@@ -104,7 +104,7 @@ class PettingZooFactory:
     add_player_id: bool = False
     global_state: bool = False
 
-    def __call__(self) -> PlayersEnv:
+    def __call__(self) -> PlayersEnv | OnePlayer:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)  # PettingZoo 1.27 on its `<family>.<env>` modules
             mod = importlib.import_module(self.module)
@@ -119,7 +119,8 @@ class PettingZooFactory:
         if self.add_player_id:
             obs = _with_player_ids(self.task_id, obs, len(agents))
         state = _state_space(self.task_id, env) if self.global_state else None
-        return kind(env, obs, act, flat=self.pad_observations, player_ids=self.add_player_id, state_space=state)
+        players = kind(env, obs, act, flat=self.pad_observations, player_ids=self.add_player_id, state_space=state)
+        return players if len(agents) > 1 else OnePlayer(players)  # one player: a single-player pool
 
 
 def _module(task_id: str) -> str:
