@@ -107,3 +107,15 @@ def test_dead_players_rows_are_masked_from_ppo_loss():
         live = elapsed[:, None] <= player[None, :]
         np.testing.assert_array_equal(valid, live)
         assert np.all(np.asarray(samples.advantage)[~live] == 0)
+
+
+def test_evaluator_plays_each_players_episodes_once():
+    """Evaluation on a multi-player pool: each row (player) is an env of the evaluation, its
+    episode read once although a dead player's done flag stays up."""
+    from sebulba.loop.evaluator import Evaluator
+
+    agent = RandomAgent(envs.make_spec(DYING))
+    with Evaluator(agent, DYING, {"num_threads": 1}, num_envs=1) as ev:
+        result = ev.run(agent.init_networks(jax.random.key(0)), 6, jax.random.key(1))
+    assert sorted(result.returns.tolist()) == [1.0, 1.0, 23.0, 23.0, 66.0, 66.0]
+    assert sorted(result.lengths.tolist()) == [1, 1, 2, 2, 3, 3]
