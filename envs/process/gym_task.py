@@ -164,7 +164,12 @@ def configure(task_id: str, env_type: str, kwargs: dict[str, Any]) -> GymTask:
     drop = _drop_keys(task_id, kwargs)
     config = PoolConfig.create(task_id, env_type, "process", default_steps, kwargs, None)
     factory = _factory(task_id, dict(config.task_kwargs), drop)
-    probe = _build_probe(task_id, factory)
+    return task_of_probe(task_id, config, factory, _build_probe(task_id, factory), retry)
+
+
+def task_of_probe(task_id: str, config: PoolConfig, factory: Any, probe: Any, retry: Any) -> GymTask:
+    """The task of a probe env built by `factory` (closed here): its spaces (image leaves channel
+    first), the seed range checked against config, config.max_num_players rows per env."""
     try:
         obs_space, act_space = _spaces(task_id, probe)
         _check_seed(probe, config)
@@ -173,5 +178,6 @@ def configure(task_id: str, env_type: str, kwargs: dict[str, Any]) -> GymTask:
     leaves = tuple(leaf_spaces(obs_space))
     images = tuple(path for path, leaf in leaves if is_image(leaf))
     return GymTask(
-        config, factory, map_space(channel_first, obs_space), act_space, tuple(p for p, _ in leaves), images, retry
-    )
+        config, factory, map_space(channel_first, obs_space), act_space, tuple(p for p, _ in leaves), images, retry,
+        num_players=config.max_num_players,
+    )  # fmt: skip
