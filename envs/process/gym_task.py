@@ -83,6 +83,7 @@ class GymTask:
     image_leaves: tuple[Path, ...]  # leaves that are channel-last images, moved channel-first
     retry: RetryConfig = RetryConfig()  # how a crashing, raising or hanging worker is survived
     num_players: int = 1  # > 1: the spaces are one player's, and each env holds a row per player
+    reset_options: bool = True  # the envs' reset takes options (Atari games take none)
 
 
 # The process backend's recovery kwargs (RetryConfig's; the pool always renews a failed worker).
