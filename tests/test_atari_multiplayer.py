@@ -113,16 +113,17 @@ def test_rows_spaces_and_player_counts():
         assert info["elapsed_step"].tolist() == [0] * 8 and info["players"]["alive"].all()
         obs, rew, term, trunc, info = pool.step(np.zeros(8, int))
         _check_rows(info, [0, 1], 4)
-        for g in range(2):  # every player of an env sees its screen; the envs differ
+        for g in range(2):  # every player of an env sees the env's screen
             assert (obs[4 * g : 4 * g + 4] == obs[4 * g]).all()
         assert rew.dtype == np.float32 and info["lives"].shape == info["reward"].shape == (8,)
         assert info["elapsed_step"].tolist() == [1] * 8
 
 
-@pytest.mark.parametrize("seed", [5])
-def test_sync_pool_equals_multi_agent_ale_by_hand_across_a_player_leaving_game_over_and_auto_reset(seed):
+def test_sync_pool_equals_multi_agent_ale_by_hand_across_a_player_leaving_game_over_and_auto_reset():
     """Joust: a player runs out of lives mid-game (its row terminated, then not alive), the game
-    ends, the env auto-resets; sticky actions and the noop starts are ALE's for the same seed."""
+    ends, the env auto-resets; sticky actions and the noop starts are ALE's for the same seed.
+    (Seed 5: the first game ends after ~1,480 steps, one of the shortest of seeds 1..7.)"""
+    seed = 5
     rng = np.random.default_rng(seed)
     with envs.make("Joust-v5", num_envs=1, seed=seed, num_threads=1, stack_num=2, repeat_action_probability=0.25) as pool:
         hand = HandGame("joust", 1, 2, seed, 0.25)
@@ -220,6 +221,7 @@ def test_reward_clip_keeps_each_players_raw_reward_in_info():
         ("Combat-v5", {"render_mode": "rgb_array"}, "runs in worker processes, which do not render"),
         ("Combat-v5", {"img_height": 300}, r"img_height must be <= 256 and img_width <= 160 \(the screen\), got 300 x 84"),
         ("Combat-v5", {"frame_skip": 0}, "frame_skip must be an int >= 1, got 0"),
+        ("Combat-v5", {"max_episode_steps": 2**30}, r"max_episode_steps \* frame_skip = 4294967296 frames exceeds ALE's limit"),
         ("Combat-v5", {"repeat_action_probability": 1.5}, r"repeat_action_probability must be in \[0, 1\], got 1.5"),
         ("Combat-v5", {"no_such_option": 1}, r"unknown kwarg\(s\) \['no_such_option'\] for task 'Combat-v5'"),
         ("Combat-v5", {"backend": "atari"}, "is a multi-player Atari game: ALE's vector env cannot run it"),
@@ -272,3 +274,30 @@ def test_listed_here_and_without_the_extra_not_listed_and_make_names_the_extra()
     first, message = out.stdout.splitlines()
     assert first == "False"
     assert "need the extra `atari-multiplayer`" in message and "multi-agent-ale-py" in message
+
+
+def test_rgb_full_screens_and_reset_seed_replay():
+    """RGB, channel-first, unresized (Combat's screen is 256 x 160), frame skip 1, no noop or FIRE
+    start: each row is ALE's RGB screen by hand; reset(seed=s) replays a pool made with seed s."""
+    kw = dict(num_envs=1, num_threads=1, gray_scale=False, stack_num=1, img_height=256, img_width=160, frame_skip=1,
+              noop_max=0, use_fire_reset=False, full_action_space=True)  # fmt: skip
+    ale = multi_agent_ale_py.ALEInterface()
+    ale.setFloat("repeat_action_probability", 0.0)
+    ale.setInt("random_seed", 4)
+    ale.loadROM(rom_path("combat"))
+    ale.setMode(1)
+    ale.reset_game()
+    actions = np.random.default_rng(4).integers(18, size=(30, 2))
+    with envs.make("Combat-v5", seed=4, **kw) as pool:
+        assert pool.observation_space.shape == (3, 256, 160) and pool.action_space.n == 18
+        obs, _ = pool.reset()
+        np.testing.assert_array_equal(obs, np.broadcast_to(ale.getScreenRGB().transpose(2, 0, 1), (2, 3, 256, 160)))
+        first = [obs]
+        for a in actions:
+            obs, rew, *_ = pool.step(a)
+            first.append(obs)
+            np.testing.assert_array_equal(rew, ale.act(a.astype(np.intc)))
+            np.testing.assert_array_equal(obs[1], ale.getScreenRGB().transpose(2, 0, 1))
+    with envs.make("Combat-v5", seed=9, **kw) as pool:
+        again = [pool.reset(seed=4)[0]] + [pool.step(a)[0] for a in actions]
+    np.testing.assert_array_equal(np.stack(first), np.stack(again))

@@ -123,8 +123,8 @@ class AtariPlayersFactory:
 
 
 class AtariPlayersEnv:
-    """One game of P players; `reset(seed)` starts it on a fresh ALE of that seed (None: ALE's own
-    stream goes on), as env i of a single-player Atari pool made with that seed."""
+    """One game of P players; `reset(seed)` starts it on a fresh ALE of that seed, with ALE's noop
+    counts for that seed (None: the streams go on), as single-player Atari's envs are seeded."""
 
     def __init__(self, spec: AtariPlayersFactory):
         self._maale = require_multi_agent_ale()
@@ -153,9 +153,7 @@ class AtariPlayersEnv:
         self.terminated, self.truncated, self.alive = np.zeros(p, bool), np.zeros(p, bool), np.zeros(p, bool)
         self._playing = np.zeros(p, bool)  # players still in the game
         self._frames = 0
-        self._ale: Any = None
-        self._noops = CppNoopSampler(0, int(o["noop_max"]))
-        self._new_ale(0)
+        self._new_ale(0)  # the workers' first reset reseeds it
 
     def _new_ale(self, seed: int) -> None:
         """A fresh ALE of this seed, set up as PettingZoo's (mode after loadROM)."""
