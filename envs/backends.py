@@ -77,7 +77,7 @@ def build(task_id: str, env_type: str, kwargs: dict[str, Any], start: bool) -> t
             "rendering is built in for the classic-control tasks, Atari games and MuJoCo v5 tasks"
         )
     if not start:
-        return task.config, (task.observation_space, task.action_space, {})
+        return task.config, (task.observation_space, task.action_space, task.extra_info)
     from envs.process.backend import ProcessBackend
 
     return task.config, ProcessBackend(task)

@@ -17,7 +17,14 @@ import numpy as np
 
 from envs.atari.games import ATARI_PLAYER_TASKS
 from envs.atari.multiplayer import AtariPlayersFactory, rom_facts, require_multi_agent_ale
-from envs.atari.task import ALE_MAX_SEED, ATARI_KWARGS, DEFAULT_MAX_EPISODE_STEPS, check_frame_limit, check_options
+from envs.atari.task import (
+    ALE_MAX_SEED,
+    ATARI_INFO,
+    ATARI_KWARGS,
+    DEFAULT_MAX_EPISODE_STEPS,
+    check_frame_limit,
+    check_options,
+)
 from envs.config import PoolConfig, check_seed_range
 from envs.process.gym_task import GymTask, _retry
 
@@ -68,4 +75,4 @@ def configure(task_id: str, env_type: str, kwargs: dict[str, Any]) -> GymTask:
     probe = factory()  # its spaces; building one ALE also proves the ROM and mode load
     probe.close()
     return GymTask(config, factory, probe.observation_space, probe.action_space, ((),), (), retry,
-                   num_players=players, reset_options=False)
+                   num_players=players, reset_options=False, extra_info=ATARI_INFO)

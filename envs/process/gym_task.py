@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import gymnasium as gym
@@ -84,6 +84,7 @@ class GymTask:
     retry: RetryConfig = RetryConfig()  # how a crashing, raising or hanging worker is survived
     num_players: int = 1  # > 1: the spaces are one player's, and each env holds a row per player
     reset_options: bool = True  # the envs' reset takes options (Atari games take none)
+    extra_info: Mapping[str, np.dtype] = dataclasses.field(default_factory=dict)  # info every step has (dm fields)
 
 
 # The process backend's recovery kwargs (RetryConfig's; the pool always renews a failed worker).
