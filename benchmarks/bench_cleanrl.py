@@ -7,10 +7,14 @@ a fresh process timed whole (imports, compilation, training); the return is the 
 episodes. The pairs alternate (ours, theirs) so that the host's drift falls on both.
 
     python benchmarks/bench_cleanrl.py [--steps 100000] [--seeds 0] [--agents sac,td3]
-        [--cleanrl_python /work/venv-cleanrl/bin/python] [--cleanrl_dir /work/cleanrl] [--no-write]
+        [--cleanrl_threads 1] [--cleanrl_python /work/venv-cleanrl/bin/python] [--cleanrl_dir /work/cleanrl]
+        [--no-write]
 
-CleanRL: `git clone https://github.com/vwxyzjn/cleanrl` and `git apply benchmarks/peers/cleanrl.patch`
-in it; its venv: torch (CPU), gymnasium[mujoco], stable-baselines3, tyro, tensorboard, jax, flax, optax.
+CleanRL: `git clone https://github.com/vwxyzjn/cleanrl`, `git checkout fe8d8a03` and `git apply
+benchmarks/peers/cleanrl.patch` in it; its venv: torch 2.13 (CPU), gymnasium[mujoco] 1.3, tyro,
+tensorboard, jax, flax, optax (the versions of ours). --cleanrl_threads sets OMP_NUM_THREADS for
+theirs (default 1: torch's SAC ran ~10x slower with its default intra-op threads on this 2-core
+host while anything else ran; '' leaves it unset).
 """
 
 from __future__ import annotations
@@ -34,10 +38,13 @@ ROOT = Path(__file__).resolve().parents[1]
 THEIRS = {"sac": "sac_continuous_action.py (PyTorch)", "td3": "td3_continuous_action_jax.py (JAX)"}
 
 
-def cleanrl(python: str, directory: str, agent: str, steps: int, seed: int) -> dict:
+def cleanrl(python: str, directory: str, agent: str, steps: int, seed: int, threads: str) -> dict:
     """CleanRL's script through cleanrl_run.py: its JSON line (wall_s, final_return, ...)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "PYTHONPATH")}
+    if threads:
+        env["OMP_NUM_THREADS"] = threads
     out = subprocess.run([python, str(ROOT / "benchmarks/peers/cleanrl_run.py"), directory, agent, str(steps), str(seed)],
-                         capture_output=True, text=True, check=True)
+                         capture_output=True, text=True, check=True, env=env)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -49,6 +56,7 @@ def main() -> None:
     parser.add_argument("--env", default="HalfCheetah-v5")
     parser.add_argument("--cleanrl_python", default=os.environ.get("CLEANRL_PYTHON", "/work/venv-cleanrl/bin/python"))
     parser.add_argument("--cleanrl_dir", default=os.environ.get("CLEANRL_DIR", "/work/cleanrl"))
+    parser.add_argument("--cleanrl_threads", default="1", help="OMP_NUM_THREADS for CleanRL's runs ('': unset)")
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
@@ -62,7 +70,7 @@ def main() -> None:
                                                                  f"--seed={seed}", "--checkpoint_every=0",
                                                                  "--eval_every=0"], Path(tmp) / agent)
                 ours = float(last["episode_return_mean"])
-                theirs = cleanrl(args.cleanrl_python, args.cleanrl_dir, agent, args.steps, seed)
+                theirs = cleanrl(args.cleanrl_python, args.cleanrl_dir, agent, args.steps, seed, args.cleanrl_threads)
                 ratio = theirs["wall_s"] / wall
                 ratios.setdefault(agent, []).append(ratio)
                 lines.append(f"| {agent} | {seed} | {wall:.0f} | {ours:.1f} | {theirs['wall_s']:.0f} | "
@@ -75,8 +83,9 @@ def main() -> None:
               f"{' '.join(sys.argv[1:])}`; {platform.node()} ({os.cpu_count()} CPUs, no GPU), "
               f"{datetime.date.today().isoformat()}. Ours: `python -m experiments.<agent> --env {args.env} "
               f"--total_env_steps {args.steps}` (the MuJoCo preset, CleanRL's settings); theirs: "
-              "CleanRL's scripts at their defaults with `--env-id` and `--total-timesteps`, patched for Gymnasium "
-              "1.x only (`benchmarks/peers/cleanrl.patch`). Each a fresh process timed whole; returns are the "
+              "CleanRL's scripts (commit fe8d8a03) at their defaults with `--env-id` and `--total-timesteps`, "
+              "patched for Gymnasium 1.x only (`benchmarks/peers/cleanrl.patch`), "
+              f"OMP_NUM_THREADS={args.cleanrl_threads or 'unset'}. Each a fresh process timed whole; returns are the "
               "mean of the last 20 episodes.\n\n")
     publish("bench_cleanrl", header + "\n".join(lines) + "\n\n" + medians + "\n", not args.no_write)
 

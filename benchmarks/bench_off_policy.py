@@ -7,7 +7,7 @@ and the last row).
 
     python benchmarks/bench_off_policy.py [--seeds 0,1,2] [--no-write]
     python benchmarks/bench_off_policy.py --mujoco 300000 [--mujoco_envs HalfCheetah-v5,Hopper-v5]
-        [--flags=--replay_ratio=0.5] [--seeds 0]   # SAC and TD3 on MuJoCo (the preset: CleanRL's
+        [--flags=--replay_ratio=0.5] [--agents sac,td3] [--seeds 0]   # SAC and TD3 on MuJoCo (the preset: CleanRL's
         settings, and any flags over it) for that many env steps, bars 5,000 / 2,500 at 300k (issue 38)
 """
 
@@ -80,10 +80,11 @@ def main() -> None:
     mujoco = int(mujoco) if mujoco else None
     mujoco_envs = pop_option("--mujoco_envs", "HalfCheetah-v5").split(",")
     extra = (pop_option("--flags", "") or "").split()
+    agents = pop_option("--agents", "sac,td3").split(",")
     seeds, no_write = seed_args(__doc__)
     bars = BARS if mujoco is None else [
         (module, env, [f"--total_env_steps={mujoco}", *extra], MUJOCO_BARS[env] if mujoco == 300_000 else None)
-        for env in mujoco_envs for module in ("experiments.sac", "experiments.td3")]
+        for env in mujoco_envs for module in (f"experiments.{a}" for a in agents)]
     lines = ["| agent | env (loop) | seed | env steps | final return (last 20 episodes) | bar | optimizer steps/s "
              "| whole command s |", "|---|---|---:|---:|---:|---|---:|---:|"]
     finals: dict[tuple[str, str], list[float]] = {}

@@ -8,6 +8,7 @@ from typing import Any
 
 from envs.config import PoolConfig
 from envs.pool import DmEnvPool, EnvPool, GymnasiumEnvPool
+from envs.atari.games import ATARI_PLAYER_TASKS
 from envs.registry import is_pettingzoo_id, resolve
 
 
@@ -63,7 +64,9 @@ def build(task_id: str, env_type: str, kwargs: dict[str, Any], start: bool) -> t
         if not start:
             return task.config, (task.observation_space, task.action_space, backend_cls.extra_info)
         return task.config, backend_cls(task)
-    if is_pettingzoo_id(task_id):
+    if task_id in ATARI_PLAYER_TASKS:
+        from envs.atari.multiplayer_task import configure
+    elif is_pettingzoo_id(task_id):
         from envs.process.pettingzoo_task import configure
     else:
         from envs.process.gym_task import configure
@@ -74,7 +77,7 @@ def build(task_id: str, env_type: str, kwargs: dict[str, Any], start: bool) -> t
             "rendering is built in for the classic-control tasks, Atari games and MuJoCo v5 tasks"
         )
     if not start:
-        return task.config, (task.observation_space, task.action_space, {}, task.player_names)
+        return task.config, (task.observation_space, task.action_space, task.extra_info, task.player_names)
     from envs.process.backend import ProcessBackend
 
     return task.config, ProcessBackend(task)

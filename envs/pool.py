@@ -174,10 +174,11 @@ class EnvPool(ClosedOnExit):
             if env_id is not None and self._last_full_obs() is None:
                 raise ValueError("options['reset_mask'] needs a full reset() first: the other envs have no episode yet")
         if task_options and not getattr(self._backend, "reset_options", False):
+            hint = "" if self._cfg.backend == "process" else \
+                "; worker-process pools (backend='process') pass them to Gymnasium's envs"
             raise ValueError(
                 f"reset options {sorted(task_options)}: {self._cfg.task_id} runs on the {self._cfg.backend} backend, "
-                "whose envs take no reset options (only options['reset_mask'] is taken); worker-process pools "
-                "(backend='process') pass them to Gymnasium's envs"
+                f"whose envs take no reset options (only options['reset_mask'] is taken){hint}"
             )
         seeds = env_seeds(seed, self._num_envs, getattr(self._backend, "max_seed", None))
         if seeds is not None or task_options:

@@ -14,6 +14,7 @@ from typing import Any
 import gymnasium as gym
 
 from envs.atari.games import (
+    ATARI_PLAYER_TASKS,
     ATARI_TASKS,
     UNSUPPORTED_ROMS,
     check_rom,
@@ -39,6 +40,15 @@ PETTINGZOO_PREFIX = "pettingzoo/"
 
 def is_pettingzoo_id(task_id: str) -> bool:
     return task_id.startswith(PETTINGZOO_PREFIX)
+
+
+def multi_agent_ale_available() -> bool:
+    """Whether the multi-player Atari games run here: multi_agent_ale_py imports (ale-py has the ROMs)."""
+    try:
+        import multi_agent_ale_py  # noqa: F401
+    except ImportError:
+        return False
+    return ale_available()
 
 
 def gymnasium_ids() -> list[str]:
@@ -119,11 +129,12 @@ def gymnasium_id_builds(task_id: str) -> bool:
 
 def list_all_envs() -> list[str]:
     """Every task id `make` builds here with default kwargs: the built-in tasks, the Atari games
-    (with ale-py installed), then the registered Gymnasium ids that build on this install (ids whose
+    (with ale-py installed; the multi-player ones with multi_agent_ale_py too), then the registered Gymnasium ids that build on this install (ids whose
     packages are missing, e.g. Box2D or MuJoCo ones, or whose spaces the pool cannot batch are left
     out; `make` of them raises). The first call builds one env of each non-ALE Gymnasium id."""
     native = sorted(NATIVE_TASKS)
     atari = sorted(ATARI_TASKS) if ale_available() else []
+    atari = sorted(atari + (list(ATARI_PLAYER_TASKS) if multi_agent_ale_available() else []))
     return native + atari + [t for t in gymnasium_ids() if t not in NATIVE_TASKS and gymnasium_id_builds(t)]
 
 
@@ -201,7 +212,7 @@ def native_mujoco_ready(task_id: str) -> bool:
 
 def check_runnable_rom(task_id: str) -> None:
     """Raises a ValueError, before ALE is touched, for an id of a ROM that ALE would exit the process
-    on: `Combat-v5`, Gymnasium's forms (`ALE/Combat-v5`, `CombatNoFrameskip-v4`, ...), or any
+    on: Gymnasium's forms (`ALE/Combat-v5`, `CombatNoFrameskip-v4`, ...), or any
     registered id of ALE's AtariEnv whose `game` is such a ROM."""
     spec = find_spec(task_id)
     if spec is None:
@@ -230,6 +241,13 @@ def resolve(task_id: Any, backend: str | None) -> tuple[str, type[NativeTask] | 
         return "process", None
     if backend == "jax":
         raise ValueError(f"backend='jax' runs JAX-native envs, named SUITE/ID (e.g. 'gymnax/CartPole-v1'), got {task_id!r}")
+    if task_id in ATARI_PLAYER_TASKS:  # multi_agent_ale_py in worker processes (envs/atari/multiplayer.py)
+        if backend not in (None, "process"):
+            raise ValueError(
+                f"{task_id!r} is a multi-player Atari game: ALE's vector env cannot run it, so it runs on "
+                "backend='process' (multi_agent_ale_py in worker processes) only"
+            )
+        return "process", None
     if task_id in ATARI_TASKS:
         if backend not in (None, "atari"):
             raise ValueError(f"{task_id!r} is an Atari task: it runs on backend='atari' (ALE's vector env) only")

@@ -1,6 +1,7 @@
 """Every listed task builds, and no id ends the process: ALE exits (code 1, no exception) on its
-multi-player ROMs, so they are refused with a ValueError before ALE sees them. Every probe that
-could end a process runs in a subprocess."""
+multi-player ROMs, so Gymnasium's ids of them are refused with a ValueError before ALE sees them
+(ours, `Combat-v5` ..., play them through multi_agent_ale_py: tests/test_atari_multiplayer.py).
+Every probe that could end a process runs in a subprocess."""
 
 import json
 import subprocess
@@ -92,7 +93,7 @@ def test_make_of_a_multi_player_rom_raises_and_the_process_goes_on():
     code = (
         "import envs\n"
         "try:\n"
-        "    envs.make_gym('Combat-v5')\n"
+        "    envs.make_gym('ALE/Combat-v5')\n"
         "except ValueError as e:\n"
         "    print('caught:', e)\n"
         "else:\n"
@@ -100,13 +101,13 @@ def test_make_of_a_multi_player_rom_raises_and_the_process_goes_on():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "caught: 'Combat-v5' cannot run: ROM 'combat' is a multi-player ROM" in out.stdout, out.stdout
-    assert "single-agent interface" in out.stdout
+    assert "caught: 'ALE/Combat-v5' cannot run: ROM 'combat' is a multi-player ROM" in out.stdout, out.stdout
+    assert "single-agent interface" in out.stdout and "Combat-v5 plays it" in out.stdout
 
 
 def test_every_id_form_of_an_unsupported_rom_raises_before_ale():
-    """Our ids and Gymnasium's (which ALE does not register for these ROMs), make and make_spec, and
-    an ALE id told to load such a ROM: each a ValueError naming the reason, in a process that lives."""
+    """Gymnasium's ids (which ALE does not register for these ROMs), make and make_spec, and an ALE
+    id told to load such a ROM: each a ValueError naming the reason, in a process that lives."""
     code = (
         "import json, envs\n"
         "calls = [(f, t, {}) for t in json.loads(input()) for f in ('make', 'make_spec')]\n"
@@ -118,7 +119,7 @@ def test_every_id_form_of_an_unsupported_rom_raises_before_ale():
         "    except ValueError as e:\n"
         "        print(json.dumps([f, task, str(e)]))\n"
     )
-    ids = ["Combat-v5", "Joust-v5", "MazeCraze-v5", "Warlords-v5", "ALE/Combat-v5", "CombatNoFrameskip-v4",
+    ids = ["ALE/Joust-v5", "ALE/Warlords-v5", "ALE/Combat-v5", "CombatNoFrameskip-v4",
            "Combat-v0", "ALE/MazeCraze-v5", "JoustNoFrameskip-v0", "Warlords-v4"]
     out = subprocess.run([sys.executable, "-c", code], input=json.dumps(ids), capture_output=True, text=True,
                          timeout=120, cwd=ROOT)
@@ -186,7 +187,7 @@ def test_ids_that_cannot_build_here_are_not_listed_and_make_says_why():
         assert "LunarLander-v3" not in ids
         with pytest.raises(ImportError, match="'LunarLander-v3' cannot be built on this install.*box2d"):
             envs.make("LunarLander-v3")
-    assert not {"Combat-v5", "Joust-v5", "MazeCraze-v5", "Warlords-v5"} & ids
+    assert not {"ALE/Combat-v5", "CombatNoFrameskip-v4", "Warlords-v4"} & ids
 
 
 def test_listing_reprobes_a_re_registered_id():

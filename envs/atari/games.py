@@ -23,15 +23,18 @@ ROM_IDS = (
     "video_pinball", "warlords", "wizard_of_wor", "word_zapper", "yars_revenge", "zaxxon",
 )
 
+# The multi-player ROMs: ALE's single-player interface exits on them; `<Game>-v5` plays them through
+# multi_agent_ale_py (envs/atari/multiplayer.py), one batch row per player.
+PLAYER_ROMS = ("combat", "joust", "maze_craze", "warlords")
 MULTI_PLAYER = (
     "a multi-player ROM that ALE's single-agent interface cannot run: loading it makes ALE print "
     "'Attempt to wrap ROM ... failed' and exit the process (ale-py 0.12.1 does not register it as "
-    "a Gymnasium id either)"
+    "a Gymnasium id either); {task} plays it, one batch row per player (the `atari-multiplayer` extra)"
 )
 # ROMs that end the process (exit code 1, no exception) when ALE loads them: ALEInterface.loadROM,
 # AtariVectorEnv and ale_py.env.AtariEnv alike. Found by loading every ROM of ROM_IDS in a
 # subprocess; tests/test_atari_roms.py repeats that sweep, so this set cannot go stale silently.
-UNSUPPORTED_ROMS: dict[str, str] = {rom: MULTI_PLAYER for rom in ("combat", "joust", "maze_craze", "warlords")}
+UNSUPPORTED_ROMS: dict[str, str] = {rom: MULTI_PLAYER for rom in PLAYER_ROMS}
 
 ALE_ENTRY_POINT = "ale_py.env:AtariEnv"  # the entry point of ALE's Gymnasium ids (ALE/Pong-v5, Pong-v4, ...)
 # Gymnasium's ALE id forms: ALE/Pong-v5, Pong-v0, PongNoFrameskip-v4, (old gym) Pong-ram-v4, PongDeterministic-v4.
@@ -46,11 +49,13 @@ def task_name(rom_id: str) -> str:
 ATARI_TASKS: dict[str, str] = {  # task id -> ROM id, for every ROM ALE can run
     f"{task_name(rom)}-v5": rom for rom in ROM_IDS if rom not in UNSUPPORTED_ROMS
 }
+ATARI_PLAYER_TASKS: dict[str, str] = {f"{task_name(rom)}-v5": rom for rom in PLAYER_ROMS}  # task id -> ROM id
 _UNSUPPORTED_NAMES = {task_name(rom): rom for rom in UNSUPPORTED_ROMS}
 
 
 def unsupported_rom_error(rom: str, task_id: str) -> ValueError:
-    return ValueError(f"{task_id!r} cannot run: ROM {rom!r} is {UNSUPPORTED_ROMS[rom]}")
+    message = UNSUPPORTED_ROMS[rom].format(task=f"{task_name(rom)}-v5")
+    return ValueError(f"{task_id!r} cannot run: ROM {rom!r} is {message}")
 
 
 def check_rom(rom: Any, task_id: str) -> None:
@@ -60,8 +65,8 @@ def check_rom(rom: Any, task_id: str) -> None:
 
 
 def unsupported_rom_of_id(task_id: str) -> str | None:
-    """The unsupported ROM an id names in our or Gymnasium's ALE form (`Combat-v5`, `ALE/Combat-v5`,
-    `CombatNoFrameskip-v4`, ...), else None. For ids no registry holds: ALE registers none of these."""
+    """The unsupported ROM an id names in Gymnasium's ALE forms (`ALE/Combat-v5`, `CombatNoFrameskip-v4`,
+    ...), else None. For ids no registry holds: ALE registers none of these. (`Combat-v5` is ours.)"""
     m = _ALE_ID.fullmatch(task_id)
     return _UNSUPPORTED_NAMES.get(m.group("name")) if m else None
 

@@ -147,6 +147,54 @@ class CppNoopSampler:
         return product >> 32
 
 
+# --------------------------------------------------------------------------- one env's frames
+# ALE's PreprocessedEnv, per env, for any ALE-like interface: ale_py's ALEInterface (int actions and
+# rewards) or multi_agent_ale_py's (an action and a reward per player, envs/atari/multiplayer.py).
+def start_game(ale: Any, fire: Any, noop: Any, noops: int, grab: Any, raw: np.ndarray) -> None:
+    """ALE's PreprocessedEnv::reset: reset_game, FIRE (fire None: not), `noops` NOOPs in all (FIRE
+    counts as one); the screen into raw[0], raw[1] cleared (raw: the env's two frame buffers)."""
+    ale.reset_game()
+    if fire is not None:
+        ale.act(fire)
+    for _ in range(noops - (fire is not None)):
+        ale.act(noop)
+        if ale.game_over():
+            ale.reset_game()
+    grab(raw[0])
+    raw[1] = 0
+
+
+def skip_frames(ale: Any, action: Any, frame_skip: int, grab: Any, raw: np.ndarray, frames: int,
+                limit: int) -> tuple[Any, bool, int]:  # fmt: skip
+    """ALE's PreprocessedEnv::step: (summed reward, game over, frames since the reset).
+
+    The last two frames are captured into raw for pooling, but the loop breaks on game over or
+    the frame limit before capturing that frame, as ALE's does."""
+    reward = 0
+    over = False
+    for skip in range(frame_skip, 0, -1):
+        reward += ale.act(action)
+        over = ale.game_over()
+        frames += 1
+        if over or frames >= limit:
+            break
+        if skip <= 2:
+            grab(raw[skip - 1])
+    return reward, over, frames
+
+
+def push_frames(raw: np.ndarray, stack: np.ndarray, idx: slice | np.ndarray, resize: AreaResizer, rgb: bool) -> np.ndarray:
+    """Pools envs idx's last two frames (raw: (n, 2, H, W[, 3])), resizes, pushes onto their stacks
+    (n, stack, [3,] h, w); returns those stacks, channel-first (RGB: (k, 3 * stack, h, w))."""
+    pooled = np.maximum(raw[idx, 0], raw[idx, 1])
+    raw[idx, 0] = pooled  # ALE pools in place: an early-ended step's next pooling starts from it
+    frame = resize(pooled.transpose(0, 3, 1, 2) if rgb else pooled)  # RGB: (k, 3, h, w)
+    stack[idx, :-1] = stack[idx, 1:]
+    stack[idx, -1] = frame
+    obs = stack[idx] if isinstance(idx, np.ndarray) else stack.copy()
+    return obs.reshape(obs.shape[0], -1, *obs.shape[-2:]) if rgb else obs
+
+
 # --------------------------------------------------------------------------- the backend
 class AtariSingleBackend:
     lockstep = False  # any subset of envs can be sent, reset or rendered
@@ -278,59 +326,26 @@ class AtariSingleBackend:
         return Chunk(env_id, batch, ids is None)
 
     def _observe(self, idx: slice | np.ndarray) -> np.ndarray:
-        """Pools the envs' last two frames, resizes, pushes onto their stacks; returns the stacks."""
-        raw = self._raw
-        pooled = np.maximum(raw[idx, 0], raw[idx, 1])
-        raw[idx, 0] = pooled  # ALE pools in place: an early-ended step's next pooling starts from it
-        frame = self._resize(pooled.transpose(0, 3, 1, 2) if self._rgb else pooled)  # RGB: (k, 3, h, w)
-        stack = self._stack
-        stack[idx, :-1] = stack[idx, 1:]
-        stack[idx, -1] = frame
-        obs = stack[idx] if isinstance(idx, np.ndarray) else stack.copy()
-        return obs.reshape(obs.shape[0], -1, *obs.shape[-2:]) if self._rgb else obs
+        return push_frames(self._raw, self._stack, idx, self._resize, self._rgb)
 
     # ------------------------------------------------------------------ one env
     def _reset_env(self, i: int) -> None:
-        """ALE's PreprocessedEnv::reset: reset_game, FIRE, noops, a fresh stack."""
-        ale = self._ales[i]
-        ale.reset_game()
-        fire = self._fire is not None
-        if fire:
-            ale.act(self._fire)
-        for _ in range(self._noops[i].draw() - fire):
-            ale.act(self._noop)
-            if ale.game_over():
-                ale.reset_game()
+        start_game(self._ales[i], self._fire, self._noop, self._noops[i].draw(), self._grab[i], self._raw[i])
         self._stack[i] = 0
-        self._grab[i](self._raw[i, 0])
-        self._raw[i, 1] = 0
         self._frames[i] = 0
-        self._lives[i] = ale.lives()
+        self._lives[i] = self._ales[i].lives()
         self._over[i] = False
 
     def _step_env(self, i: int, a: int) -> tuple[int, bool, bool]:
-        """ALE's PreprocessedEnv::step: (raw reward, terminated, truncated by the frame limit).
-
-        The last two frames are captured for pooling, but the loop breaks on game over or the
-        frame limit before capturing that frame, as ALE's does."""
+        """(raw reward, terminated, truncated by the frame limit) of one agent step."""
         ale = self._ales[i]
-        action = self._actions[a]
-        grab, raw = self._grab[i], self._raw[i]
-        lives, frames, limit = self._lives[i], self._frames[i], self._max_frames
-        reward = 0
-        over = lost = False
-        for skip in range(self._frame_skip, 0, -1):
-            reward += ale.act(action)
-            over = ale.game_over()
-            frames += 1
-            now = ale.lives()
-            lost = 0 < now < lives
-            if over or frames >= limit:
-                break
-            if skip <= 2:
-                grab(raw[skip - 1])
+        lives, limit = self._lives[i], self._max_frames
+        reward, over, frames = skip_frames(ale, self._actions[a], self._frame_skip, self._grab[i], self._raw[i],
+                                           self._frames[i], limit)  # fmt: skip
+        now = ale.lives()
+        lost = 0 < now < lives
         self._frames[i] = frames
-        self._lives[i] = ale.lives()
+        self._lives[i] = now
         self._over[i] = over or frames >= limit
         terminated = over or (self._life_loss and lost)
         return reward, terminated, frames >= limit and not terminated

@@ -58,7 +58,7 @@ class AtariTask:
         return self.config.task_kwargs[name]
 
 
-def _check_options(task_id: str, o: dict[str, Any]) -> None:
+def check_options(task_id: str, o: dict[str, Any]) -> None:
     for name in ("img_height", "img_width", "stack_num", "frame_skip"):
         v = o[name]
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
@@ -74,7 +74,7 @@ def _check_options(task_id: str, o: dict[str, Any]) -> None:
         raise ValueError(f"{task_id}: repeat_action_probability must be in [0, 1], got {p!r}")
 
 
-def _check_frame_limit(config: PoolConfig, frame_skip: int) -> None:
+def check_frame_limit(config: PoolConfig, frame_skip: int) -> None:
     """ALE takes its frame limit, max_episode_steps * frame_skip, as a C int."""
     frames = config.max_episode_steps * frame_skip
     if frames > INT32_MAX:
@@ -126,8 +126,8 @@ def configure(task_id: str, env_type: str, kwargs: dict[str, Any]) -> AtariTask:
     config = PoolConfig.create(task_id, env_type, "atari", DEFAULT_MAX_EPISODE_STEPS, kwargs, ATARI_KWARGS)
     check_seed_range(config, ALE_MAX_SEED, "ALE's vector env (an int32 per env)")
     o = dict(config.task_kwargs)
-    _check_options(task_id, o)
-    _check_frame_limit(config, o["frame_skip"])
+    check_options(task_id, o)
+    check_frame_limit(config, o["frame_skip"])
     rom = ATARI_TASKS[task_id]
     # ALE's vector env has no mode, difficulty or raw screen: those pools run one ALE per env.
     backend = "single" if _uses_variant(task_id, rom, o) or config.render_mode is not None else "vector"

@@ -60,10 +60,10 @@ def _buffer_specs(task: GymTask, n: int) -> list:
 
 
 class ProcessBackend:
-    reset_options = True  # options of reset(options=...) go to the envs' own reset
-
     def __init__(self, task: GymTask):
         config = self._config = task.config
+        self.reset_options = task.reset_options  # options of reset(options=...) go to the envs' own reset
+        self.extra_info = dict(task.extra_info)  # info keys on every step, known up front (dm spec fields)
         self._task, self._retry = task, task.retry
         self.observation_space = observation_space = task.observation_space
         self.action_space = task.action_space

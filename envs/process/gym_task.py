@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import gymnasium as gym
@@ -84,6 +84,8 @@ class GymTask:
     retry: RetryConfig = RetryConfig()  # how a crashing, raising or hanging worker is survived
     num_players: int = 1  # > 1: the spaces are one player's, and each env holds a row per player
     player_names: tuple[str, ...] = ()  # a multi-player task's players, in row order (PettingZoo's possible_agents)
+    reset_options: bool = True  # the envs' reset takes options (Atari games take none)
+    extra_info: Mapping[str, np.dtype] = dataclasses.field(default_factory=dict)  # info every step has (dm fields)
 
 
 # The process backend's recovery kwargs (RetryConfig's; the pool always renews a failed worker).
@@ -165,7 +167,12 @@ def configure(task_id: str, env_type: str, kwargs: dict[str, Any]) -> GymTask:
     drop = _drop_keys(task_id, kwargs)
     config = PoolConfig.create(task_id, env_type, "process", default_steps, kwargs, None)
     factory = _factory(task_id, dict(config.task_kwargs), drop)
-    probe = _build_probe(task_id, factory)
+    return task_of_probe(task_id, config, factory, _build_probe(task_id, factory), retry)
+
+
+def task_of_probe(task_id: str, config: PoolConfig, factory: Any, probe: Any, retry: Any) -> GymTask:
+    """The task of a probe env built by `factory` (closed here): its spaces (image leaves channel
+    first), the seed range checked against config, config.max_num_players rows per env."""
     try:
         obs_space, act_space = _spaces(task_id, probe)
         _check_seed(probe, config)
@@ -173,6 +180,8 @@ def configure(task_id: str, env_type: str, kwargs: dict[str, Any]) -> GymTask:
         probe.close()
     leaves = tuple(leaf_spaces(obs_space))
     images = tuple(path for path, leaf in leaves if is_image(leaf))
+    names = tuple(map(str, getattr(probe, "players", ()))) if config.max_num_players > 1 else ()
     return GymTask(
-        config, factory, map_space(channel_first, obs_space), act_space, tuple(p for p, _ in leaves), images, retry
-    )
+        config, factory, map_space(channel_first, obs_space), act_space, tuple(p for p, _ in leaves), images, retry,
+        num_players=config.max_num_players, player_names=names,
+    )  # fmt: skip

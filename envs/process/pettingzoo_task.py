@@ -28,10 +28,9 @@ import gymnasium as gym
 import numpy as np
 
 from envs.config import STANDARD_KWARGS, PoolConfig
-from envs.process.gym_task import GymTask, _check_seed, _retry, _spaces, channel_first, is_image
+from envs.process.gym_task import GymTask, _retry, task_of_probe
 from envs.process.pettingzoo_env import OnePlayer, ParallelPlayers, PlayersEnv, TurnPlayers
 from envs.registry import PETTINGZOO_PREFIX
-from envs.tree import leaf_spaces, map_space
 
 PAD_KWARG = "pad_observations"
 ID_KWARG = "add_player_id"
@@ -159,13 +158,7 @@ def configure(task_id: str, env_type: str, kwargs: dict[str, Any]) -> GymTask:
         raise ImportError(f"task {task_id!r} cannot be built on this install: {e}") from e
     try:
         config = PoolConfig.create(task_id, env_type, "process", None, kwargs, None, len(probe.players))
-        obs_space, act_space = _spaces(task_id, probe)
-        _check_seed(probe, config)
-    finally:
+    except BaseException:
         probe.close()
-    leaves = tuple(leaf_spaces(obs_space))
-    images = tuple(path for path, leaf in leaves if is_image(leaf))
-    return GymTask(
-        config, factory, map_space(channel_first, obs_space), act_space, tuple(p for p, _ in leaves), images, retry,
-        num_players=config.max_num_players, player_names=tuple(probe.players),
-    )  # fmt: skip
+        raise
+    return task_of_probe(task_id, config, factory, probe, retry)

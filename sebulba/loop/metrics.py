@@ -118,10 +118,11 @@ def team_name(player: str) -> str:
 
 def teams(player_names: Sequence[str]) -> list[int]:
     """Each player's team index, in order of first appearance; [] unless the names form two
-    teams or more (every player of one team, or no names: no team metrics)."""
+    teams or more and some team has two players or more (one team, a team per player, or no
+    names: no team metrics beyond the players' own)."""
     names = [team_name(p) for p in player_names]
     order = list(dict.fromkeys(names))
-    return [order.index(n) for n in names] if len(order) > 1 else []
+    return [order.index(n) for n in names] if 1 < len(order) < len(names) else []
 
 
 def per_player_means(returns: list[deque], lengths: list[deque]) -> dict[str, float]:
