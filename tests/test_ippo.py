@@ -15,7 +15,7 @@ import sebulba
 from sebulba.agents import RandomAgent
 from sebulba.agents.ppo import PPO, PPOConfig
 from sebulba.experiment import MetricsWriter, plot_learning_curve
-from sebulba.loop.metrics import MetricsWindow
+from sebulba.loop.metrics import MetricsWindow, teams
 from tests.support.cli import last_metrics, run_experiment
 
 pytest.importorskip("mpe2")
@@ -65,6 +65,8 @@ def test_teams_returns_on_simple_tag():
     assert len(adversaries) == 2 * 2 * 3 and report["episode_return_mean_adversary"] == pytest.approx(np.mean(adversaries))
     assert report["episode_return_mean_agent"] == pytest.approx(np.mean(w.player_returns[3]))
     assert "episode_return_mean_player3" in report
+    assert teams(spec.player_names) == [0, 0, 0, 1]
+    assert teams(["agent_0", "agent_1", "agent_2"]) == [] and teams(["first_0", "second_0"]) == [] and teams([]) == []
 
 
 def test_learning_curve_draws_each_players_returns(tmp_path):
