@@ -82,7 +82,7 @@ def test_learning_curve_draws_each_players_returns(tmp_path):
     assert with_players[:4] == b"\x89PNG" and with_players != without  # the players' lines are drawn
 
 
-@pytest.mark.slow(seconds=45)
+@pytest.mark.slow(seconds=50)
 @pytest.mark.timeout(600)
 def test_learning_bar_simple_spread(tmp_path):
     """`python -m experiments.ppo --env pettingzoo/mpe2/simple_spread_v3` (the preset: IPPO, the
