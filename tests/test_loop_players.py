@@ -119,3 +119,20 @@ def test_evaluator_plays_each_players_episodes_once():
         result = ev.run(agent.init_networks(jax.random.key(0)), 6, jax.random.key(1))
     assert sorted(result.returns.tolist()) == [1.0, 1.0, 23.0, 23.0, 66.0, 66.0]
     assert sorted(result.lengths.tolist()) == [1, 1, 2, 2, 3, 3]
+
+
+def test_a_multi_player_run_checkpoints_and_resumes(tmp_path):
+    """The rows' cycle state (step states, last env step, running sums) is saved and restored:
+    a resumed run goes on at its counts (the process backend's envs start fresh episodes)."""
+    from sebulba.loop.checkpoint import CheckpointConfig, Checkpointer
+
+    ckpt = CheckpointConfig(str(tmp_path / "ckpt"), every_learner_steps=2, keep=1)
+    cfg = config(ECHO, num_envs=2, steps_per_cycle=6, async_mode=False, inferencers_per_device=1)
+    with sebulba.GymnasiumLoop(RowActionsAgent(envs.make_spec(ECHO)), cfg) as loop:
+        loop.run(max_cycles=4, checkpointer=Checkpointer(ckpt))
+    with sebulba.GymnasiumLoop(RowActionsAgent(envs.make_spec(ECHO)), cfg) as loop:
+        ctx = loop.run(max_cycles=6, checkpointer=Checkpointer(ckpt), resume=True)
+        assert ctx.learner_steps == 6 and ctx.env_steps == 6 * 2 * 6
+        assert loop.window.episodes == 6 * 2 * 3  # one env episode per 6-step cycle, each of 3 players
+        misrouted, checked = np.asarray(loop.learner.experience).reshape(-1)
+        assert misrouted == 0 and checked > 0
