@@ -4,6 +4,7 @@ IMPALA Pong, PPO CartPole and PPO in the Anakin loop, about 2 minutes on 2 cores
 suite; it is run by hand, `bash benchmarks/gpu_check.sh`, and its summary is in BENCHMARKS.md.)"""
 
 import importlib.util
+import math
 import os
 import re
 import subprocess
@@ -12,7 +13,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "benchmarks" / "gpu_check.sh"
-STAGES = ["install", "env", "pong", "ppo", "tests_gpu", "tests_multi", "anakin"]
+STAGES = ["install", "env", "pong", "ppo", "tests_gpu", "tests_multi", "offpolicy", "anakin"]
 
 
 def dry_run(tmp_path, **extra: str):
@@ -66,6 +67,18 @@ def test_returns_are_read_at_a_frame_milestone():
             {"env_steps": "500000", "episode_return_mean": "-19.0"}]
     assert returns_at(rows, 1e6) == -20.5 and returns_at(rows, 2e6) == -19.0 and returns_at(rows, 3e6) is None
     assert fmt(None) == fmt(float("nan")) == "—" and fmt(-13.64) == "-13.6"
+
+
+def test_off_policy_rates_count_only_rows_past_learning_starts():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from _gpu_check import learning_rates
+
+    row = lambda t, steps, env, learning: {"wall_time": str(t), "learner_steps": str(steps),  # noqa: E731
+                                           "env_steps": str(env), "learning": str(learning)}
+    rows = [row(1, 10, 320, 0.0), row(3, 100, 3200, 1.0), row(5, 150, 4800, 1.0), row(7, 200, 6400, 1.0)]
+    ups, eps, live = learning_rates(rows, 32)  # the warm-up row (fast: no optimizer steps) left out
+    assert (ups, eps, live) == ((200 - 100) * 32 / 4, (6400 - 3200) / 4, 3)
+    assert all(map(math.isnan, learning_rates(rows[:2], 32)[:2]))
 
 
 def test_the_anakin_stage_says_why_it_skips_playground_or_which_pipeline_it_runs():
