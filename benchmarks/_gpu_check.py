@@ -190,8 +190,8 @@ ANAKIN_REFS = ("PureJaxRL's PPO on gymnax CartPole, ~20M env steps/s on an A100,
 GRACE_S = 15.0  # after SIGTERM, the seconds a run has to end (a call still compiling may need them) before SIGKILL
 
 
-def anakin_run(name: str, flags: list[str], work: Path, seconds: float, metrics_out: str | None,
-               module: str = "experiments.ppo") -> dict:
+def cli_run(name: str, flags: list[str], work: Path, seconds: float, metrics_out: str | None,
+            module: str = "experiments.ppo", prefix: str = "anakin") -> dict:
     """`python -m MODULE FLAGS` in a fresh process, sent SIGTERM after `seconds` if still
     running (the CLI then stops after the program's current call and writes its last metrics row;
     SIGKILL GRACE_S later): whole wall time, metrics rows, env steps (one replica's), training env
@@ -228,7 +228,6 @@ def anakin_run(name: str, flags: list[str], work: Path, seconds: float, metrics_
             raise RuntimeError(f"{module} finished without a metrics row")
         return {"wall": wall, "rows": 0}
     if metrics_out:
-        prefix = "anakin" if module == "experiments.ppo" else module.split(".")[-1]
         shutil.copyfile(runs[0] / "metrics.csv", Path(metrics_out) / f"{prefix}_{name}_metrics.csv")
     return {"wall": wall, "rows": len(rows), "last": rows[-1], "steps": int(float(rows[-1]["env_steps"])),
             "sps": bench_anakin.training_sps(runs[0]) if len(rows) > 1 else float("nan"), "all_rows": rows}
@@ -293,7 +292,7 @@ def cmd_anakin(args: argparse.Namespace) -> None:
         shown = "`" + " ".join(flags) + "`"
         try:
             left = deadline - GRACE_S - time.perf_counter()
-            r = anakin_run(name, flags + [log], work, left if seconds is None else seconds, args.metrics_out)
+            r = cli_run(name, flags + [log], work, left if seconds is None else seconds, args.metrics_out)
         except RuntimeError as e:
             print(f"{label}: FAILED: {e}", flush=True)
             failed.append(label)
@@ -375,7 +374,7 @@ def cmd_offpolicy(args: argparse.Namespace) -> None:
         seconds = (deadline - GRACE_S - time.perf_counter()) / (len(plan) - i)
         shown = "`" + " ".join(common[:1] + flags + common[1:]) + "`"
         try:
-            r = anakin_run(name, common + flags, work, seconds, args.metrics_out, module=module)
+            r = cli_run(name, common + flags, work, seconds, args.metrics_out, module=module, prefix=module.split(".")[-1])
         except RuntimeError as e:
             print(f"{label}: FAILED: {e}", flush=True)
             failed.append(label)
