@@ -50,3 +50,16 @@ def test_every_entry_point_follows_the_recipe(agent, decay):
     assert got["recipe"] and got["presets"]
     assert got["key_flags"] == [], "flags missing from the entry point's --help"
     assert got["decay"] == decay
+
+
+def test_learner_updates_count_the_jobs_env_steps():
+    """A learning-rate schedule spans the job's budget: in a job of P processes each update takes
+    P x num_envs x T env steps, so it spans 1/P of the updates of one process."""
+    from sebulba.experiment.cli import Experiment, learner_updates
+    from sebulba.loop.config import LoopConfig
+
+    exp = Experiment(LoopConfig(env_id="CartPole-v1", num_envs=8, steps_per_cycle=128), None, 204_800)
+    assert learner_updates(exp) == 200
+    assert learner_updates(exp, processes=2) == 100
+    assert exp.loop.num_inferencers == 2
+    assert learner_updates(exp, processes=3) == 68  # 66.7 rounded up to whole rounds of both inferencers

@@ -143,11 +143,12 @@ def build(env: str, seed: int, preset: dict, overrides: dict, steps_per_cycle: C
     return Experiment(loop, agent, get("total_env_steps"))
 
 
-def learner_updates(exp: Experiment) -> int:
+def learner_updates(exp: Experiment, processes: int = 1) -> int:
     """The learner updates (one per cycle of an inferencer) the experiment's budget takes, rounded
-    up to whole rounds of every inferencer: what a learning-rate schedule spans."""
+    up to whole rounds of every inferencer: what a learning-rate schedule spans. The budget counts
+    the job's env steps, and each of its `processes` brings num_envs envs to every update."""
     loop = exp.loop
-    per_update = loop.num_envs * loop.steps_per_cycle
+    per_update = loop.num_envs * loop.steps_per_cycle * processes
     rounds = 1 if uses_anakin(loop) else loop.num_inferencers  # Anakin: one update per T steps of all envs
     return -(-exp.total_env_steps // (per_update * rounds)) * rounds
 

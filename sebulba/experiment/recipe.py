@@ -19,6 +19,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+import jax
 from absl import flags
 
 import envs
@@ -109,7 +110,7 @@ class Algorithm:
             self.check(exp)
         if not p.get("lr_decay", True):
             return exp
-        decay_steps = cli.learner_updates(exp) * self.optimizer_steps_per_update(exp)
+        decay_steps = cli.learner_updates(exp, jax.process_count()) * self.optimizer_steps_per_update(exp)
         return dataclasses.replace(exp, agent=dataclasses.replace(exp.agent, lr_decay_steps=decay_steps))
 
     def main(self) -> None:
