@@ -25,7 +25,8 @@ DEFAULT_OUT = ROOT / "docs" / "assets" / "screenshot-home.png"
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"the PNG to write (default {DEFAULT_OUT.relative_to(ROOT)})")
+    default = DEFAULT_OUT.relative_to(ROOT)
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"the PNG to write (default {default})")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         site = build_site(Path(tmp) / "site")

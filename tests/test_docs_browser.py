@@ -26,9 +26,10 @@ def browser():
         yield browser
 
 
-# A page that throws, logs an error and loads an image that is not there; one that is clean; links, good and bad.
+# A page that throws, logs an error, loads an image that is not there and one off localhost; a clean one;
+# links, good and bad.
 BAD_PAGE = """<!doctype html><html><head><title>bad</title></head><body><h1>Bad</h1>
-<img src="missing.png" alt="">
+<img src="missing.png" alt=""> <img src="https://cdn.example.org/y.png" alt="">
 <script>console.error("logged on purpose"); throw new Error("thrown on purpose");</script>
 </body></html>"""
 GOOD_PAGE = """<!doctype html><html><head><title>good</title></head><body><h1 id="there">Good</h1>
@@ -54,6 +55,7 @@ def handmade(tmp_path: Path) -> Path:
 def test_crawler_reports_each_broken_link_and_nothing_else(handmade: Path) -> None:
     assert broken_links(handmade) == [
         "bad.html: broken resource missing.png (no missing.png)",
+        "bad.html: loads from the network: https://cdn.example.org/y.png",
         "index.html: broken anchor good.html#gone (no id 'gone' in good.html)",
         "index.html: broken link missing/ (no missing/index.html)",
         "index.html: broken link http://localhost:8000/nowhere.html (no nowhere.html)",
@@ -69,6 +71,7 @@ def test_collector_reports_console_errors_exceptions_and_failed_requests(browser
     assert any("thrown on purpose" in p and p.startswith("uncaught exception") for p in bad.problems), bad.problems
     assert any("logged on purpose" in p and p.startswith("console error") for p in bad.problems), bad.problems
     assert f"HTTP 404: {base}missing.png" in bad.problems, bad.problems
+    assert "loads from the network: https://cdn.example.org/y.png" in bad.problems, bad.problems  # and aborted
 
 
 def test_every_internal_link_resolves(docs_site: Path) -> None:

@@ -40,7 +40,8 @@ VIEWPORT = {"width": 1280, "height": 800}
 def build_site(dest: Path) -> Path:
     """Build the site with `mkdocs build --strict` into dest (a warning fails the build); return dest."""
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    cmd = [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-f", str(ROOT / "mkdocs.yml"), "-d", str(dest)]
+    cmd = [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(ROOT / "mkdocs.yml"),
+           "-d", str(dest)]
     done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     if done.returncode != 0:
         raise RuntimeError(f"mkdocs build --strict failed (exit {done.returncode}):\n{done.stdout}{done.stderr}")
@@ -182,8 +183,10 @@ def broken_links(site: Path) -> list[str]:
                 target = site / path.lstrip("/")
                 if path.endswith("/") or target.is_dir():
                     target = target / "index.html"
+                name = target.relative_to(site).as_posix()
                 if not target.is_file():
-                    problems.append(f"{rel}: broken {kind} {ref} (no {target.relative_to(site).as_posix()})")
-                elif url.fragment and target.suffix == ".html" and urllib.parse.unquote(url.fragment) not in parsed(target).ids:
-                    problems.append(f"{rel}: broken anchor {ref} (no id {url.fragment!r} in {target.relative_to(site).as_posix()})")
+                    problems.append(f"{rel}: broken {kind} {ref} (no {name})")
+                elif url.fragment and target.suffix == ".html":
+                    if urllib.parse.unquote(url.fragment) not in parsed(target).ids:
+                        problems.append(f"{rel}: broken anchor {ref} (no id {url.fragment!r} in {name})")
     return problems
