@@ -1,5 +1,6 @@
 import os
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -10,6 +11,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import jax  # noqa: E402  (after XLA_FLAGS)
 
 from tests.support.cli import JAX_CACHE  # noqa: E402
+from tests.support.docs_site import build_site  # noqa: E402
 
 # The tests' own processes keep their compiled programs in JAX's persistent compilation cache too,
 # the folder the CLI runs they start share (tests.support.cli): many tests build the same loop more
@@ -36,3 +38,10 @@ def pytest_collection_modifyitems(config, items):
         if item.get_closest_marker("multiprocess") is not None and item.get_closest_marker("slow") is None:
             item.add_marker(pytest.mark.slow)
     items.sort(key=_estimate, reverse=True)  # stable: the rest keep their order
+
+
+@pytest.fixture(scope="session")
+def docs_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The docs site, built once by `mkdocs build --strict` (a warning fails it); its tests share an
+    xdist_group("docs_site"), so one worker builds it."""
+    return build_site(tmp_path_factory.mktemp("docs") / "site")
