@@ -55,18 +55,18 @@ def check_video_path(path: str | os.PathLike) -> Path:
 
 def labels(returns: np.ndarray, player_names: Sequence[str] = ()) -> list[str]:
     """The returns' lines of a frame's label: one (`return R`) for a single player; a multi-player
-    env's, one per player (`agent_0 R`; unnamed players `player i`), or per team when the names
-    form teams (`adversary x3 R`, the mean of its players', as the team metrics)."""
+    env's, one per player (`agent_0: R`; unnamed players `player i: R`), or per team when the names
+    form teams (`adversary x3: R`, the mean of its players', as the team metrics)."""
     if len(returns) == 1:
         return [f"return {returns[0]:.1f}"]
     names = [n if n and not n.isdigit() else f"player {n or i}" for i, n in enumerate(player_names or [""] * len(returns))]
     team_of = teams(names)
     if not team_of:
-        return [f"{name} {r:.1f}" for name, r in zip(names, returns)]
+        return [f"{name}: {r:.1f}" for name, r in zip(names, returns)]
     lines = []
     for t in sorted(set(team_of), key=team_of.index):
         members = [r for r, k in zip(returns, team_of) if k == t]
-        lines.append(f"{team_name(names[team_of.index(t)])} x{len(members)} {np.mean(members):.1f}")
+        lines.append(f"{team_name(names[team_of.index(t)])} x{len(members)}: {np.mean(members):.1f}")
     return lines
 
 
