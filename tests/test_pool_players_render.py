@@ -116,3 +116,22 @@ def test_an_async_pool_renders_envs_beside_steps_in_flight():
         got = np.unique(pool.recv()[-1]["env_id"])
         got2 = np.unique(pool.recv()[-1]["env_id"])
     assert sorted(got.tolist() + got2.tolist()) == [0, 1, 2, 3]
+
+
+@pytest.mark.timeout(120)
+def test_a_respawned_workers_envs_render_again_once_stepped():
+    """A worker killed: its envs are fresh (no episode to draw) until their next step resets them;
+    the other worker's envs render throughout."""
+    import os
+    import signal
+
+    with envs.make(SPREAD, num_envs=2, num_threads=2, seed=5, render_mode="rgb_array") as pool:
+        pool.reset()
+        os.kill(pool._backend._workers[1].pid, signal.SIGKILL)
+        with pytest.warns(RuntimeWarning, match="respawning env worker 1"):
+            pool.step(np.zeros(6, int))
+        assert pool.render(0).shape == (1, 700, 700, 3)
+        with pytest.raises(RuntimeError, match=r"render\(\) of envs \[1\] that were never reset \(or whose worker was respawned"):
+            pool.render(1)
+        pool.step(np.zeros(6, int))  # env 1's reset step
+        np.testing.assert_array_equal(pool.render(1)[0], pettingzoo_frames(5 + 2 + 1, [])[0])  # reseeded seed + num_envs + id
