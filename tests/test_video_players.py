@@ -48,6 +48,7 @@ def test_labels_name_each_player_or_team():
     assert label_rows(three) > 3 * label_rows(one) > 0  # 'step 5', then a line per player
 
 
+@pytest.mark.slow(seconds=5)
 def test_video_of_a_pettingzoo_env(tmp_path):
     """simple_spread cut at 6 steps (max_cycles): the reset frame and one per step, 700 x 700 as
     MPE draws them, the world moving; the return is the players' mean."""
@@ -71,7 +72,7 @@ def test_video_of_a_multi_player_atari_game(tmp_path):
     assert frames[:, 60:].std() > 10 and not all(np.array_equal(frames[0], f) for f in frames[1:])
 
 
-@pytest.mark.slow(seconds=40)
+@pytest.mark.slow(seconds=30)
 def test_evaluate_writes_a_video_of_an_ippo_run(tmp_path):
     """A real IPPO run (`experiments.ppo`'s multi-player preset, one update) evaluated with
     --video: eval.json has the players' episodes and the video's return and length; the MP4 has

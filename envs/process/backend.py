@@ -353,9 +353,6 @@ class ProcessBackend:
         """Frames of envs ids, one per env (a multi-player env's whole view), drawn by the envs in
         their workers (made with render_mode="rgb_array"). Envs of the same workers whose steps
         are in flight are waited for first; their results wait for the next collect."""
-        if self._fresh[ids].any():
-            raise RuntimeError(f"render() of envs {ids[self._fresh[ids]][:16].tolist()} that were never reset (or whose "
-                               "worker was respawned since): reset() or step them first")
         owner = self._owner[ids]
         workers = np.unique(owner).tolist()
         for w in workers:
@@ -368,6 +365,9 @@ class ProcessBackend:
                 held.extend(self.collect(block=True))
         finally:
             self._local = held + self._local
+        if self._fresh[ids].any():
+            raise RuntimeError(f"render() of envs {ids[self._fresh[ids]][:16].tolist()} that were never reset (or whose "
+                               "worker was respawned since): reset() or step them first")
         for w in workers:
             self._workers[w].send(RENDER + ids[owner == w].tobytes())
         frames: list[np.ndarray | None] = [None] * len(workers)
