@@ -42,7 +42,7 @@ def test_labels_name_each_player_or_team():
         "agent_0: -1.2", "agent_1: -2.0", "agent_2: 0.0"]
     assert video.labels(np.array([1.0, -1.0]), ("0", "1")) == ["player 0: 1.0", "player 1: -1.0"]  # Atari's players
     assert video.labels(np.array([3.0, 4.0, 5.0, -9.0]), ("adversary_0", "adversary_1", "adversary_2", "agent_0")) == [
-        "adversary x3: 4.0", "agent x1: -9.0"]  # teams (simple_tag): each one's mean
+        "adversary x3: 4.0", "agent_0: -9.0"]  # teams (simple_tag): each one's mean
     white = np.full((100, 200, 3), 255, np.uint8)
     one, three = video.annotate(white, 5, np.array([1.0])), video.annotate(white, 5, np.zeros(3), ("a", "b", "c"))
     assert label_rows(three) > 3 * label_rows(one) > 0  # 'step 5', then a line per player

@@ -56,7 +56,8 @@ def check_video_path(path: str | os.PathLike) -> Path:
 def labels(returns: np.ndarray, player_names: Sequence[str] = ()) -> list[str]:
     """The returns' lines of a frame's label: one (`return R`) for a single player; a multi-player
     env's, one per player (`agent_0: R`; unnamed players `player i: R`), or per team when the names
-    form teams (`adversary x3: R`, the mean of its players', as the team metrics)."""
+    form teams (`adversary x3: R`, the mean of its players', as the team metrics; a team of one
+    by its player's name)."""
     if len(returns) == 1:
         return [f"return {returns[0]:.1f}"]
     names = [n if n and not n.isdigit() else f"player {n or i}" for i, n in enumerate(player_names or [""] * len(returns))]
@@ -65,8 +66,9 @@ def labels(returns: np.ndarray, player_names: Sequence[str] = ()) -> list[str]:
         return [f"{name}: {r:.1f}" for name, r in zip(names, returns)]
     lines = []
     for t in sorted(set(team_of), key=team_of.index):
-        members = [r for r, k in zip(returns, team_of) if k == t]
-        lines.append(f"{team_name(names[team_of.index(t)])} x{len(members)}: {np.mean(members):.1f}")
+        members = [i for i, k in enumerate(team_of) if k == t]
+        name = team_name(names[members[0]]) + f" x{len(members)}" if len(members) > 1 else names[members[0]]
+        lines.append(f"{name}: {np.mean(returns[members]):.1f}")
     return lines
 
 
