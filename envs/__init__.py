@@ -28,7 +28,7 @@ from envs.config import PoolConfig
 from envs.manager import AsyncSubprocessEnvManager, BaseEnvManager, BaseEnvTimestep, EnvState, SyncSubprocessEnvManager
 from envs.pool import DmEnvPool, DmObservation, EnvPool, GymnasiumEnvPool
 from envs.process.errors import WorkerError
-from envs.registry import list_all_envs, resolve
+from envs.registry import list_all_envs, renders_in_workers, resolve
 from envs.spec import EnvSpec
 from envs.vector import make_vector_env
 

@@ -9,7 +9,7 @@ from typing import Any
 from envs.config import PoolConfig
 from envs.pool import DmEnvPool, EnvPool, GymnasiumEnvPool
 from envs.atari.games import ATARI_PLAYER_TASKS
-from envs.registry import is_pettingzoo_id, resolve
+from envs.registry import is_pettingzoo_id, renders_in_workers, resolve
 
 
 def build(task_id: str, env_type: str, kwargs: dict[str, Any], start: bool) -> tuple[PoolConfig, Any]:
@@ -71,10 +71,11 @@ def build(task_id: str, env_type: str, kwargs: dict[str, Any], start: bool) -> t
     else:
         from envs.process.gym_task import configure
     task = configure(task_id, env_type, kwargs)
-    if task.config.render_mode is not None:
+    if task.config.render_mode is not None and not renders_in_workers(task_id):
         raise ValueError(
-            f"render_mode={task.config.render_mode!r}: {task_id!r} runs in worker processes, which do not render; "
-            "rendering is built in for the classic-control tasks, Atari games and MuJoCo v5 tasks"
+            f"render_mode={task.config.render_mode!r}: {task_id!r} runs in worker processes, which do not render "
+            "Gymnasium's envs; rendering is built in for the classic-control tasks, Atari games (multi-player ones "
+            "too), MuJoCo v5 tasks and PettingZoo envs"
         )
     if not start:
         return task.config, (task.observation_space, task.action_space, task.extra_info, task.player_names)

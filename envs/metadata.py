@@ -9,6 +9,8 @@ from typing import Any
 import gymnasium as gym
 from gymnasium.vector import AutoresetMode
 
+from envs.registry import renders_in_workers
+
 
 def _reference_entry_point(task_id: str, backend: str) -> Any:
     """The Gymnasium env class the task reproduces or runs (its metadata has render_fps)."""
@@ -25,7 +27,8 @@ def _reference_entry_point(task_id: str, backend: str) -> Any:
 
 
 def vector_metadata(task_id: str, backend: str) -> dict[str, Any]:
-    metadata: dict[str, Any] = {"render_modes": ["rgb_array"] if backend in ("native", "atari", "mujoco") else []}
+    renders = backend in ("native", "atari", "mujoco") or renders_in_workers(task_id)
+    metadata: dict[str, Any] = {"render_modes": ["rgb_array"] if renders else []}
     entry_point = _reference_entry_point(task_id, backend)
     try:
         creator = gym.envs.registration.load_env_creator(entry_point) if isinstance(entry_point, str) else entry_point

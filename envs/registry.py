@@ -42,6 +42,13 @@ def is_pettingzoo_id(task_id: str) -> bool:
     return task_id.startswith(PETTINGZOO_PREFIX)
 
 
+def renders_in_workers(task_id: str) -> bool:
+    """Whether a worker-process task's pool renders (its envs draw frames in their workers):
+    PettingZoo's envs and the multi-player Atari games do; Gymnasium's ids do not (a video of one
+    makes the env in the evaluating process, sebulba/experiment/video.py)."""
+    return is_pettingzoo_id(task_id) or task_id in ATARI_PLAYER_TASKS
+
+
 def multi_agent_ale_available() -> bool:
     """Whether the multi-player Atari games run here: multi_agent_ale_py imports (ale-py has the ROMs)."""
     try:

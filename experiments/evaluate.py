@@ -40,7 +40,8 @@ flags.DEFINE_string("env_kwargs", None, "The task's kwargs over the run's own, c
 flags.DEFINE_bool("greedy", True, "The agent's evaluation policy (greedy; R2D2: epsilon 0.001); --nogreedy: the "
                   "behaviour policy it trained with.")
 flags.DEFINE_string("video", None, "Also write a video of one episode here (MP4, or GIF when the name ends in .gif), "
-                    "frames annotated with the step and the return so far; needs pip install -e '.[video]'.")
+                    "frames annotated with the step and the return so far (each player's in a multi-player env); needs pip "
+                    "install -e '.[video]'.")
 define_integer("video_fps", 30, "Frames per second of the video.", lower_bound=1)
 flags.DEFINE_bool("debug", False, "Show the whole traceback of a mistake in the input.")
 FLAGS = flags.FLAGS

@@ -223,7 +223,6 @@ def test_reward_clip_keeps_each_players_raw_reward_in_info():
         ("Combat-v5", {"mode": 0}, r"mode must be None or one of the ROM's modes for 2 players \[1, 2,"),
         ("Joust-v5", {"difficulty": 1}, r"difficulty must be None or one of the ROM's difficulties \[0\], got 1"),
         ("Combat-v5", {"episodic_life": True}, "episodic_life=True is for single-player games"),
-        ("Combat-v5", {"render_mode": "rgb_array"}, "runs in worker processes, which do not render"),
         ("Combat-v5", {"img_height": 300}, r"img_height must be <= 256 and img_width <= 160 \(the screen\), got 300 x 84"),
         ("Combat-v5", {"frame_skip": 0}, "frame_skip must be an int >= 1, got 0"),
         ("Combat-v5", {"max_episode_steps": 2**30}, r"max_episode_steps \* frame_skip = 4294967296 frames exceeds ALE's limit"),

@@ -366,7 +366,6 @@ def test_bad_rows_and_ids_are_refused_by_name():
         ("pettingzoo/simple_spread_v3", {}, ValueError, "PettingZoo ids look like 'pettingzoo/<module>/<env>'"),
         (SPREAD, {"backend": "native"}, ValueError, "is a PettingZoo env: it runs on backend='process'"),
         (SPREAD, {"no_such_kwarg": 1}, ValueError, "bad kwarg for task"),
-        (SPREAD, {"render_mode": "rgb_array"}, ValueError, "worker processes, which do not render"),
     ],
 )
 def test_bad_tasks_are_refused_by_name(task_id, kwargs, error, message):

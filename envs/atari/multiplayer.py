@@ -102,6 +102,10 @@ class FastAle:
         """The screen into frame, a contiguous (H, W) uint8 array ((H, W, 3) for RGB)."""
         self._screen(self._obj, frame.ctypes.data)
 
+    def grab_rgb(self, frame: np.ndarray) -> None:
+        """The RGB screen into frame, a contiguous (H, W, 3) uint8 array."""
+        self._lib.getScreenRGB(self._obj, frame.ctypes.data)
+
     def all_lives(self) -> np.ndarray:
         self._lib.lives(self._obj, self._lives.ctypes.data)
         return self._lives.copy()
@@ -144,6 +148,7 @@ class AtariPlayersEnv:
         self._rgb = not o["gray_scale"]
         (sh, sw), h, w = facts.screen, int(o["img_height"]), int(o["img_width"])
         self._resize = AreaResizer(sh, sw, h, w)
+        self._screen = (sh, sw, 3)
         color = (3,) if self._rgb else ()
         self._raw = np.zeros((1, 2, sh, sw, *color), np.uint8)  # the two frame buffers (push_frames' layout)
         self._stack = np.zeros((1, int(o["stack_num"]), *color, h, w), np.uint8)
@@ -205,6 +210,12 @@ class AtariPlayersEnv:
     def _obs(self) -> np.ndarray:
         frame = push_frames(self._raw, self._stack, slice(None), self._resize, self._rgb)[0]
         return np.broadcast_to(frame, (self._p, *frame.shape))  # every player sees the screen
+
+    def render(self) -> np.ndarray:
+        """The raw RGB screen (H, W, 3), every player's view, as single-player Atari's render."""
+        frame = np.empty(self._screen, np.uint8)
+        self._ale.grab_rgb(frame)
+        return frame
 
     def close(self) -> None:
         self._ale = self._grab = None

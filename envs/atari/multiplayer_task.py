@@ -6,8 +6,9 @@ in Python, which ALE's C++ vector env cannot host).
 max_num_players: the ROM's largest player count (Warlords 4, the others 2); a smaller count with
 modes of its own is taken too (Warlords' 2-player modes), never 1. `mode` (default: the first
 mode of that count, as PettingZoo) and `difficulty` pick among the ROM's. The Atari options are
-single-player Atari's (envs/atari/task.py) but `episodic_life` (no single life to lose) and
-`render_mode`; `lives` and the raw `reward` are per player in info, as single-player Atari's."""
+single-player Atari's (envs/atari/task.py) but `episodic_life` (no single life to lose); `lives`
+and the raw `reward` are per player in info, as single-player Atari's. `render_mode="rgb_array"`:
+`render` gives each env's raw RGB screen, drawn in its worker."""
 
 from __future__ import annotations
 
@@ -61,8 +62,6 @@ def configure(task_id: str, env_type: str, kwargs: dict[str, Any]) -> GymTask:
     if o["episodic_life"]:
         raise ValueError(f"{task_id}: episodic_life=True is for single-player games (a life loss ends the episode); "
                          "here each player leaves the episode when its lives run out")  # fmt: skip
-    if config.render_mode is not None:
-        raise ValueError(f"render_mode={config.render_mode!r}: {task_id!r} runs in worker processes, which do not render")
     modes = facts.modes[players]
     _pick(task_id, "mode", o["mode"], modes, f"modes for {players} players")
     _pick(task_id, "difficulty", o["difficulty"], facts.difficulties, "difficulties")

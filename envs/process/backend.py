@@ -27,7 +27,9 @@ from envs.process.errors import WorkerError, WorkerTimeout
 from envs.process.gym_task import GymTask
 from envs.process.shm import Layout, SharedBuffers
 from envs.process.supervisor import CLOSE_TIMEOUT_S, DONE, Worker, mp_context
-from envs.process.worker import CLOSE, INFO, RESET, STEP, parse_info_answer, reset_with_message, worker_main
+from multiprocessing.connection import wait
+from envs.process.worker import (CLOSE, FRAMES, INFO, RENDER, RESET, STEP, parse_info_answer, reset_with_message,
+                                 worker_main)
 from envs.players import PLAYERS, per_player
 from envs.ready import Batch, Chunk
 from envs.tree import build, leaf_spaces, map_obs, path_name
@@ -91,6 +93,8 @@ class ProcessBackend:
         self._generation = [0] * num_workers
         self._steps = [0] * num_workers  # step answers since the worker (re)started
         self._owed = np.zeros(n, bool)
+        self._fresh = np.ones(n, bool)  # envs whose worker's env was never sent a reset or step (none to render)
+        self._any_fresh = True
         self._num_owed = 0
         self._local: list[Chunk] = []
         self._infos: dict[int, dict[str, Any]] = {}  # each env's latest info, if not empty
@@ -144,6 +148,8 @@ class ProcessBackend:
             if action is not None:
                 self._action[:] = action
             if not self._num_owed and primed is None:
+                if self._any_fresh:
+                    self._sent_to_workers(None)
                 now = time.monotonic()
                 for w, msg in enumerate(self._all_msgs[cmd]):
                     self._post(w, cmd, None, msg, now)
@@ -160,6 +166,8 @@ class ProcessBackend:
                 else:
                     self._truncate(ids[owed])
                     ids = ids[~owed]
+        if self._any_fresh:
+            self._sent_to_workers(ids)
         owner = self._owner[ids]
         now = time.monotonic()
         for w in np.unique(owner).tolist():
@@ -169,6 +177,12 @@ class ProcessBackend:
             else:
                 seeds, options = primed
                 self._post(w, RESET, mine, reset_with_message(mine, seeds, options), now)
+
+    def _sent_to_workers(self, ids: np.ndarray | None) -> None:
+        """Envs ids (None: all) were sent a reset or step: their workers' envs are reset (a fresh
+        env's first step is its reset)."""
+        self._fresh[slice(None) if ids is None else ids] = False
+        self._any_fresh = bool(self._fresh.any())
 
     def _post(self, w: int, cmd: bytes, ids: np.ndarray | None, msg: bytes, now: float) -> None:
         q = self._queue[w]
@@ -297,6 +311,10 @@ class ProcessBackend:
         for ids in stepping + [ids for ids, _ in resetting]:
             in_flight[ids - lo] = True
         self._owed[lo:hi] = ~in_flight
+        self._fresh[lo:hi] = True  # the new worker's envs; those whose reset is sent again below are not
+        for ids, _ in resetting:
+            self._fresh[ids] = False
+        self._any_fresh = bool(self._fresh.any())
         self._num_owed = int(np.count_nonzero(self._owed))
         for ids in stepping:
             self._truncate(ids)
@@ -330,6 +348,56 @@ class ProcessBackend:
             ids, map_obs(lambda buf: buf[ids], self._obs), self._reward[ids], self._term[ids], self._trunc[ids], self._elapsed[ids],
             self._batch_info(ids),
         )
+
+    def render(self, ids: np.ndarray) -> np.ndarray:
+        """Frames of envs ids, one per env (a multi-player env's whole view), drawn by the envs in
+        their workers (made with render_mode="rgb_array"). Envs of the same workers whose steps
+        are in flight are waited for first; their results wait for the next collect."""
+        owner = self._owner[ids]
+        workers = np.unique(owner).tolist()
+        for w in workers:
+            busy = [g for _, q_ids, _ in self._queue[w] for g in self._range(w, q_ids) if g in ids]
+            if busy:
+                raise RuntimeError(f"render() of envs {sorted(set(busy))[:16]} whose step is in flight: recv() their results first")
+        held, self._local = self._local, []
+        try:
+            while any(self._queue[w] for w in workers):
+                held.extend(self.collect(block=True))
+        finally:
+            self._local = held + self._local
+        if self._fresh[ids].any():
+            raise RuntimeError(f"render() of envs {ids[self._fresh[ids]][:16].tolist()} that were never reset (or whose "
+                               "worker was respawned since): reset() or step them first")
+        for w in workers:
+            self._workers[w].send(RENDER + ids[owner == w].tobytes())
+        frames: list[np.ndarray | None] = [None] * len(workers)
+        failure: WorkerError | None = None
+        for k, w in enumerate(workers):  # every answer is read, so no worker's pipe is left out of step
+            try:
+                frames[k] = self._frames(w)
+            except WorkerError as e:
+                failure = failure or e
+                self._recover(w, e)
+        if failure is not None:
+            raise failure
+        out = np.empty((len(ids), *frames[0].shape[1:]), np.uint8)
+        for k, w in enumerate(workers):
+            out[owner == w] = frames[k]
+        return out
+
+    def _range(self, w: int, ids: np.ndarray | None) -> list[int]:
+        return list(range(self._bounds[w], self._bounds[w + 1])) if ids is None else ids.tolist()
+
+    def _frames(self, w: int) -> np.ndarray:
+        """Worker w's answer to RENDER (within step_timeout, when one is set)."""
+        worker, timeout = self._workers[w], self._retry.step_timeout
+        if timeout is not None and not wait([worker.conn, worker.sentinel], timeout=timeout):
+            worker.kill()
+            raise WorkerTimeout(f"{worker.describe()} did not render within step_timeout={timeout:g} s")
+        msg = worker.recv()
+        if msg[:1] != FRAMES:
+            raise WorkerError(f"{worker.describe()} sent {msg[:16]!r} instead of frames")
+        return pickle.loads(msg[1:])
 
     def _batch_info(self, ids: np.ndarray | None) -> dict[str, Any] | None:
         """The latest infos of envs ids (None: all), batched; None when all are empty. Multi-player:

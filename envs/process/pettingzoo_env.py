@@ -99,6 +99,10 @@ class PlayersEnv:
     def _infos(self, infos: dict[str, Any]) -> dict[int, Any]:
         return {self.index[a]: info for a, info in infos.items() if info}
 
+    def render(self) -> Any:
+        """The env's frame (PettingZoo's render, made with render_mode="rgb_array"): one for all players."""
+        return self.env.render()
+
     def close(self) -> None:
         self.env.close()
 
@@ -122,6 +126,9 @@ class OnePlayer:
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, infos = self.players_env.step(np.asarray(action)[None])
         return self._one(obs), float(reward[0]), terminated, truncated, infos.get(0, {})
+
+    def render(self) -> Any:
+        return self.players_env.render()
 
     def close(self) -> None:
         self.players_env.close()

@@ -102,13 +102,24 @@ class PettingZooFactory:
     pad_observations: bool = False
     add_player_id: bool = False
     global_state: bool = False
+    render_mode: str | None = None  # "rgb_array": the env draws frames (the pool's render)
 
     def __call__(self) -> PlayersEnv | OnePlayer:
+        kwargs = self.kwargs if self.render_mode is None else {**self.kwargs, "render_mode": self.render_mode}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)  # PettingZoo 1.27 on its `<family>.<env>` modules
             mod = importlib.import_module(self.module)
             parallel = hasattr(mod, "parallel_env")
-            env = mod.parallel_env(**self.kwargs) if parallel else mod.env(**self.kwargs)
+            try:
+                env = mod.parallel_env(**kwargs) if parallel else mod.env(**kwargs)
+            except TypeError as e:
+                if self.render_mode is None or "render_mode" not in str(e):
+                    raise
+                raise ValueError(f"render_mode={self.render_mode!r}: {self.task_id!r} does not draw frames ({e})") from None
+        modes = list(getattr(env, "metadata", {}).get("render_modes", []))
+        if self.render_mode is not None and self.render_mode not in modes:
+            env.close()
+            raise ValueError(f"render_mode={self.render_mode!r}: {self.task_id!r} does not draw frames (its render_modes: {modes})")
         agents = env.possible_agents
         obs_spaces = {a: env.observation_space(a) for a in agents}
         act = _common_space(self.task_id, "action", {a: env.action_space(a) for a in agents})
@@ -149,7 +160,8 @@ def configure(task_id: str, env_type: str, kwargs: dict[str, Any]) -> GymTask:
     for k, v in options.items():
         if not isinstance(v, bool):
             raise ValueError(f"{k} must be True or False, got {v!r}")
-    factory = PettingZooFactory(task_id, _module(task_id), env_kwargs, *options.values())
+    render_mode = "rgb_array" if kwargs.get("render_mode") == "rgb_array" else None  # other values: refused below
+    factory = PettingZooFactory(task_id, _module(task_id), env_kwargs, *options.values(), render_mode=render_mode)
     try:
         probe = factory()
     except TypeError as e:

@@ -21,6 +21,9 @@ from envs.tree import get_leaf
 # One byte of command, then the env ids as int32 bytes; RESET_WITH (Gymnasium's reset(seed=...,
 # options=...)): count (int32), the ids, then pickled (a seed or None per id, options or None).
 STEP, RESET, CLOSE, RESET_WITH = b"S", b"R", b"C", b"W"
+# RENDER + ids: the envs' frames (`env.render()`, pools made with render_mode="rgb_array"), answered
+# FRAMES + a pickled (len(ids), H, W, 3) uint8 array; nothing is stepped.
+RENDER, FRAMES = b"F", b"P"
 # Answers (envs.process.supervisor): READY once started, DONE + ids after each command,
 # ERROR + pickled (message, traceback), after which the worker exits. A command whose envs
 # returned some non-empty info is answered INFO + count (int32) + ids + pickled {env id: info}
@@ -119,6 +122,11 @@ def worker_main(
             cmd = msg[:1]
             if cmd == CLOSE:
                 break
+            if cmd == RENDER:
+                ids = np.frombuffer(msg, np.int32, offset=1) - first_env
+                frames = np.stack([np.asarray(envs[i].render(), np.uint8) for i in ids.tolist()])
+                conn.send_bytes(FRAMES + pickle.dumps(frames, pickle.HIGHEST_PROTOCOL))
+                continue
             seeds: list[int | None] | None = None
             options: dict[str, Any] | None = None
             if cmd == RESET_WITH:

@@ -1,10 +1,12 @@
 """Videos of a trained agent: MP4 (imageio's ffmpeg plugin, which ships its own ffmpeg binary) or
-GIF (pillow), frames annotated with the step and the return so far, written as they come with a
-progress line. Frames come from the env pool's `render` (`render_mode="rgb_array"`): the built-in
-classic-control tasks are drawn by Gymnasium's own renderer (pygame), Atari games are ALE's RGB
-screens, MuJoCo tasks MuJoCo's renderer (headless: envs/mujoco/gl.py chooses EGL or OSMesa); a
-Gymnasium env that runs in worker processes (which do not render) is rendered by that env made in
-this process, whose observations are the pool's.
+GIF (pillow), frames annotated with the step and the return so far (a multi-player env's: each
+player's, or each team's), written as they come with a progress line. Frames come from the env
+pool's `render` (`render_mode="rgb_array"`): the built-in classic-control tasks are drawn by
+Gymnasium's own renderer (pygame), Atari games are ALE's RGB screens, MuJoCo tasks MuJoCo's
+renderer (headless: envs/mujoco/gl.py chooses EGL or OSMesa), PettingZoo envs and the multi-player
+Atari games are drawn in their workers (one frame per env, every player in it); a Gymnasium env
+that runs in worker processes (which do not render it) is rendered by that env made in this
+process, whose observations are the pool's.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -25,6 +27,7 @@ from envs.mujoco import gl
 from sebulba.agent import Agent
 from sebulba.experiment.progress import _isatty
 from sebulba.loop.evaluator import acting
+from sebulba.loop.metrics import team_name, teams
 from sebulba.types import EnvStep
 
 INSTALL = "pip install -e '.[video]'"
@@ -50,16 +53,37 @@ def check_video_path(path: str | os.PathLike) -> Path:
     return p
 
 
-def annotate(frame: np.ndarray, step: int, episode_return: float) -> np.ndarray:
-    """The frame (H, W, 3 uint8) with 'step N  return R' in its top-left corner."""
+def labels(returns: np.ndarray, player_names: Sequence[str] = ()) -> list[str]:
+    """The returns' lines of a frame's label: one (`return R`) for a single player; a multi-player
+    env's, one per player (`agent_0: R`; unnamed players `player i: R`), or per team when the names
+    form teams (`adversary x3: R`, the mean of its players', as the team metrics; a team of one
+    by its player's name)."""
+    if len(returns) == 1:
+        return [f"return {returns[0]:.1f}"]
+    names = [n if n and not n.isdigit() else f"player {n or i}" for i, n in enumerate(player_names or [""] * len(returns))]
+    team_of = teams(names)
+    if not team_of:
+        return [f"{name}: {r:.1f}" for name, r in zip(names, returns)]
+    lines = []
+    for t in sorted(set(team_of), key=team_of.index):
+        members = [i for i, k in enumerate(team_of) if k == t]
+        name = team_name(names[members[0]]) + f" x{len(members)}" if len(members) > 1 else names[members[0]]
+        lines.append(f"{name}: {np.mean(returns[members]):.1f}")
+    return lines
+
+
+def annotate(frame: np.ndarray, step: int, returns: np.ndarray, player_names: Sequence[str] = ()) -> np.ndarray:
+    """The frame (H, W, 3 uint8) with 'step N  return R' in its top-left corner; a multi-player
+    env's: 'step N', then a line per player or team (`labels`)."""
     from PIL import Image, ImageDraw
 
     image = Image.fromarray(frame)
     draw = ImageDraw.Draw(image)
-    text = f"step {step}  return {episode_return:.1f}"
-    box = draw.textbbox((4, 2), text)
+    lines = labels(np.atleast_1d(returns), player_names)
+    text = "\n".join([f"step {step}  {lines[0]}"] if len(lines) == 1 else [f"step {step}", *lines])
+    box = draw.multiline_textbbox((4, 2), text)
     draw.rectangle((box[0] - 2, box[1] - 1, box[2] + 2, box[3] + 1), fill=(0, 0, 0))
-    draw.text((4, 2), text, fill=(255, 255, 255))
+    draw.multiline_text((4, 2), text, fill=(255, 255, 255))
     return np.asarray(image)
 
 
@@ -72,7 +96,7 @@ def _frames_of(env_id: str, env_kwargs: dict[str, Any], seed: int) -> tuple[Any,
     """A one-env source of observations and frames: a rendering pool, or (worker-process tasks)
     Gymnasium's env itself. Returns (source, "pool" | "gym", its episode step limit or None)."""
     backend, _ = envs.resolve(env_id, env_kwargs.get("backend"))
-    if backend == "process":
+    if backend == "process" and not envs.renders_in_workers(env_id):
         kwargs = {k: v for k, v in env_kwargs.items() if k not in ("backend", "num_threads")}
         env = gym.make(env_id, render_mode="rgb_array", **kwargs)
         if _is_mujoco(env):
@@ -87,24 +111,28 @@ def _frames_of(env_id: str, env_kwargs: dict[str, Any], seed: int) -> tuple[Any,
 
 
 def play(source: Any, kind: str, agent: Agent, networks: Any, seed: int, greedy: bool = True
-         ) -> Iterator[tuple[np.ndarray, int, float, bool]]:
+         ) -> Iterator[tuple[np.ndarray, int, np.ndarray, bool]]:
     """One episode on a source of `_frames_of` with the agent's evaluation policy (or behaviour
-    policy): yields (frame, step, return so far, done) from the reset frame to the last; closes
-    the source when done."""
+    policy): yields (frame, step, return so far of each player (one for a single-player env),
+    done) from the reset frame to the last; closes the source when done. A multi-player env's
+    episode is done when every player's is (envs/players.py: a player that left stays final)."""
     policy = acting(agent, greedy)
     try:
         if kind == "pool":
+            rows = source.num_players  # a multi-player pool's env is a row per player
             obs, _ = source.reset()
             frame = lambda: source.render(0)[0]  # noqa: E731
         else:
+            rows = 1
             obs, _ = source.reset(seed=seed)
             obs = np.asarray(obs)[None]
             frame = source.render  # noqa: E731
-        state = agent.init_step_state(networks, 1, jax.random.key(seed))
-        reward, first, total, t = np.zeros(1, np.float32), np.ones(1, bool), 0.0, 0
-        yield frame(), t, total, False
+        state = agent.init_step_state(networks, rows, jax.random.key(seed))
+        reward, first, t, total = np.zeros(rows, np.float32), np.ones(rows, bool), 0, np.zeros(rows)
+        terminated, truncated = np.zeros(rows, bool), np.zeros(rows, bool)
+        yield frame(), t, total.copy(), False
         while True:
-            env_step = EnvStep(obs, reward, np.zeros(1, bool), np.zeros(1, bool), first)
+            env_step = EnvStep(obs, reward, terminated, truncated, first)
             action, state = policy(networks, state, env_step)
             action = np.asarray(action)
             if kind == "pool":
@@ -112,10 +140,10 @@ def play(source: Any, kind: str, agent: Agent, networks: Any, seed: int, greedy:
             else:
                 o, r, term, trunc, _ = source.step(action[0])
                 obs, reward, terminated, truncated = np.asarray(o)[None], np.float32([r]), np.array([term]), np.array([trunc])
-            first = np.zeros(1, bool)
-            t, total = t + 1, total + float(reward[0])
-            done = bool(terminated[0] or truncated[0])
-            yield frame(), t, total, done
+            first = np.zeros(rows, bool)
+            t, total = t + 1, total + reward
+            done = bool((terminated | truncated).all())
+            yield frame(), t, total.copy(), done
             if done:
                 return
     finally:
@@ -198,19 +226,21 @@ class FrameProgress:
 def record(path: Path, agent: Agent, networks: Any, env_id: str, env_kwargs: dict[str, Any], seed: int,
            greedy: bool = True, fps: int = 30, progress: IO | None = None) -> tuple[float, int]:
     """Write a video of one episode to path, with progress on `progress` (stderr by default);
-    returns its (return, length)."""
+    returns its (return, length); a multi-player env's return is the mean of its players' (as
+    the evaluation's `eval_return_mean`)."""
     writer = VideoWriter(path, fps)
     source, kind, limit = _frames_of(env_id, dict(env_kwargs), seed)
+    names = source.spec.player_names if kind == "pool" else ()
     bar = FrameProgress(None if limit is None else limit + 1, progress)
     episode = play(source, kind, agent, networks, seed, greedy)
-    total, t, done = 0.0, 0, False
+    total, t, done = np.zeros(1), 0, False
     try:
         for frame, t, total, _ in episode:
-            writer.append(annotate(np.asarray(frame, np.uint8), t, total))
-            bar.update(writer.count, total)
+            writer.append(annotate(np.asarray(frame, np.uint8), t, total, names))
+            bar.update(writer.count, float(total.mean()))
         done = True
     finally:
         episode.close()  # closes the source
         bar.close()
         writer.close(keep=done)  # no half-written video
-    return total, t
+    return float(total.mean()), t
