@@ -2,7 +2,6 @@
 itself (PettingZoo's render, the multi-player Atari games' RGB screen), through the pool's
 `render(env_ids)` as single-player pools; bad requests refused in one line."""
 
-import importlib.util
 import warnings
 
 import numpy as np
