@@ -6,7 +6,7 @@ config's own budget (1e7). The bar: our median closes at least half of the gap b
 the best peer figure; MAPPO at least as good as IPPO.
 
     python benchmarks/bench_ippo.py [--seeds 0,1,2] [--agents ippo,mappo] [--episodes 2000]
-        [--jaxmarl DIR --jaxmarl_python PYTHON --jaxmarl_budgets 1e6,1e7] [--no-write]
+        [--jaxmarl DIR --jaxmarl_python PYTHON --jaxmarl_budgets 1e6:3,1e7:1] [--no-write]
 
 Units: the mean per-player episode return (PettingZoo's simple_spread_v3, local_ratio 0.5), what
 our `episode_return_mean` reports; JaxMARL's logged returns (x 3 agents) are divided back.
@@ -73,7 +73,9 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=2000)
     parser.add_argument("--jaxmarl", default=None, help="a JaxMARL checkout (github.com/FLAIROx/JaxMARL)")
     parser.add_argument("--jaxmarl_python", default=None, help="the python of a venv with jaxmarl, distrax, hydra")
-    parser.add_argument("--jaxmarl_budgets", default="1e6,1e7", help="env steps of the peer's runs (its config: 1e7)")
+    parser.add_argument("--jaxmarl_budgets", default="1e6,1e7",
+                        help="env steps of the peer's runs (its config: 1e7), each BUDGET or BUDGET:SEEDS (default: as many "
+                             "seeds as ours)")
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
@@ -85,11 +87,13 @@ def main() -> None:
     print(lines[-1], flush=True)
     peers: dict[str, float] = {}
     if args.jaxmarl:
-        for total in (float(b) for b in args.jaxmarl_budgets.split(",")):
-            got = jaxmarl(args.jaxmarl, args.jaxmarl_python or sys.executable, total, len(seeds))
+        for spec in args.jaxmarl_budgets.split(","):
+            total_text, _, seeds_text = spec.partition(":")
+            total, num_seeds = float(total_text), int(seeds_text or len(seeds))
+            got = jaxmarl(args.jaxmarl, args.jaxmarl_python or sys.executable, total, num_seeds)
             med = statistics.median(got["returns_per_player"])
             peers[f"JaxMARL IPPO at {total:.0e}"] = med
-            lines.append(f"| JaxMARL IPPO (`baselines/IPPO/ippo_ff_mpe.py`, its config) | {len(seeds)} under vmap | "
+            lines.append(f"| JaxMARL IPPO (`baselines/IPPO/ippo_ff_mpe.py`, its config) | {num_seeds} under vmap | "
                          f"{int(total):,} | {med:.1f} (per seed {', '.join(f'{r:.1f}' for r in got['returns_per_player'])}) | "
                          f"{got['compile_s'] + got['train_s']:.0f} s ({got['compile_s']:.0f} s compiling) |")
             print(lines[-1], flush=True)
