@@ -377,3 +377,25 @@ def test_bad_tasks_are_refused_by_name(task_id, kwargs, error, message):
 def test_env_whose_package_is_missing_says_so():
     with pytest.raises(ImportError, match="'pettingzoo/classic/chess_v6' cannot be built on this install: No module named 'chess'"):
         envs.make_spec("pettingzoo/classic/chess_v6")
+
+
+def test_workers_drop_pettingzoo_check_only_wrappers_and_keep_the_others():
+    """The pool steps envs less OrderEnforcing and (discrete actions) AssertOutOfBounds, whose checks it
+    makes itself (the equality tests above compare with PettingZoo's fully wrapped envs); wrappers that
+    change what the env does stay."""
+    from pettingzoo.classic import tictactoe_v3
+    from pettingzoo.utils.wrappers import BaseWrapper
+
+    from envs.process.pettingzoo_task import _unchecked
+
+    def chain(env):
+        env, names = getattr(env, "aec_env", env), []
+        while isinstance(env, BaseWrapper):
+            names.append(type(env).__name__)
+            env = env.env
+        return names
+
+    assert chain(simple_spread_v3.parallel_env()) == ["OrderEnforcingWrapper", "AssertOutOfBoundsWrapper"]
+    assert chain(_unchecked(simple_spread_v3.parallel_env())) == []
+    assert chain(_unchecked(simple_spread_v3.parallel_env(continuous_actions=True))) == ["ClipOutOfBoundsWrapper"]
+    assert chain(_unchecked(tictactoe_v3.env())) == ["TerminateIllegalWrapper"]
