@@ -70,6 +70,8 @@ def parse_devices(text: str | None) -> tuple[int, ...] | None:
 
 @dataclasses.dataclass(frozen=True)
 class RunResult:
+    """What `run` returns: the last metrics report, the run directory, and how the run ended."""
+
     final: dict[str, Any]  # the last metrics report
     run_dir: RunDir
     interrupted_by: signal.Signals | None = None  # the signal that stopped the run before its budget
@@ -89,6 +91,8 @@ class RunResult:
 
 @dataclasses.dataclass(frozen=True)
 class CheckpointFlags:
+    """`run`'s checkpoint schedule (the flags --checkpoint_every, --keep_checkpoints, --save_replay)."""
+
     every_learner_steps: int = 1000  # 0: no checkpoints
     keep: int = 3
     save_replay: bool = False
@@ -96,6 +100,8 @@ class CheckpointFlags:
 
 @dataclasses.dataclass(frozen=True)
 class EvalFlags:
+    """`run`'s evaluation during training (the flags --eval_every, --eval_episodes)."""
+
     every_env_steps: int = 0  # 0: no evaluation during training
     episodes: int = 10
 

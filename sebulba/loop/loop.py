@@ -55,6 +55,9 @@ class InferencerError(RuntimeError):
 
 
 class GymnasiumLoop:
+    """The Sebulba loop: trains `agent` on env pools on the host (any `envs.make` id), laid out
+    over devices as `config` says. `run` trains; `close` stops its threads and pools."""
+
     def __init__(self, agent: Agent, config: LoopConfig):
         self.agent = agent
         self.config = config
