@@ -211,7 +211,7 @@ def run(
     continuing that run from its latest complete checkpoint. In a multi-process job
     (jax.distributed) every process calls it: total_env_steps is the job's, there is one run
     directory for the job (process 0 writes the job's outputs, every process its own under
-    processes/p<i>/), and checkpoints hold every process's state.
+    `processes/p<i>/`), and checkpoints hold every process's state.
     A new run that fails before the loop runs (a mistake in its input, found while the loop is
     built) leaves no directory. A resume writes nothing until it trains (one that finds the run
     finished changes no file); then log.txt gets its lines, flags.json the flags it changed, and

@@ -51,7 +51,7 @@ JOIN_TIMEOUT_S = 30.0
 
 
 class InferencerError(RuntimeError):
-    """An inferencer thread failed; the original exception is the __cause__."""
+    """An inferencer thread failed; the original exception is the `__cause__`."""
 
 
 class GymnasiumLoop:
