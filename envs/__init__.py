@@ -40,14 +40,17 @@ def make(task_id: str, env_type: str = "gymnasium", **kwargs: Any) -> EnvPool:
 
 
 def make_gym(task_id: str, **kwargs: Any) -> EnvPool:
+    """`make` with env_type "gym" (the same pool as "gymnasium", as EnvPool's `make_gym`)."""
     return make(task_id, env_type="gym", **kwargs)
 
 
 def make_gymnasium(task_id: str, **kwargs: Any) -> EnvPool:
+    """`make` with env_type "gymnasium": a `gymnasium.vector.VectorEnv` with EnvPool's one-env spaces."""
     return make(task_id, env_type="gymnasium", **kwargs)
 
 
 def make_dm(task_id: str, **kwargs: Any) -> EnvPool:
+    """`make` with env_type "dm": a `dm_env.Environment` whose TimeSteps hold a batch."""
     return make(task_id, env_type="dm", **kwargs)
 
 

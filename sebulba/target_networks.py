@@ -22,6 +22,8 @@ import jax.numpy as jnp
 
 
 class TargetNetworks(NamedTuple):
+    """An agent's networks with a target copy: `online` is learned, `target` follows it."""
+
     online: Any  # learned by gradient
     target: Any  # follows online; never learned
     updates: jax.Array  # int32 []: optimizer steps taken on online

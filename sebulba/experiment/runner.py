@@ -70,6 +70,8 @@ def parse_devices(text: str | None) -> tuple[int, ...] | None:
 
 @dataclasses.dataclass(frozen=True)
 class RunResult:
+    """What `run` returns: the last metrics report, the run directory, and how the run ended."""
+
     final: dict[str, Any]  # the last metrics report
     run_dir: RunDir
     interrupted_by: signal.Signals | None = None  # the signal that stopped the run before its budget
@@ -89,6 +91,8 @@ class RunResult:
 
 @dataclasses.dataclass(frozen=True)
 class CheckpointFlags:
+    """`run`'s checkpoint schedule (the flags --checkpoint_every, --keep_checkpoints, --save_replay)."""
+
     every_learner_steps: int = 1000  # 0: no checkpoints
     keep: int = 3
     save_replay: bool = False
@@ -96,6 +100,8 @@ class CheckpointFlags:
 
 @dataclasses.dataclass(frozen=True)
 class EvalFlags:
+    """`run`'s evaluation during training (the flags --eval_every, --eval_episodes)."""
+
     every_env_steps: int = 0  # 0: no evaluation during training
     episodes: int = 10
 
@@ -205,7 +211,7 @@ def run(
     continuing that run from its latest complete checkpoint. In a multi-process job
     (jax.distributed) every process calls it: total_env_steps is the job's, there is one run
     directory for the job (process 0 writes the job's outputs, every process its own under
-    processes/p<i>/), and checkpoints hold every process's state.
+    `processes/p<i>/`), and checkpoints hold every process's state.
     A new run that fails before the loop runs (a mistake in its input, found while the loop is
     built) leaves no directory. A resume writes nothing until it trains (one that finds the run
     finished changes no file); then log.txt gets its lines, flags.json the flags it changed, and

@@ -37,6 +37,8 @@ log = logging.getLogger("sebulba")
 
 @dataclasses.dataclass(frozen=True)
 class CheckpointConfig:
+    """Where a loop's `Checkpointer` writes, how often (learner steps), how many it keeps."""
+
     directory: str
     every_learner_steps: int = 1000  # also at the end of a run and at a clean stop
     keep: int = 3

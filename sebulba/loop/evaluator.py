@@ -27,6 +27,8 @@ from sebulba.types import EnvStep
 
 @dataclasses.dataclass(frozen=True)
 class EvalResult:
+    """The returns and lengths of the complete episodes one evaluation played."""
+
     returns: np.ndarray  # float64 [K], in the order the episodes finished
     lengths: np.ndarray  # int64 [K]
 

@@ -51,10 +51,13 @@ JOIN_TIMEOUT_S = 30.0
 
 
 class InferencerError(RuntimeError):
-    """An inferencer thread failed; the original exception is the __cause__."""
+    """An inferencer thread failed; the original exception is the `__cause__`."""
 
 
 class GymnasiumLoop:
+    """The Sebulba loop: trains `agent` on env pools on the host (any `envs.make` id), laid out
+    over devices as `config` says. `run` trains; `close` stops its threads and pools."""
+
     def __init__(self, agent: Agent, config: LoopConfig):
         self.agent = agent
         self.config = config
