@@ -119,6 +119,21 @@ def test_rows_spaces_and_player_counts():
         assert info["elapsed_step"].tolist() == [1] * 8
 
 
+def test_player_id_planes_follow_the_shared_frame_stack_on_request():
+    """add_player_id=True: each row is the env's frame stack and then P planes, the row's player's
+    255 and the others' 0 (players sharing a network see which side they play)."""
+    assert envs.make_spec("Warlords-v5", add_player_id=True).observation_space.shape == (8, 84, 84)
+    kw = dict(num_envs=2, seed=3, num_threads=1, stack_num=2, img_height=42, img_width=42)
+    with envs.make("Warlords-v5", **kw) as plain, envs.make("Warlords-v5", add_player_id=True, **kw) as marked:
+        for step in range(3):
+            a = np.full(8, step % 6)
+            (obs, *_), (got, *_) = (plain.reset(), marked.reset()) if step == 0 else (plain.step(a), marked.step(a))
+            assert got.shape == (8, 6, 42, 42)
+            assert (got[:, :2] == obs).all()  # the shared screen, unchanged
+            planes = got[:, 2:].reshape(2, 4, 4, -1)  # (env, row's player, plane, pixels)
+            assert (planes == 255 * np.eye(4, dtype=np.uint8)[None, :, :, None]).all()
+
+
 def test_sync_pool_equals_multi_agent_ale_by_hand_across_a_player_leaving_game_over_and_auto_reset():
     """Joust: a player runs out of lives mid-game (its row terminated, then not alive), the game
     ends, the env auto-resets; sticky actions and the noop starts are ALE's for the same seed.
@@ -228,6 +243,7 @@ def test_reward_clip_keeps_each_players_raw_reward_in_info():
         ("Combat-v5", {"max_episode_steps": 2**30}, r"max_episode_steps \* frame_skip = 4294967296 frames exceeds ALE's limit"),
         ("Combat-v5", {"repeat_action_probability": 1.5}, r"repeat_action_probability must be in \[0, 1\], got 1.5"),
         ("Combat-v5", {"no_such_option": 1}, r"unknown kwarg\(s\) \['no_such_option'\] for task 'Combat-v5'"),
+        ("Combat-v5", {"add_player_id": 1}, "add_player_id must be a bool, got 1"),
         ("Combat-v5", {"backend": "atari"}, "is a multi-player Atari game: ALE's vector env cannot run it"),
         ("Combat-v5", {"seed": 2**31 - 1, "num_envs": 2}, "seed=2147483647 is out of range for 'Combat-v5'"),
         ("ALE/Combat-v5", {}, r"'ALE/Combat-v5' cannot run: ROM 'combat' is a multi-player ROM .* Combat-v5 plays it"),

@@ -153,7 +153,11 @@ class AtariPlayersEnv:
         self._raw = np.zeros((1, 2, sh, sw, *color), np.uint8)  # the two frame buffers (push_frames' layout)
         self._stack = np.zeros((1, int(o["stack_num"]), *color, h, w), np.uint8)
         channels = int(o["stack_num"]) * (3 if self._rgb else 1)
-        self.observation_space = gym.spaces.Box(0, 255, (channels, h, w), np.uint8)
+        self._ids = bool(o.get("add_player_id", False))
+        self._out = np.zeros((p, channels + p * self._ids, h, w), np.uint8)
+        if self._ids:  # the player's indicator planes (SuperSuit's agent_indicator), written once
+            self._out[np.arange(p), channels + np.arange(p)] = 255
+        self.observation_space = gym.spaces.Box(0, 255, self._out.shape[1:], np.uint8)
         self.action_space = gym.spaces.Discrete(len(actions))
         self.terminated, self.truncated, self.alive = np.zeros(p, bool), np.zeros(p, bool), np.zeros(p, bool)
         self._playing = np.zeros(p, bool)  # players still in the game
@@ -209,7 +213,10 @@ class AtariPlayersEnv:
 
     def _obs(self) -> np.ndarray:
         frame = push_frames(self._raw, self._stack, slice(None), self._resize, self._rgb)[0]
-        return np.broadcast_to(frame, (self._p, *frame.shape))  # every player sees the screen
+        if not self._ids:
+            return np.broadcast_to(frame, (self._p, *frame.shape))  # every player sees the screen
+        self._out[:, : frame.shape[0]] = frame
+        return self._out
 
     def render(self) -> np.ndarray:
         """The raw RGB screen (H, W, 3), every player's view, as single-player Atari's render."""

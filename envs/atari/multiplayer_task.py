@@ -7,7 +7,10 @@ max_num_players: the ROM's largest player count (Warlords 4, the others 2); a sm
 modes of its own is taken too (Warlords' 2-player modes), never 1. `mode` (default: the first
 mode of that count, as PettingZoo) and `difficulty` pick among the ROM's. The Atari options are
 single-player Atari's (envs/atari/task.py) but `episodic_life` (no single life to lose); `lives`
-and the raw `reward` are per player in info, as single-player Atari's. `render_mode="rgb_array"`:
+and the raw `reward` are per player in info, as single-player Atari's. `add_player_id=True`
+appends P planes to each row's frame stack, the row's player's all 255 and the others 0
+(SuperSuit's agent_indicator): every player sees the same screen, so players that share networks
+(IPPO) need it to tell which side they play. `render_mode="rgb_array"`:
 `render` gives each env's raw RGB screen, drawn in its worker."""
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ from envs.atari.task import (
 )
 from envs.config import PoolConfig, check_seed_range
 from envs.process.gym_task import GymTask, _retry
+
+PLAYERS_KWARGS: dict[str, Any] = {**ATARI_KWARGS, "add_player_id": False}  # and the player's indicator planes
 
 
 def _num_players(task_id: str, given: Any, counts: dict[int, tuple[int, ...]]) -> int:
@@ -54,10 +59,12 @@ def configure(task_id: str, env_type: str, kwargs: dict[str, Any]) -> GymTask:
     facts = rom_facts(rom)
     players = _num_players(task_id, kwargs.get("max_num_players"), facts.modes)
     kwargs["max_num_players"] = players
-    config = PoolConfig.create(task_id, env_type, "process", DEFAULT_MAX_EPISODE_STEPS, kwargs, ATARI_KWARGS, players)
+    config = PoolConfig.create(task_id, env_type, "process", DEFAULT_MAX_EPISODE_STEPS, kwargs, PLAYERS_KWARGS, players)
     check_seed_range(config, ALE_MAX_SEED, "ALE (an int32 per env)")
     o = dict(config.task_kwargs)
     check_options(task_id, o)
+    if not isinstance(o["add_player_id"], (bool, np.bool_)):
+        raise ValueError(f"{task_id}: add_player_id must be a bool, got {o['add_player_id']!r}")
     check_frame_limit(config, o["frame_skip"])
     if o["episodic_life"]:
         raise ValueError(f"{task_id}: episodic_life=True is for single-player games (a life loss ends the episode); "
