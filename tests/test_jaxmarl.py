@@ -213,7 +213,7 @@ def test_learning_bar_ippo_on_jaxmarl_spread_in_the_anakin_loop(tmp_path):
     metrics.csv."""
     random = _random_return()
     assert -28.5 < random < -24.5, random
-    out = run_experiment("experiments.ppo", f"--env={SPREAD}", "--total_env_steps=150000", "--log_every_s=0",
+    out = run_experiment("experiments.ppo", f"--env={SPREAD}", "--total_env_steps=150000", "--log_every_s=0.01",
                          f"--logdir={tmp_path}", "--noprogress", "--checkpoint_every=0")
     assert out.returncode == 0, out.stderr[-3000:]
     assert f"Anakin loop: 16 {SPREAD} envs" in out.stderr
