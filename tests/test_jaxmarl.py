@@ -182,6 +182,32 @@ def test_anakin_and_sebulba_learn_the_same_mappo_networks_on_the_same_envs():
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
+def test_the_anakin_loop_reports_each_rows_episode_on_one_and_two_devices():
+    """A fixed policy (every player idle) on 4 envs x 3 players, one update of 26 steps: each row's
+    episode return is the sum of its rewards stepping the JaxEnv alone, tagged with its player
+    (row % 3), the same on 1 and 2 devices (each device's rows start at an env)."""
+    from tests.support.agents import CountingAgent
+
+    env = make_jax_env(SPREAD)
+    lanes, _ = env.reset_as_pool(0, 4)
+    total, step_fn = np.zeros(12, np.float32), jax.jit(env.step)
+    for _ in range(25):
+        lanes, step = step_fn(lanes, jnp.zeros(12, jnp.int32))
+        total += np.asarray(step.reward)
+    assert step.truncated.all()
+    spec = envs.make_spec(SPREAD)
+    for devices in (1, 2):
+        cfg = sebulba.LoopConfig(env_id=SPREAD, num_envs=4, steps_per_cycle=26, learner_devices=tuple(range(devices)),
+                                 log_every_s=1000.0)
+        with AnakinLoop(CountingAgent(spec), cfg, updates_per_call=1) as loop:
+            assert loop.window.num_players == 3 and loop.window.team_of == []
+            _, result = loop.call()
+        assert result.env_steps == 26 * 4
+        assert result.episode_players.tolist() == [0, 1, 2] * 4, devices
+        np.testing.assert_allclose(result.episode_returns, total, rtol=1e-6)
+        assert (result.episode_lengths == 25).all()
+
+
 def _random_return(episodes: int = 256) -> float:
     """The mean per-player return of uniformly random actions on the JaxEnv (its own measure)."""
     env = make_jax_env(SPREAD)
