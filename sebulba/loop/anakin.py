@@ -112,8 +112,8 @@ class ChunkResult(NamedTuple):
     episode_returns: np.ndarray  # every replica's, replica after replica
     episode_lengths: np.ndarray
     seed_returns: tuple[np.ndarray, ...] = ()  # with num_seeds > 1: each replica's own
-    episode_players: np.ndarray | None = None  # the player (row % P) of each episode; None: single-player
-    # (the fields the metrics window reads of a Sebulba cycle's result, as its CycleResult's)
+    # the player (row % P) of each episode, as the Sebulba cycle's CycleResult; None: single-player
+    episode_players: np.ndarray | None = None
 
 
 def _traced(fn: Callable, *args) -> tuple[Callable, Any]:
@@ -199,7 +199,7 @@ class AnakinLoop:
         self.reports: list[dict] = []
         self.task = Task()
         self.window = MetricsWindow(num_players=P, player_names=self.env.player_names)
-        self.seed_windows = [MetricsWindow() for _ in range(self.num_seeds if self.num_seeds > 1 else 0)]
+        self.seed_windows = [MetricsWindow(num_players=P) for _ in range(self.num_seeds if self.num_seeds > 1 else 0)]
         self.stop_requested = False
         self._staging: Staging | None = None
         self._closed = False
