@@ -75,7 +75,7 @@ def test_spec_and_players_are_the_host_pettingzoo_pools():
     assert envs.make_spec(SPREAD).config.max_episode_steps == 25  # PettingZoo's max_cycles
 
 
-def _same_start(task: str, pz_env, raw, key: int, near: tuple[int, int]):
+def _same_start(pz_env, raw, key: int, near: tuple[int, int]):
     """PettingZoo's env after reset, and JaxMARL's state at the same positions; players `near`
     put 0.1 apart (colliding: the collision reward and contact forces are exercised)."""
     pz_env.reset(seed=key)
@@ -93,13 +93,13 @@ def test_observations_and_rewards_are_pettingzoos_from_the_same_positions(task):
     """From the same positions and with the same actions, a whole episode of JaxMARL's env (through
     the suite's RawJaxEnv) has mpe2's observations and per-player rewards (the reward definition
     and scale: spread's collision and landmark terms, tag's catches and bounds), to float32."""
-    mpe2 = pytest.importorskip("mpe2")
+    pytest.importorskip("mpe2")
     import importlib
 
     pz = importlib.import_module(f"mpe2.{task}").parallel_env(max_cycles=25)
     raw = make_raw(f"jaxmarl/MPE_{task}", pad_observations=True)
-    state = _same_start(task, pz, raw, 5, (0, 1))
-    assert mpe2 and list(pz.possible_agents) == list(raw.player_names)
+    state = _same_start(pz, raw, 5, (0, 1))
+    assert list(pz.possible_agents) == list(raw.player_names)
     step = jax.jit(raw.step)
     rng = np.random.default_rng(0)
     rewards = []
