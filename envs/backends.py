@@ -37,7 +37,7 @@ def build(task_id: str, env_type: str, kwargs: dict[str, Any], start: bool) -> t
 
         config, progs = jax_backend.configure(task_id, env_type, kwargs)
         if not start:
-            return config, (progs.env.observation_space, progs.env.action_space, {})
+            return config, (progs.env.observation_space, progs.env.action_space, {}, progs.env.player_names)
         return config, jax_backend.JaxBackend(config, progs)
     if name == "mujoco":
         from envs.mujoco import backend as mujoco_backend

@@ -6,6 +6,7 @@
     python -m experiments.ppo --env Pong-v5              # Cleanba's PPO settings (a GPU host)
     python -m experiments.ppo --env pettingzoo/mpe2/simple_spread_v3   # IPPO: every player, one network
     python -m experiments.ppo --env pettingzoo/mpe2/simple_spread_v3 --env_kwargs global_state=True   # MAPPO
+    python -m experiments.ppo --env jaxmarl/MPE_simple_spread_v3        # IPPO in the Anakin loop (JaxMARL's MPE)
     python -m experiments.ppo --help
 
 Every run writes a directory under --logdir with flags.json, metrics.csv, TensorBoard events and

@@ -99,10 +99,10 @@ def test_every_gymnax_id_builds_and_its_reset_fits_its_space():
 def test_ids_and_errors():
     assert is_jax_id("gymnax/CartPole-v1") and is_jax_id("brax/ant") and not is_jax_id("CartPole-v1")
     assert not is_jax_id("ALE/Pong-v5") and not is_jax_id(3)
-    assert {"gymnax", "jumanji", "craftax", "xminigrid", "navix", "brax", "playground"} <= set(SUITES)
+    assert {"gymnax", "jumanji", "craftax", "xminigrid", "navix", "brax", "playground", "jaxmarl"} <= set(SUITES)
     with pytest.raises(ValueError, match=r"^unknown gymnax id 'gymnax/CartPol-v1'; did you mean gymnax/CartPole-v1"):
         make_raw("gymnax/CartPol-v1")
-    for suite in ("craftax", "xminigrid", "navix", "brax", "playground"):
+    for suite in ("craftax", "xminigrid", "navix", "brax", "playground", "jaxmarl"):
         if importlib.util.find_spec(SUITES[suite].module) is None:
             with pytest.raises(ImportError, match=rf"pip install 'sebulba\[{suite}\]'") as e:
                 make_raw(f"{suite}/anything")

@@ -14,6 +14,9 @@ evaluation and `load_policy` run on it as on any pool.
 - Every send, of any envs, is the same program over all lanes with masks (which envs step, which
   reset): one compile per pool shape. Sends are dispatched at once (JAX runs them
   asynchronously); results come to the host when the pool collects them, one transfer per send.
+- Multi-player envs (JaxMARL's MPE): the backend works in envs, as every backend of a multi-player
+  pool (envs/players.py): an env's action is (P, ...), its results carry a player axis; the
+  JaxEnv's rows (env-major) are that axis reshaped.
 """
 
 from __future__ import annotations
@@ -55,8 +58,15 @@ class _Programs:
 
     def _send(self, lanes: Lanes, action: jax.Array, sent: jax.Array, reset: jax.Array) -> tuple[Lanes, tuple]:
         """Steps the envs `sent` (bool [n]); those also in `reset` reset instead (an explicit reset is
-        the step after an end: its action discarded)."""
-        stepped, step = self.env.step(lanes._replace(done=lanes.done | reset), action.astype(self.action.dtype))
+        the step after an end: its action discarded). Multi-player: actions [n, P, ...], results
+        [n, P, ...] (elapsed [n])."""
+        n, P = sent.shape[0], self.env.num_players
+        action = action.astype(self.action.dtype)
+        if P > 1:
+            action = action.reshape(n * P, *action.shape[2:])
+        stepped, step = self.env.step(lanes._replace(done=lanes.done | reset), action)
+        if P > 1:
+            step = jax.tree.map(lambda x: x.reshape(n, P, *x.shape[1:]), step)
 
         def pick(new, old):
             if new.ndim == 0 or new.shape[0] != sent.shape[0]:  # not batched (MJX's contact buffers)
@@ -98,9 +108,12 @@ class JaxBackend:
         self.observation_space = progs.env.observation_space
         self.action_space = progs.env.action_space
         n = self.num_envs = config.num_envs
+        self.num_players = progs.env.num_players
+        self.player_names = progs.env.player_names
         self._all_ids = np.arange(n, dtype=np.int32)
         self._all, self._none = np.ones(n, bool), np.zeros(n, bool)
-        self._noop = np.zeros((n, *progs.action.shape), progs.action.dtype)
+        players = (self.num_players,) if self.num_players > 1 else ()
+        self._noop = np.zeros((n, *players, *progs.action.shape), progs.action.dtype)
         self._lanes = progs.init(jnp.int32(config.seed), n)
         self._sent: list[tuple[np.ndarray | None, Any]] = []  # (ids, results on the device)
 
@@ -165,10 +178,13 @@ def configure(task_id: str, env_type: str, kwargs: dict[str, Any]) -> tuple[Pool
     """The pool config of a JAX id (its env built: that checks the task's kwargs) and its programs."""
     from envs.config import check_seed_range
 
-    given = PoolConfig.create(task_id, env_type, "jax", None, kwargs, None)  # max_episode_steps: the user's
+    # max_episode_steps: the user's (max_num_players is checked below, against the env's players)
+    given = PoolConfig.create(task_id, env_type, "jax", None, {k: v for k, v in kwargs.items() if k != "max_num_players"},
+                              None)
     if given.render_mode is not None:
         raise ValueError(f"render_mode={given.render_mode!r}: JAX-native envs ({task_id}) do not render in the pool")
     progs = programs(task_id, given.max_episode_steps, dict(given.task_kwargs))
-    config = PoolConfig.create(task_id, env_type, "jax", progs.env.max_episode_steps, kwargs, None)
+    config = PoolConfig.create(task_id, env_type, "jax", progs.env.max_episode_steps, kwargs, None,
+                               progs.env.num_players)
     check_seed_range(config, JaxBackend.max_seed, "a JAX env's key")
     return config, progs

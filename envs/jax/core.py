@@ -7,7 +7,12 @@ keeps (DESIGN.md "Flags"), so agents' masks are the same in both loops:
 - `terminated` and `truncated` apart, never both: the time limit (`max_episode_steps`) and a
   suite's own cut truncate, and a terminal state on the limit's step is `terminated` only;
 - env i of a batch is keyed `fold_in(key, first_index + i)`, so its stream does not depend on how
-  the batch is split over devices.
+  the batch is split over devices;
+- multi-player envs (a raw env with `num_players` P > 1: JaxMARL's MPE) as the pool lays them out
+  (envs/players.py): a batch of B envs is B x P rows, an env's players consecutive, in player
+  order; actions, observations, rewards and flags are per row, the lanes (state, keys, elapsed)
+  per env. An env's players end their episode together (its terminated and truncated are the
+  env's), and it resets as one.
 
 Everything is pure and jittable: the Anakin loop (`sebulba/loop/anakin.py`) scans `JaxEnv.step`
 inside its program; the pool's JAX backend jits it on the host's default device.
@@ -40,6 +45,9 @@ class RawJaxEnv(Protocol):
         """(state, obs, reward f32, terminated bool, truncated bool): truncated for a cut the
         suite makes itself besides the time limit (else False)."""
 
+    # Optional: `num_players` P > 1 (default 1) and `player_names` (P names, in row order): a
+    # multi-player env, whose obs (reset's and step's) and reward have a leading player axis P and
+    # whose action is [P, ...] (one player's spaces above); terminated and truncated stay the env's.
     # Optional: `restart(state, key) -> (state, obs)`, the next episode of an env whose episode
     # ended, from its last state. JaxEnv's auto-reset calls it where a raw env defines it, else
     # reset(key). The built-in tasks define it (envs/native/stateless.py): their reset noise
@@ -47,9 +55,9 @@ class RawJaxEnv(Protocol):
 
 
 class Step(NamedTuple):
-    """What a batch of envs returned (leading axis B); the same fields as the agents' `Step`
-    (`sebulba.types`), which the loops build from it: `first` marks an observation that starts
-    an episode."""
+    """What a batch of envs returned (leading axis B: its rows, envs x players); the same fields
+    as the agents' `Step` (`sebulba.types`), which the loops build from it: `first` marks an
+    observation that starts an episode."""
 
     obs: Any
     reward: jax.Array  # float32 [B]
@@ -59,8 +67,8 @@ class Step(NamedTuple):
 
 
 class Lanes(NamedTuple):
-    """The batch's env state between steps (every leaf [B, ...], plain arrays: shardable along
-    B, donatable and checkpointable)."""
+    """The batch's env state between steps (every leaf [B, ...], B envs (not rows), plain
+    arrays: shardable along B, donatable and checkpointable)."""
 
     state: Any  # the raw env states
     key: jax.Array  # uint32 key data [B, ...]: each env's key for its next reset
@@ -95,6 +103,18 @@ class JaxEnv:
             raise ValueError(f"max_episode_steps must be a positive int or None, got {limit!r}")
         self.raw = raw
         self.max_episode_steps = limit
+        self.num_players = int(getattr(raw, "num_players", 1))  # rows per env
+        self.player_names = tuple(getattr(raw, "player_names", ()))
+
+    def _rows(self, x: Any) -> Any:
+        """Per-env leaves with a player axis [B, P, ...] as rows [B * P, ...]."""
+        if self.num_players == 1:
+            return x
+        return jax.tree.map(lambda a: a.reshape(a.shape[0] * a.shape[1], *a.shape[2:]), x)
+
+    def _per_row(self, x: jax.Array) -> jax.Array:
+        """A per-env array [B] repeated for each of its players' rows [B * P]."""
+        return x if self.num_players == 1 else jnp.repeat(x, self.num_players)
 
     @property
     def task_id(self) -> str:
@@ -120,9 +140,10 @@ class JaxEnv:
         key_data = jax.vmap(lambda i: jax.random.key_data(jax.random.fold_in(key, i)))(index)
         now, later = self._reset_keys(key_data)
         state, obs = jax.vmap(self.raw.reset)(now)
-        false = jnp.zeros(num_envs, bool)
-        lanes = Lanes(state, later, jnp.zeros(num_envs, jnp.int32), false)
-        return lanes, Step(obs, jnp.zeros(num_envs, jnp.float32), false, false, jnp.ones(num_envs, bool))
+        lanes = Lanes(state, later, jnp.zeros(num_envs, jnp.int32), jnp.zeros(num_envs, bool))
+        rows = num_envs * self.num_players
+        false = jnp.zeros(rows, bool)
+        return lanes, Step(self._rows(obs), jnp.zeros(rows, jnp.float32), false, false, jnp.ones(rows, bool))
 
     def reset_as_pool(self, seed: int, num_envs: int, first_index: int | jax.Array = 0) -> tuple[Lanes, Step]:
         """Envs first_index .. first_index + num_envs - 1 of the pool `envs.make(task_id,
@@ -135,7 +156,11 @@ class JaxEnv:
         return self.reset(pool_key(), num_envs, first_index=seed + first_index)
 
     def step(self, lanes: Lanes, action: jax.Array) -> tuple[Lanes, Step]:
-        """One step of every env: those whose last step ended an episode reset instead."""
+        """One step of every env (`action`: one per row): those whose last step ended an episode
+        reset instead."""
+        P = self.num_players
+        if P > 1:
+            action = action.reshape(action.shape[0] // P, P, *action.shape[1:])
         state, obs, reward, terminated, truncated = jax.vmap(self.raw.step)(lanes.state, action)
         reward = reward.astype(jnp.float32)
         terminated = terminated.astype(bool)
@@ -158,7 +183,8 @@ class JaxEnv:
         # A reset is computed only in steps where some env resets (a select of both otherwise).
         state, obs, key = jax.lax.cond(jnp.any(lanes.done), with_resets, lambda s: s, stepped)
         first = lanes.done
-        reward = jnp.where(first, 0.0, reward)
         terminated, truncated = terminated & ~first, truncated & ~first
         lanes = Lanes(state, key, jnp.where(first, 0, elapsed), terminated | truncated)
-        return lanes, Step(obs, reward, terminated, truncated, first)
+        first, terminated, truncated = (self._per_row(x) for x in (first, terminated, truncated))
+        reward = jnp.where(first, 0.0, self._rows(reward))
+        return lanes, Step(self._rows(obs), reward, terminated, truncated, first)

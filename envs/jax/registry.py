@@ -49,6 +49,7 @@ SUITES: dict[str, Suite] = {
         Suite("navix", "navix", "navix", "navix"),
         Suite("brax", "brax", "brax", "brax"),
         Suite("playground", "mujoco_playground", "playground", "playground"),
+        Suite("jaxmarl", "jaxmarl", "jaxmarl", "jaxmarl"),
     )
 }
 

@@ -9,6 +9,11 @@ and lengths), then `learner_step`: the Sebulba learner's own update step, not a 
 (networks, optimizer state, keys, experience, step states, env lanes, last env step, running
 episode sums) is donated, lives on the devices between calls, and is what a checkpoint saves.
 
+A multi-player env (JaxMARL's MPE: `JaxEnv.num_players` P > 1) is laid out as the Sebulba loop's
+multi-player pool: each device's n envs are n x P rows, an env's players consecutive, and the
+agent, the trajectories, the experience and the episode sums see rows; env steps count envs (a
+step of an env is one env step, whatever its players), and episodes are reported per player.
+
 On the host the loop keeps the Sebulba loop's surface: a middleware Task whose `anakin_step`
 replaces fetch/learn/publish, the same metrics window, stop, save and user middleware, and
 `run`/`request_stop`/`restore`/`close`.
@@ -107,6 +112,8 @@ class ChunkResult(NamedTuple):
     episode_returns: np.ndarray  # every replica's, replica after replica
     episode_lengths: np.ndarray
     seed_returns: tuple[np.ndarray, ...] = ()  # with num_seeds > 1: each replica's own
+    # the player (row % P) of each episode, as the Sebulba cycle's CycleResult; None: single-player
+    episode_players: np.ndarray | None = None
 
 
 def _traced(fn: Callable, *args) -> tuple[Callable, Any]:
@@ -165,17 +172,20 @@ class AnakinLoop:
             raise ValueError(f"learner_devices {bad} do not exist: jax sees {len(local)} device(s) in this process")
         self.devices = [device for p in range(jax.process_count())
                         for device in (process_devices(p)[i] for i in config.learner_devices)]
-        self.sharding = LearnerSharding.create(self.devices, config.num_envs * jax.process_count())
+        # rows: an env's P players each (a multi-player env), as the Sebulba loop's pools
+        self.num_players = P = self.env.num_players
+        self.sharding = LearnerSharding.create(self.devices, config.num_envs * jax.process_count() * P)
         self.num_devices = len(self.devices)
         self.envs_per_device = config.num_envs // len(config.learner_devices)
-        T, n = config.steps_per_cycle, self.envs_per_device
-        self.steps_per_update = T * n * self.num_devices  # the job's
+        self.rows_per_device = self.envs_per_device * P
+        T, n = config.steps_per_cycle, self.rows_per_device
+        self.steps_per_update = T * self.envs_per_device * self.num_devices  # the job's env steps
         if updates_per_call is None:
             updates_per_call = max(1, ENV_STEPS_PER_CALL // self.steps_per_update)
         if not isinstance(updates_per_call, int) or updates_per_call < 1:
             raise ValueError(f"updates_per_call must be a positive int, got {updates_per_call!r}")
         self.updates_per_call = updates_per_call
-        self.layout = ExperienceLayout(1, n, T, 1, self.num_devices)
+        self.layout = ExperienceLayout(1, n, T, 1, self.num_devices, P)
         self.schedule = Schedule.of(agent, self.layout)
         if self.schedule.calls > 1:
             self._env_axes = (agent.step_state_env_axes(n), agent.step_state_env_axes(n), TRAJECTORY_ENV_AXES)
@@ -188,8 +198,8 @@ class AnakinLoop:
                  f"{time.perf_counter() - started:.1f} s")
         self.reports: list[dict] = []
         self.task = Task()
-        self.window = MetricsWindow()
-        self.seed_windows = [MetricsWindow() for _ in range(self.num_seeds if self.num_seeds > 1 else 0)]
+        self.window = MetricsWindow(num_players=P, player_names=self.env.player_names)
+        self.seed_windows = [MetricsWindow(num_players=P) for _ in range(self.num_seeds if self.num_seeds > 1 else 0)]
         self.stop_requested = False
         self._staging: Staging | None = None
         self._closed = False
@@ -216,6 +226,7 @@ class AnakinLoop:
         """The initial state, built in one jitted shard_map from the seed (no host arrays to
         assemble, in any number of processes)."""
         agent, env, n, D = self.agent, self.env, self.envs_per_device, self.num_devices
+        rows = self.rows_per_device
         # The Sebulba loop's keys and envs for the same seed, device d as its inferencer d (one per
         # device, as many envs): networks, actors' keys and env streams equal in the two loops.
         # Replica s (num_seeds > 1) is the run of seed + s.
@@ -248,10 +259,10 @@ class AnakinLoop:
                     experience = agent.init_experience(networks, layout, jax.random.split(k_exp, D)[d])
                 else:
                     experience = jax.tree.map(lambda s: jnp.zeros(s.shape[lead:], s.dtype), experience_like)
-                step_state = agent.init_step_state(networks, n, actor_key(key_actors, d))
+                step_state = agent.init_step_state(networks, rows, actor_key(key_actors, d))
                 # env g of seed + s is env g + s of seed (the pool's rule: env g is seeded seed + g)
                 lanes, first = env.reset_as_pool(seed, n, first_index=d * n + replica)
-                running = (jnp.zeros(n, jnp.float32), jnp.zeros(n, jnp.int32))
+                running = (jnp.zeros(rows, jnp.float32), jnp.zeros(rows, jnp.int32))
                 return Carry(networks, opt_state, learner_key, jnp.int32(0), experience, step_state, lanes,
                              EnvStep(*first), running)
 
@@ -394,8 +405,10 @@ class AnakinLoop:
         ep_ret, ep_len = (np.moveaxis(x, 0, 3).reshape(ran, S, x.shape[3], -1) for x in (ep_ret, ep_len))
         done = ~np.isnan(ep_ret)
         seeds = tuple(ep_ret[:, s][done[:, s]] for s in range(S)) if S > 1 else ()
+        # row r of the job's D n rows is player r % P (every device's rows start at an env)
+        players = None if self.num_players == 1 else np.nonzero(done)[3] % self.num_players
         result = ChunkResult(ran, ran * self.steps_per_update * S // jax.process_count(), ep_ret[done], ep_len[done],
-                             seeds)
+                             seeds, players)
         if bad_at is not None:
             bad = sorted(k for k, v in metrics.items() if not np.isfinite(v[bad_at]).all())
             what = f"metric(s) {bad}" if bad else "the networks (a gradient or update)"
