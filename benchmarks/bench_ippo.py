@@ -6,7 +6,7 @@ config's own budget (1e7). The bar: our median closes at least half of the gap b
 the best peer figure; MAPPO at least as good as IPPO.
 
     python benchmarks/bench_ippo.py [--seeds 0,1,2] [--agents ippo,mappo] [--episodes 2000]
-        [--jaxmarl DIR --jaxmarl_python PYTHON --jaxmarl_budgets 1e6:3,1e7:1] [--no-write]
+        [--agents ippo,mappo,ippo-anakin,mappo-anakin] [--section NAME] [--jaxmarl DIR --jaxmarl_python PYTHON --jaxmarl_budgets 1e6:3,1e7:1] [--no-write]
 
 Units: the mean per-player episode return (PettingZoo's simple_spread_v3, local_ratio 0.5), what
 our `episode_return_mean` reports; JaxMARL's logged returns (x 3 agents) are divided back.
@@ -32,7 +32,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks._report import publish, run_cli  # noqa: E402
 
 SPREAD = "pettingzoo/mpe2/simple_spread_v3"
-AGENT_FLAGS = {"ippo": [], "mappo": ["--env_kwargs=global_state=True"]}
+JAX_SPREAD = "jaxmarl/MPE_simple_spread_v3"  # JaxMARL's spread in the Anakin loop (the `jaxmarl` extra)
+# Each agent: the env id and the flags of `python -m experiments.ppo` besides --env and --seed.
+AGENTS = {"ippo": (SPREAD, []), "mappo": (SPREAD, ["--env_kwargs=global_state=True"]),
+          "ippo-anakin": (JAX_SPREAD, ["--loop=anakin"]),
+          "mappo-anakin": (JAX_SPREAD, ["--loop=anakin", "--env_kwargs=global_state=True"])}
 MINUTES = 10.0
 
 
@@ -69,7 +73,9 @@ def jaxmarl(directory: str, python: str, total: float, seeds: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", default="0,1,2")
-    parser.add_argument("--agents", default="ippo,mappo")
+    parser.add_argument("--agents", default="ippo,mappo",
+                        help=f"of {', '.join(AGENTS)}: the -anakin ones train JaxMARL's spread in the Anakin loop")
+    parser.add_argument("--section", default="bench_ippo", help="the BENCHMARKS.md section this run replaces")
     parser.add_argument("--episodes", type=int, default=2000)
     parser.add_argument("--jaxmarl", default=None, help="a JaxMARL checkout (github.com/FLAIROx/JaxMARL)")
     parser.add_argument("--jaxmarl_python", default=None, help="the python of a venv with jaxmarl, distrax, hydra")
@@ -79,6 +85,9 @@ def main() -> None:
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
+    unknown = sorted(set(args.agents.split(",")) - set(AGENTS))
+    if unknown:
+        parser.error(f"--agents: unknown {unknown}; known: {', '.join(AGENTS)}")
     command = "python benchmarks/bench_ippo.py " + " ".join(sys.argv[1:])
 
     mean, se = random_play(args.episodes)
@@ -104,13 +113,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for agent in args.agents.split(","):
             for seed in seeds:
-                wall, last, _ = run_cli("experiments.ppo", [f"--env={SPREAD}", *AGENT_FLAGS[agent], f"--seed={seed}",
+                env_id, flags = AGENTS[agent]
+                wall, last, _ = run_cli("experiments.ppo", [f"--env={env_id}", *flags, f"--seed={seed}",
                                                             "--checkpoint_every=0"], Path(tmp) / agent)
                 ret = float(last["episode_return_mean"])
                 finals.setdefault(agent, []).append(ret)
                 walls.setdefault(agent, []).append(wall)
-                lines.append(f"| {agent.upper()} (`python -m experiments.ppo --env {SPREAD}"
-                             f"{' ' + ' '.join(AGENT_FLAGS[agent]) if AGENT_FLAGS[agent] else ''}`) | {seed} | "
+                lines.append(f"| {agent.upper()} (`python -m experiments.ppo --env {env_id}"
+                             f"{' ' + ' '.join(flags) if flags else ''}`) | {seed} | "
                              f"{int(float(last['env_steps'])):,} | {ret:.1f} | {wall / 60:.1f} min"
                              f"{'' if wall < MINUTES * 60 else ': over 10 min'} |")
                 print(lines[-1], flush=True)
@@ -121,15 +131,19 @@ def main() -> None:
         met = "" if bar is None else (" (bar met)" if med >= bar else f" (bar missed: {med:.1f} of {bar:.1f})")
         summary.append(f"- {agent.upper()}: median {med:.1f} over seeds {args.seeds}{closed}{met}; "
                        f"slowest run {max(walls[agent]) / 60:.1f} min")
-    if "ippo" in finals and "mappo" in finals:
-        a, b = statistics.median(finals["ippo"]), statistics.median(finals["mappo"])
-        summary.append(f"- MAPPO vs IPPO: medians {b:.1f} vs {a:.1f}: MAPPO {'at least as good' if b >= a else 'worse'}")
+    for suffix in ("", "-anakin"):
+        if f"ippo{suffix}" in finals and f"mappo{suffix}" in finals:
+            a, b = statistics.median(finals[f"ippo{suffix}"]), statistics.median(finals[f"mappo{suffix}"])
+            summary.append(f"- MAPPO{suffix.upper()} vs IPPO{suffix.upper()}: medians {b:.1f} vs {a:.1f}: MAPPO "
+                           f"{'at least as good' if b >= a else 'worse'}")
     if bar is not None:
         summary.insert(0, f"- Bar: random {mean:.1f} + half the gap to the best peer figure ({best:.1f}) = {bar:.1f}")
-    header = (f"## IPPO and MAPPO on MPE simple_spread_v3, 1M env steps (`benchmarks/bench_ippo.py`)\n\n"
+    where = ("the Anakin loop on JaxMARL's spread" if all(a.endswith("-anakin") for a in finals)
+             else "worker processes, PettingZoo's spread" if not any(a.endswith("-anakin") for a in finals) else "both loops")
+    header = (f"## IPPO and MAPPO on MPE simple_spread_v3, 1M env steps, {where} (`benchmarks/bench_ippo.py`)\n\n"
               f"Command: `{command}`; {platform.node()} ({os.cpu_count()} CPUs, no GPU), "
               f"{datetime.date.today().isoformat()}. Units: the mean per-player episode return.\n\n")
-    publish("bench_ippo", header + "\n".join(lines) + "\n\n" + "\n".join(summary) + "\n", not args.no_write)
+    publish(args.section, header + "\n".join(lines) + "\n\n" + "\n".join(summary) + "\n", not args.no_write)
 
 
 if __name__ == "__main__":
