@@ -5,10 +5,15 @@ evaluation policy on envs of its own.
     python -m experiments.evaluate runs/<run dir> --episodes 100 --num_envs 16 --checkpoint 196
     python -m experiments.evaluate runs/<run dir> --nogreedy --env_kwargs repeat_action_probability=0.25
     python -m experiments.evaluate runs/<run dir> --video cartpole.mp4    # or .gif (pip install -e ".[video]")
+    python -m experiments.evaluate runs/<a tictactoe self-play run> --opponent random --episodes 100
 
 Prints the mean, standard deviation, min and max return and the episode lengths, and writes them
 to RUN_DIR/eval.json; then records the video, if asked, with a progress line (a video that fails is
-one line, exit status 1, and leaves the evaluation written).
+one line, exit status 1, and leaves the evaluation written). A multi-player run's evaluation adds
+each player's and each team's mean return and each team's win rate (sebulba.loop.opponents: the
+team whose return is strictly the highest wins; ties are draws). `--opponent random` plays each
+team in turn, `--episodes` episodes each, against players acting uniformly at random over their
+legal moves, and reports the trained team's win rate in each (eval.json's "vs_random").
 """
 
 from __future__ import annotations
@@ -27,7 +32,8 @@ from sebulba.experiment.flag_types import define_integer
 from sebulba.experiment.trained import build_agent, open_run, restore_networks, run_replicas
 from sebulba.experiment.video import check_video_path
 from sebulba.experiment.video import record as record_video
-from sebulba.loop.evaluator import Evaluator
+from sebulba.loop.evaluator import EvalResult, Evaluator
+from sebulba.loop.opponents import OPPONENTS
 
 define_integer("checkpoint", None, "Learner step of the checkpoint to evaluate (default: the latest).")
 define_integer("replica", 0, "Of a run trained with --num_seeds N: which replica (0..N-1; replica r trained with seed "
@@ -42,6 +48,9 @@ flags.DEFINE_bool("greedy", True, "The agent's evaluation policy (greedy; R2D2: 
 flags.DEFINE_string("video", None, "Also write a video of one episode here (MP4, or GIF when the name ends in .gif), "
                     "frames annotated with the step and the return so far (each player's in a multi-player env); needs pip "
                     "install -e '.[video]'.")
+flags.DEFINE_string("opponent", "self", "Multi-player runs: who the trained policy plays: self (every player acts with "
+                    "it) or random (each team in turn acts with it, the other players uniformly at random over their "
+                    "legal actions; --episodes episodes per team).")
 define_integer("video_fps", 30, "Frames per second of the video.", lower_bound=1)
 flags.DEFINE_bool("debug", False, "Show the whole traceback of a mistake in the input.")
 FLAGS = flags.FLAGS
@@ -52,6 +61,8 @@ def main(argv: list[str]) -> None:
     with user_input():
         if len(argv) != 2:
             raise ValueError("give one run directory: python -m experiments.evaluate RUN_DIR [flags]")
+        if FLAGS.opponent not in OPPONENTS:  # before anything is loaded
+            raise ValueError(f"--opponent must be one of {', '.join(OPPONENTS)}, got {FLAGS.opponent!r}")
         video = None if FLAGS.video is None else check_video_path(FLAGS.video)  # before anything runs
         run, record = open_run(argv[1])
         agent = build_agent(record, parse_env_kwargs(FLAGS.env_kwargs), run)
@@ -59,21 +70,43 @@ def main(argv: list[str]) -> None:
         num_envs = FLAGS.num_envs or min(FLAGS.episodes, 8)
         loop = record["loop"]
         env_kwargs = {**loop.get("env_kwargs", {}), **parse_env_kwargs(FLAGS.env_kwargs)}
-        evaluator = Evaluator(agent, loop["env_id"], env_kwargs, num_envs, FLAGS.seed, FLAGS.greedy)
-    with evaluator:
-        result = evaluator.run(networks, FLAGS.episodes, jax.random.key(FLAGS.seed))
-    summary = result.summary()
+        evaluator = Evaluator(agent, loop["env_id"], env_kwargs, num_envs, FLAGS.seed, FLAGS.greedy,
+                              opponent=FLAGS.opponent)
     out = {"run_dir": str(run.path), "checkpoint": step, "replica": FLAGS.replica, "env_id": loop["env_id"], "env_kwargs": env_kwargs,
            "episodes": FLAGS.episodes, "num_envs": num_envs, "seed": FLAGS.seed, "greedy": FLAGS.greedy,
-           **summary, "returns": result.returns.tolist(), "lengths": result.lengths.tolist()}
+           "opponent": FLAGS.opponent}
     eval_json = run.path / "eval.json"
-    eval_json.write_text(json.dumps(out, indent=1) + "\n")
-    replica = f" (replica {FLAGS.replica})" if run_replicas(run) > 1 else ""
-    print(f"{loop['env_id']}, checkpoint {step}{replica}, {FLAGS.episodes} episodes ({'greedy' if FLAGS.greedy else 'behaviour'}"
-          f" policy): return {summary['eval_return_mean']:.1f} +- {summary['eval_return_std']:.1f} "
-          f"(min {summary['eval_return_min']:.1f}, max {summary['eval_return_max']:.1f}), length mean "
-          f"{summary['eval_length_mean']:.1f} (min {int(np.min(result.lengths))}, max {int(np.max(result.lengths))}); "
-          f"written to {eval_json}", flush=True)
+    head = f"{loop['env_id']}, checkpoint {step}{' (replica %d)' % FLAGS.replica if run_replicas(run) > 1 else ''}"
+    policy = "greedy" if FLAGS.greedy else "behaviour"
+    with evaluator:
+        if FLAGS.opponent == "random":
+            matches = {team: evaluator.run(networks, FLAGS.episodes, jax.random.key(FLAGS.seed), team=team)
+                       for team in evaluator.team_names}
+        else:
+            result = evaluator.run(networks, FLAGS.episodes, jax.random.key(FLAGS.seed))
+    if FLAGS.opponent == "random":
+        out["vs_random"] = {team: _match(r, team) for team, r in matches.items()}
+        eval_json.write_text(json.dumps(out, indent=1) + "\n")
+        print(f"{head}, {FLAGS.episodes} episodes per team ({policy} policy) against random players:", flush=True)
+        for team, m in out["vs_random"].items():
+            print(f"  {team} trained: wins {m['win_rate']:.1%}, draws {m['eval_draw_rate']:.1%}, "
+                  f"its return {m[f'eval_return_mean_{team}']:.2f}", flush=True)
+        print(f"written to {eval_json}", flush=True)
+    else:
+        summary = result.summary()
+        out.update(summary, returns=result.returns.tolist(), lengths=result.lengths.tolist())
+        if result.episode_returns is not None:
+            out["episode_returns"] = result.episode_returns.tolist()
+        eval_json.write_text(json.dumps(out, indent=1) + "\n")
+        print(f"{head}, {FLAGS.episodes} episodes ({policy}"
+              f" policy): return {summary['eval_return_mean']:.1f} +- {summary['eval_return_std']:.1f} "
+              f"(min {summary['eval_return_min']:.1f}, max {summary['eval_return_max']:.1f}), length mean "
+              f"{summary['eval_length_mean']:.1f} (min {int(np.min(result.lengths))}, max {int(np.max(result.lengths))}); "
+              f"written to {eval_json}", flush=True)
+        if result.episode_returns is not None:
+            print("  " + ", ".join(f"{team}: return {summary[f'eval_return_mean_{team}']:.2f}, wins "
+                                   f"{summary[f'eval_win_rate_{team}']:.1%}" for team in result.team_names)
+                  + f", draws {summary['eval_draw_rate']:.1%}", flush=True)
     if video is None:
         return
     # The evaluation is printed and written: a video that fails costs only the video.
@@ -90,6 +123,13 @@ def main(argv: list[str]) -> None:
     out.update(video=str(video), video_return=video_return, video_length=video_length)
     eval_json.write_text(json.dumps(out, indent=1) + "\n")
     print(f"video of one episode (return {video_return:.1f}, {video_length} steps): {video}")
+
+
+def _match(result: EvalResult, team: str) -> dict:
+    """eval.json's record of `team` (trained) against random players: the summary, its win rate
+    (`win_rate`) and every player's return in each episode."""
+    summary = result.summary()
+    return {"win_rate": summary[f"eval_win_rate_{team}"], **summary, "episode_returns": result.episode_returns.tolist()}
 
 
 if __name__ == "__main__":

@@ -74,6 +74,12 @@ MULTIPLAYER = dict(
 MULTIPLAYER_MAPPO = dict(MULTIPLAYER, env_kwargs=dict(add_player_id=True, global_state=True),
                          agent=PPOConfig(learning_rate=1e-3, critic_state=True))
 
+# Turn-based games with PettingZoo's action mask (its classic family, e.g. tictactoe_v3): self-play,
+# every player acting with the one network (an observation is already its player's view: no
+# player id), the policy masked to the legal moves (PPOConfig.action_mask), the other rows (the
+# players not to move) teaching the policy nothing (sebulba.distributions.masked_logits).
+BOARD_GAME = dict(MULTIPLAYER, total_env_steps=200_000, env_kwargs={})
+
 
 def preset(env_id: str, env_kwargs: dict | None = None) -> dict:
     """The preset for the env's kind (sebulba.experiment.env_kind): Atari games get ATARI; other
@@ -83,6 +89,8 @@ def preset(env_id: str, env_kwargs: dict | None = None) -> dict:
     refused here, before anything is built."""
     kind = env_kind(env_id, env_kwargs)
     check_action_space(kind.action_space, f"PPO ({env_id})")
+    if kind.num_players > 1 and kind.action_mask:
+        return BOARD_GAME
     if kind.num_players > 1:
         return MULTIPLAYER_MAPPO if (env_kwargs or {}).get("global_state") else MULTIPLAYER
     if kind.observations == "atari":
@@ -104,7 +112,7 @@ def check_minibatches(exp: Experiment) -> None:
 ALGORITHM = Algorithm(
     "ppo", PPO, preset,
     presets={"discrete": CARTPOLE, "built-in continuous": CONTROL, "MuJoCo": MUJOCO, "Atari": ATARI,
-             "multi-player (IPPO)": MULTIPLAYER, "multi-player with global_state=True (MAPPO)": MULTIPLAYER_MAPPO},
+             "multi-player (IPPO)": MULTIPLAYER, "turn-based game with an action mask (self-play)": BOARD_GAME, "multi-player with global_state=True (MAPPO)": MULTIPLAYER_MAPPO},
     flags={
         "steps_per_cycle": Flag(int, "Steps per env in each rollout (PPO's num_steps).", lower_bound=1),
         "learning_rate": Flag(float, "Adam learning rate (decays linearly to 0 over the run)."),

@@ -119,6 +119,17 @@ class TanhGaussian(NamedTuple):
 _PAD_LOGIT = -1e9
 
 
+def masked_logits(logits: Array, mask: Array) -> Array:
+    """Logits [..., A] with the actions the `mask` [..., A] rules out (0 / False) made impossible
+    (PettingZoo's `action_mask`: only the legal moves are sampled, are the mode, carry entropy).
+    A row with no legal action (a turn-based game's player who is not to move: its action is
+    ignored) gets the same constant logits whatever the network says: a uniform policy whose
+    log-probability and entropy have no gradient, so such rows teach the policy nothing."""
+    mask = mask.astype(bool)
+    legal = jnp.where(mask, logits, _PAD_LOGIT)
+    return jnp.where(jnp.any(mask, axis=-1, keepdims=True), legal, jnp.zeros_like(logits))
+
+
 class MultiCategorical(NamedTuple):
     """One categorical per action dimension: `logits` [..., D, K], row d holding dimension d's
     nvec[d] logits then K - nvec[d] padding entries (K = max(nvec); `from_flat` builds it);

@@ -20,7 +20,8 @@ class EnvKind:
     (a Dict or Tuple of leaves: MiniGrid, SignalCorridor-v0) or "vector" (a Box of numbers, e.g.
     classic control). `actions`: "discrete", "multi_discrete" (a MultiDiscrete: one categorical
     per dimension in IMPALA and PPO) or "continuous" (a Box, or another space). `num_players`: rows
-    per env, P of a multi-player task (PettingZoo's; envs/players.py), else 1."""
+    per env, P of a multi-player task (PettingZoo's; envs/players.py), else 1. `action_mask`: the
+    observation is a Dict with PettingZoo's "action_mask" of the legal moves (its classic games)."""
 
     env_id: str
     observations: str
@@ -28,6 +29,7 @@ class EnvKind:
     action_space: gym.spaces.Space
     native: bool = False  # a built-in task (classic control) or a JAX-native one, not a Gymnasium env in workers
     num_players: int = 1
+    action_mask: bool = False
 
 
 def env_kind(env_id: str, env_kwargs: Mapping[str, Any] | None = None) -> EnvKind:
@@ -53,7 +55,8 @@ def env_kind(env_id: str, env_kwargs: Mapping[str, Any] | None = None) -> EnvKin
         actions = "continuous"
     # JAX-native envs count as built-in tasks: gymnax's classic control takes the classic-control presets
     native = jax_native or envs.resolve(env_id, (env_kwargs or {}).get("backend"))[0] == "native"
-    return EnvKind(env_id, observations, actions, act, native, spec.config["max_num_players"])
+    mask = isinstance(obs, gym.spaces.Dict) and "action_mask" in obs.spaces
+    return EnvKind(env_id, observations, actions, act, native, spec.config["max_num_players"], mask)
 
 
 def require_discrete_actions(agent: str, kind: EnvKind) -> None:

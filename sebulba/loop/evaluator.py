@@ -3,9 +3,13 @@ episodes on an env pool of its own, never the training envs (whose episodes must
 
 Each of the pool's N envs plays its share of the K episodes (env i plays (K + i) // N, as SB3's
 `evaluate_policy`), so short episodes are not over-represented when N > 1. An episode that hits
-the task's `max_episode_steps` counts as finished (truncated): an evaluation always ends. A
-multi-player pool's rows (env, player) each count as an env (`pool.num_players` rows per env): its
-episodes are per player, each read once (`sebulba.episodes.ends`).
+the task's `max_episode_steps` counts as finished (truncated): an evaluation always ends. In a
+multi-player pool K counts the envs' episodes, each one an episode of every player: its rows
+(env, player) each read their player's episode once (`sebulba.episodes.ends`), and the result
+holds every player's return in each episode, its teams' returns and win rates
+(`sebulba.loop.opponents`). `opponent="random"` evaluates one team against random players:
+every row acts with the policy (its step state goes on as in self-play), then the other teams'
+rows take uniformly random legal actions instead.
 """
 
 from __future__ import annotations
@@ -22,21 +26,48 @@ import numpy as np
 import envs
 from sebulba.episodes import advance, ends
 from sebulba.agent import Agent
+from sebulba.loop.opponents import RandomOpponent, check_opponent, team_partition, team_returns, wins
 from sebulba.types import EnvStep
 
 
 @dataclasses.dataclass(frozen=True)
 class EvalResult:
-    """The returns and lengths of the complete episodes one evaluation played."""
+    """The returns and lengths of the complete episodes one evaluation played; in a multi-player pool,
+    also every player's return per episode and its teams."""
 
-    returns: np.ndarray  # float64 [K], in the order the episodes finished
-    lengths: np.ndarray  # int64 [K]
+    returns: np.ndarray  # float64 [K x P], each player's episodes, in the order they finished
+    lengths: np.ndarray  # int64 [K x P]
+    players: np.ndarray | None = None  # int64 [K x P]: whose episode each is (multi-player pools)
+    episode_returns: np.ndarray | None = None  # float64 [K, P]: every player's return in each episode (multi-player)
+    player_names: tuple[str, ...] = ()
+    team_of: tuple[int, ...] = ()  # each player's team (sebulba.loop.opponents.team_partition)
+    team_names: tuple[str, ...] = ()
+    trained_team: str | None = None  # opponent="random": the team that played the policy
+
+    def team_returns(self) -> np.ndarray:
+        """[K, T]: each team's return (its players' mean) in each episode."""
+        return team_returns(self.episode_returns, self.team_of)
 
     def summary(self) -> dict[str, float]:
+        """The return's mean, std, min and max over every player's episodes, the mean length and
+        the episode count; in a multi-player pool also each player's mean return
+        (`eval_return_mean_player{i}`), each team's (`eval_return_mean_{team}`), each team's win
+        rate (`eval_win_rate_{team}`: the share of episodes it won) and the draws' (no winner)."""
         r, n = self.returns, self.lengths
-        return {"eval_return_mean": float(r.mean()), "eval_return_std": float(r.std()),
-                "eval_return_min": float(r.min()), "eval_return_max": float(r.max()),
-                "eval_length_mean": float(n.mean()), "eval_episodes": float(len(r))}
+        out = {"eval_return_mean": float(r.mean()), "eval_return_std": float(r.std()),
+               "eval_return_min": float(r.min()), "eval_return_max": float(r.max()),
+               "eval_length_mean": float(n.mean()), "eval_episodes": float(len(r))}
+        if self.episode_returns is None:
+            return out
+        out["eval_episodes"] = float(len(self.episode_returns))
+        out.update({f"eval_return_mean_player{i}": float(m) for i, m in enumerate(self.episode_returns.mean(axis=0))})
+        team = self.team_returns()
+        won = wins(team)
+        for t, name in enumerate(self.team_names):
+            out[f"eval_return_mean_{name}"] = float(team[:, t].mean())
+            out[f"eval_win_rate_{name}"] = float(won[:, t].mean())
+        out["eval_draw_rate"] = float((~won.any(axis=1)).mean())
+        return out
 
 
 def acting(agent: Agent, greedy: bool = True) -> Callable[[Any, Any, EnvStep], tuple[jax.Array, Any]]:
@@ -56,25 +87,57 @@ StepCallback = Callable[[Any, np.ndarray, np.ndarray, np.ndarray, np.ndarray], N
 
 
 class Evaluator:
-    """Plays evaluation episodes with `agent` on a sync pool of `num_envs` envs of `env_id`."""
+    """Plays evaluation episodes with `agent` on a sync pool of `num_envs` envs of `env_id`.
+    `opponent`: "self" (every player acts with the agent) or "random" (a multi-player env: the
+    team `run` names acts with the agent, the others at random; sebulba.loop.opponents)."""
 
     def __init__(self, agent: Agent, env_id: str, env_kwargs: Mapping[str, Any] | None = None, num_envs: int = 1,
-                 seed: int = 0, greedy: bool = True, device: jax.Device | None = None):
+                 seed: int = 0, greedy: bool = True, device: jax.Device | None = None, opponent: str = "self"):
         if not isinstance(num_envs, int) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
+        check_opponent(opponent, 2, env_id)  # the name first, before a pool is built
         self.agent = agent
         self.num_envs = num_envs
         self.device = device or jax.local_devices()[0]
         kwargs = {k: v for k, v in dict(env_kwargs or {}).items() if k not in ("num_envs", "batch_size", "seed")}
         self.pool = envs.make(env_id, num_envs=num_envs, seed=seed, **kwargs)
+        try:
+            self.opponent = check_opponent(opponent, self.pool.num_players, env_id)
+            names = tuple(self.pool.spec.player_names or ()) or tuple(f"player {i}" for i in range(self.pool.num_players))
+            self.player_names = names
+            team_of, team_names = team_partition(names)
+            self.team_of, self.team_names = tuple(team_of), tuple(team_names)
+            self._random = (RandomOpponent(self.pool.action_space, self.pool.observation_space, seed)
+                            if opponent == "random" else None)
+        except BaseException:
+            self.pool.close()
+            raise
         self._act = acting(agent, greedy)
 
-    def run(self, networks: Any, episodes: int, key: jax.Array, on_step: StepCallback | None = None) -> EvalResult:
-        """`episodes` complete episodes (a fresh reset of every env first) with these networks."""
+    def _trained_rows(self, team: str | None) -> np.ndarray | None:
+        """Rows whose player is in `team` (bool [rows]); None: every row plays the policy."""
+        if self.opponent == "self":
+            if team is not None:
+                raise ValueError(f"team={team!r} names the side that plays random players: it needs opponent='random'")
+            return None
+        if team not in self.team_names:
+            raise ValueError(f"opponent='random' needs the team that plays the policy, one of "
+                             f"{', '.join(map(repr, self.team_names))}; got {team!r}")
+        trained = np.asarray(self.team_of) == self.team_names.index(team)
+        return np.tile(trained, self.num_envs)
+
+    def run(self, networks: Any, episodes: int, key: jax.Array, on_step: StepCallback | None = None,
+            team: str | None = None) -> EvalResult:
+        """`episodes` complete episodes (a fresh reset of every env first) with these networks;
+        with opponent="random", `team`'s players play them against random players."""
         if not isinstance(episodes, int) or episodes < 1:
             raise ValueError(f"episodes must be a positive int, got {episodes!r}")
-        n = self.num_envs * self.pool.num_players  # rows
-        targets = np.array([(episodes + i) // n for i in range(n)])
+        trained = self._trained_rows(team)
+        p = self.pool.num_players
+        n = self.num_envs * p  # rows
+        env_targets = np.array([(episodes + e) // self.num_envs for e in range(self.num_envs)])
+        targets = np.repeat(env_targets, p) if p > 1 else np.array([(episodes + i) // n for i in range(n)])
+        by_row: list[list[float]] = [[] for _ in range(n)]
         with jax.default_device(self.device):
             networks = jax.device_put(networks, self.device)
             step_state = self.agent.init_step_state(networks, n, key)
@@ -83,11 +146,15 @@ class Evaluator:
             final = np.zeros(n, bool)
             first = info["elapsed_step"] == 0
             running, length, counts = np.zeros(n), np.zeros(n, np.int64), np.zeros(n, np.int64)
-            returns, lengths = [], []
+            returns, lengths, players = [], [], []
             while (counts < targets).any():
                 env_step = EnvStep(obs, reward, terminated, truncated, first)
                 action, step_state = self._act(networks, step_state, env_step)
-                obs, reward, terminated, truncated, info = self.pool.step(np.asarray(action))
+                action = np.asarray(action)
+                if trained is not None:
+                    action = action.copy()
+                    action[~trained] = self._random(obs, np.flatnonzero(~trained))
+                obs, reward, terminated, truncated, info = self.pool.step(action)
                 first = info["elapsed_step"] == 0
                 running, length = advance(running, length, reward, first, np)
                 done = ends(terminated | truncated, final)
@@ -95,10 +162,18 @@ class Evaluator:
                 for i in np.flatnonzero(done & (counts < targets)):
                     returns.append(running[i])
                     lengths.append(length[i])
+                    players.append(i % p)
+                    by_row[i].append(running[i])
                     counts[i] += 1
                 if on_step is not None:
                     on_step(obs, reward, terminated, truncated, running)
-        return EvalResult(np.asarray(returns, np.float64), np.asarray(lengths, np.int64))
+        result = EvalResult(np.asarray(returns, np.float64), np.asarray(lengths, np.int64))
+        if p == 1:
+            return result
+        per_episode = [[by_row[e * p + q][j] for q in range(p)] for e in range(self.num_envs) for j in range(env_targets[e])]
+        return dataclasses.replace(result, players=np.asarray(players, np.int64),
+                                   episode_returns=np.asarray(per_episode, np.float64), player_names=self.player_names,
+                                   team_of=self.team_of, team_names=self.team_names, trained_team=team)
 
     def close(self) -> None:
         self.pool.close()

@@ -41,6 +41,9 @@ class PPOConfig:
     # env's global state} (a PettingZoo pool's global_state=True); the policy reads "obs", the
     # critic (a torso of its own) both. Execution stays decentralised: acting needs "obs" only.
     critic_state: bool = False
+    # Mask the policy with the observation's "action_mask" where it has one (PettingZoo's classic
+    # games: a Dict observation whose "action_mask" marks the legal moves of a Discrete space).
+    action_mask: bool = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "hidden_sizes", tuple(self.hidden_sizes))

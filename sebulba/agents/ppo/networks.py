@@ -4,7 +4,10 @@ as CleanRL's PPO: orthogonal weights, gain sqrt(2) in the MLP torsos, 0.01 for t
 output (a near-uniform first policy) and 1 for the value's. With `critic_state` (MAPPO), the
 observation is a Dict {"obs", "state"}: the policy reads "obs" (the player's own), the value the
 whole Dict (the env's global state next to the player's observation: MAPPO's agent-specific
-global state)."""
+global state). An observation that carries PettingZoo's `action_mask` (a Dict with an
+"action_mask" of one entry per action of a Discrete space: the classic board games) masks the
+policy's logits with it (`sebulba.distributions.masked_logits`): illegal moves are never sampled
+nor the mode; the torso reads the mask as any other input."""
 
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ import gymnasium as gym
 import jax
 
 from sebulba.agents.ppo.config import PPOConfig
-from sebulba.distributions import Categorical, Distribution, MultiCategorical
+from sebulba.distributions import Categorical, Distribution, MultiCategorical, masked_logits
 from sebulba.networks import GaussianHead, MLPTorso, torso_for
 
 
@@ -27,20 +30,41 @@ class PPONet(nn.Module):
     log_std_init: float = 0.0
     nvec: tuple[int, ...] | None = None  # a MultiDiscrete space's: the logits split per dimension
     actor_key: str | None = None  # the policy reads obs[actor_key] (MAPPO: "obs"), the critic all of obs
+    mask_key: str | None = None  # the policy's observation's action mask (its legal actions), if any
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> tuple[Distribution, jax.Array]:
         """obs [B, ...] (normalised if the agent normalises) -> (policy [B], values [B])."""
-        h = self.torso(obs if self.actor_key is None else obs[self.actor_key])
+        actor_obs = obs if self.actor_key is None else obs[self.actor_key]
+        h = self.torso(actor_obs)
         hv = h if self.critic_torso is None else self.critic_torso(obs)
         small = nn.initializers.orthogonal(0.01)
         if self.continuous:
             policy = GaussianHead(self.num_outputs, self.log_std_init, small, name="policy")(h)
         else:
             logits = nn.Dense(self.num_outputs, kernel_init=small, name="policy")(h)
+            if self.mask_key is not None:
+                logits = masked_logits(logits, actor_obs[self.mask_key])
             policy = Categorical(logits) if self.nvec is None else MultiCategorical.from_flat(logits, self.nvec)
         value = nn.Dense(1, kernel_init=nn.initializers.orthogonal(1.0), name="value")(hv)[:, 0]
         return policy, value
+
+
+MASK_KEY = "action_mask"  # PettingZoo's name for the legal actions in a Dict observation
+
+
+def action_mask_key(observation_space: gym.spaces.Space, action_space: gym.spaces.Space) -> str | None:
+    """MASK_KEY where the observation is a Dict that has it, else None; a ValueError where that mask
+    cannot mask these actions (a Discrete space of as many actions as the mask has entries)."""
+    if not (isinstance(observation_space, gym.spaces.Dict) and MASK_KEY in observation_space.spaces):
+        return None
+    mask = observation_space[MASK_KEY]
+    if not (isinstance(action_space, gym.spaces.Discrete) and isinstance(mask, gym.spaces.Box)
+            and mask.shape == (int(action_space.n),)):
+        raise ValueError(f"the observation's {MASK_KEY!r} ({mask}) does not mask the action space {action_space}: "
+                         f"PPO masks a Discrete(n) space with an {MASK_KEY!r} of shape (n,); action_mask=False "
+                         "ignores it")
+    return MASK_KEY
 
 
 def make_network(observation_space: gym.spaces.Space, action_space: gym.spaces.Space, config: PPOConfig) -> PPONet:
@@ -67,4 +91,6 @@ def make_network(observation_space: gym.spaces.Space, action_space: gym.spaces.S
     continuous = isinstance(action_space, gym.spaces.Box)
     nvec = tuple(map(int, action_space.nvec)) if isinstance(action_space, gym.spaces.MultiDiscrete) else None
     outputs = action_space.shape[0] if continuous else sum(nvec) if nvec else int(action_space.n)
-    return PPONet(torso, critic, outputs, continuous, config.log_std_init, nvec, actor_key)
+    actor_space = observation_space if actor_key is None else observation_space[actor_key]
+    mask_key = action_mask_key(actor_space, action_space) if config.action_mask else None
+    return PPONet(torso, critic, outputs, continuous, config.log_std_init, nvec, actor_key, mask_key)
