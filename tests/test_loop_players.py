@@ -110,14 +110,15 @@ def test_dead_players_rows_are_masked_from_ppo_loss():
 
 
 def test_evaluator_plays_each_players_episodes_once():
-    """Evaluation on a multi-player pool: each row (player) is an env of the evaluation, its
-    episode read once although a dead player's done flag stays up."""
+    """Evaluation on a multi-player pool: episodes count the env's (2 here), each an episode of
+    every player, read once although a dead player's done flag stays up."""
     from sebulba.loop.evaluator import Evaluator
 
     agent = RandomAgent(envs.make_spec(DYING))
     with Evaluator(agent, DYING, {"num_threads": 1}, num_envs=1) as ev:
-        result = ev.run(agent.init_networks(jax.random.key(0)), 6, jax.random.key(1))
+        result = ev.run(agent.init_networks(jax.random.key(0)), 2, jax.random.key(1))
     assert sorted(result.returns.tolist()) == [1.0, 1.0, 23.0, 23.0, 66.0, 66.0]
+    np.testing.assert_array_equal(result.episode_returns, [[1.0, 23.0, 66.0]] * 2)
     assert sorted(result.lengths.tolist()) == [1, 1, 2, 2, 3, 3]
 
 

@@ -1,0 +1,148 @@
+"""Self-play on a competitive game (issue 39): PPO's action mask, the evaluator's opponents (every
+player trained, or one team against random players), teams' win rates, and the bar: tictactoe
+trained by self-play with PPO's preset beats a random opponent in both seats."""
+
+import json
+
+import gymnasium as gym
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import envs
+from sebulba.agents.ppo import PPO, PPOConfig
+from sebulba.agents.random_agent import RandomAgent
+from sebulba.distributions import Categorical, masked_logits
+from sebulba.loop.evaluator import Evaluator
+from sebulba.loop.opponents import RandomOpponent, team_partition, wins
+from sebulba.types import EnvStep
+from tests.support.cli import run_experiment
+
+TICTACTOE = "pettingzoo/classic/tictactoe_v3"
+ECHO = "pettingzoo/tests.support/echo_players"  # every player sees the action it took: obs [action, player, t]
+
+
+class ConstantAgent(RandomAgent):
+    """Always action 4: what rows acting with the policy show in the echo env."""
+
+    def step(self, networks, step_state, env_step):
+        return jnp.full(env_step.reward.shape, 4, jnp.int32), step_state
+
+
+# ---------------------------------------------------------------- teams and wins
+
+def test_teams_are_the_metrics_teams_else_a_team_per_player():
+    assert team_partition(["adversary_0", "adversary_1", "adversary_2", "agent_0"]) == ([0, 0, 0, 1], ["adversary", "agent_0"])
+    assert team_partition(["player_1", "player_2"]) == ([0, 1], ["player_1", "player_2"])
+    assert team_partition(["", ""]) == ([0, 1], ["player 0", "player 1"])
+
+
+def test_a_win_is_the_strictly_highest_team_return():
+    team_return = np.array([[1.0, -1.0], [-1.0, 1.0], [0.0, 0.0], [2.0, 2.0]])
+    np.testing.assert_array_equal(wins(team_return), [[True, False], [False, True], [False, False], [False, False]])
+    three = np.array([[3.0, 3.0, 1.0], [1.0, 2.0, 0.0]])
+    np.testing.assert_array_equal(wins(three), [[False, False, False], [False, True, False]])
+
+
+# ---------------------------------------------------------------- the action mask
+
+def test_masked_policy_never_picks_an_illegal_action_and_a_row_with_none_learns_nothing():
+    logits = jnp.array([[5.0, 0.0, -1.0, 2.0], [1.0, 2.0, 3.0, 4.0]])
+    mask = jnp.array([[0, 1, 1, 0], [0, 0, 0, 0]], jnp.int8)
+    policy = Categorical(masked_logits(logits, mask))
+    samples = jax.vmap(policy.sample)(jax.random.split(jax.random.key(0), 2000))
+    assert set(np.unique(np.asarray(samples[:, 0])).tolist()) == {1, 2}  # only the legal moves, both of them
+    assert int(policy.mode()[0]) == 1
+    # the row with no legal move: uniform, and its log-probability has no gradient
+    grad = jax.grad(lambda x: Categorical(masked_logits(x, mask)).log_prob(jnp.array([1, 3])).sum())(logits)
+    assert np.all(np.asarray(grad[1]) == 0) and np.any(np.asarray(grad[0]) != 0)
+    np.testing.assert_allclose(np.exp(np.asarray(policy.log_prob(jnp.array([0, 3])))[1]), 0.25, rtol=1e-6)
+
+
+def test_ppo_acts_legally_on_tictactoe():
+    """Untrained PPO on tictactoe (its observation's action_mask): every move the player to move
+    makes is legal, greedy or sampled."""
+    spec = envs.make_spec(TICTACTOE)
+    agent = PPO(spec, PPOConfig())
+    assert agent.net.mask_key == "action_mask"
+    networks = agent.init_networks(jax.random.key(0))
+    with envs.make(TICTACTOE, num_envs=4, seed=0) as pool:
+        obs, _ = pool.reset()
+        state = agent.init_step_state(networks, 8, jax.random.key(1))
+        for t in range(30):
+            es = EnvStep(obs, np.zeros(8, np.float32), np.zeros(8, bool), np.zeros(8, bool), np.full(8, t == 0))
+            out, state = (agent.step if t % 2 else agent.evaluation_step)(networks, state, es)
+            action = np.asarray(out.action if t % 2 else out)
+            mask = obs["action_mask"]
+            mover = mask.any(axis=1)
+            assert np.all(mask[mover, action[mover]] == 1)
+            obs, *_ = pool.step(action)
+
+
+def test_ppo_refuses_a_mask_that_does_not_fit_the_actions():
+    space = gym.spaces.Dict({"observation": gym.spaces.Box(0, 1, (4,)), "action_mask": gym.spaces.Box(0, 1, (3,), np.int8)})
+    real = envs.make_spec(TICTACTOE)
+    spec = envs.EnvSpec(real.pool_config, space, real.action_space, player_names=real.player_names)
+    with pytest.raises(ValueError, match="does not mask the action space Discrete\\(9\\)"):
+        PPO(spec)
+    PPO(spec, PPOConfig(action_mask=False))  # told to ignore it
+
+
+# ---------------------------------------------------------------- random opponents
+
+def test_random_opponent_plays_uniformly_over_legal_actions_seeded():
+    space = gym.spaces.Dict({"observation": gym.spaces.Box(0, 1, (2,)), "action_mask": gym.spaces.Box(0, 1, (4,), np.int8)})
+    obs = {"action_mask": np.array([[0, 1, 0, 1], [0, 0, 0, 0], [1, 1, 1, 1]], np.int8)}
+    first = RandomOpponent(gym.spaces.Discrete(4), space, seed=3)(obs, np.array([0, 2]))
+    draws = RandomOpponent(gym.spaces.Discrete(4), space, seed=3)
+    picks = np.array([draws(obs, np.array([0, 1, 2])) for _ in range(4000)])
+    assert set(np.unique(picks[:, 0])) == {1, 3} and set(np.unique(picks[:, 2])) == {0, 1, 2, 3}
+    assert np.all(picks[:, 1] == 0)  # no legal move: the first action, which the env ignores
+    assert abs(np.mean(picks[:, 0] == 1) - 0.5) < 0.05
+    np.testing.assert_array_equal(first, RandomOpponent(gym.spaces.Discrete(4), space, seed=3)(obs, np.array([0, 2])))
+    box = RandomOpponent(gym.spaces.Box(-2.0, 3.0, (2,)), gym.spaces.Box(0, 1, (1,)), seed=0)(None, np.arange(50))
+    assert box.shape == (50, 2) and box.min() >= -2.0 and box.max() <= 3.0
+
+
+def test_evaluator_plays_the_named_team_with_the_policy_and_the_others_at_random():
+    """Echo env, 2 players: the trained team's rows show the agent's constant action 4, the
+    other's uniform random actions; each env episode counts once, with both players' returns."""
+    agent = ConstantAgent(envs.make_spec(ECHO, num_agents=2))
+    seen = []
+    with Evaluator(agent, ECHO, {"num_agents": 2, "num_threads": 1}, num_envs=2, opponent="random") as ev:
+        assert ev.team_names == ("agent_0", "agent_1")
+        result = ev.run((), 4, jax.random.key(0), on_step=lambda obs, *_: seen.append(obs.copy()), team="agent_1")
+    seen = np.stack(seen)  # [steps, rows, 3]; rows: env 0 (agent_0, agent_1), env 1 (...)
+    acted = seen[seen[..., 2] > 0][:, :2]  # [action, player] after each non-reset step
+    assert np.all(acted[acted[:, 1] == 1, 0] == 4)
+    assert set(np.unique(acted[acted[:, 1] == 0, 0]).tolist()) == {0, 1, 2, 3, 4}
+    assert result.episode_returns.shape == (4, 2) and result.trained_team == "agent_1"
+    np.testing.assert_array_equal(result.episode_returns[:, 1], 0.0)  # echo: reward 1 for action == own index
+    summary = result.summary()
+    assert summary["eval_episodes"] == 4 and summary["eval_win_rate_agent_0"] == np.mean(result.episode_returns[:, 0] > 0)
+    assert summary["eval_win_rate_agent_1"] == 0.0
+    assert summary["eval_draw_rate"] == np.mean(result.episode_returns[:, 0] == 0)
+
+
+def test_evaluator_refuses_bad_opponents_and_teams():
+    with pytest.raises(ValueError, match="opponent must be one of 'self', 'random', got 'best'"):
+        Evaluator(RandomAgent(envs.make_spec("CartPole-v1")), "CartPole-v1", opponent="best")
+    with pytest.raises(ValueError, match="opponent='random' needs a multi-player env .* 'CartPole-v1' has one player"):
+        Evaluator(RandomAgent(envs.make_spec("CartPole-v1")), "CartPole-v1", opponent="random")
+    agent = RandomAgent(envs.make_spec(ECHO, num_agents=2))
+    with Evaluator(agent, ECHO, {"num_agents": 2, "num_threads": 1}, opponent="random") as ev:
+        with pytest.raises(ValueError, match="one of 'agent_0', 'agent_1'; got 'agent_7'"):
+            ev.run((), 1, jax.random.key(0), team="agent_7")
+        with pytest.raises(ValueError, match="one of 'agent_0', 'agent_1'; got None"):
+            ev.run((), 1, jax.random.key(0))
+    with Evaluator(agent, ECHO, {"num_agents": 2, "num_threads": 1}) as ev:
+        with pytest.raises(ValueError, match="needs opponent='random'"):
+            ev.run((), 1, jax.random.key(0), team="agent_0")
+
+
+def test_evaluate_cli_refuses_an_unknown_opponent_in_one_line(tmp_path):
+    out = run_experiment("experiments.evaluate", str(tmp_path), "--opponent=best")
+    assert out.returncode != 0
+    (line,) = out.stderr.strip().splitlines()
+    assert line.startswith("error: --opponent must be one of self, random, got 'best'")
