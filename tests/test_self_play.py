@@ -1,6 +1,6 @@
 """Self-play on a competitive game (issue 39): PPO's action mask, the evaluator's opponents (every
-player trained, or one team against random players), teams' win rates, and the bar: tictactoe
-trained by self-play with PPO's preset beats a random opponent in both seats."""
+player trained, or one team against random players), teams' win rates, and the bar:
+connect_four trained by self-play with PPO's preset beats a random opponent in both seats."""
 
 import json
 
@@ -20,6 +20,7 @@ from sebulba.types import EnvStep
 from tests.support.cli import run_experiment
 
 TICTACTOE = "pettingzoo/classic/tictactoe_v3"
+CONNECT_FOUR = "pettingzoo/classic/connect_four_v3"
 ECHO = "pettingzoo/tests.support/echo_players"  # every player sees the action it took: obs [action, player, t]
 
 
@@ -146,3 +147,27 @@ def test_evaluate_cli_refuses_an_unknown_opponent_in_one_line(tmp_path):
     assert out.returncode != 0
     (line,) = out.stderr.strip().splitlines()
     assert line.startswith("error: --opponent must be one of self, random, got 'best'")
+
+
+# ---------------------------------------------------------------- the bar
+
+@pytest.mark.slow(seconds=75)
+def test_connect_four_self_play_beats_a_random_opponent_in_both_seats(tmp_path):
+    """Issue 39's self-play bar: `python -m experiments.ppo --env connect_four_v3` (the BOARD_GAME
+    preset: both players act with the one network; sync mode, so seed 0's run is reproducible),
+    then `evaluate --opponent random`: the greedy policy wins >= 80% of 100 episodes in each seat
+    against a player that moves uniformly at random over its legal moves."""
+    done = run_experiment("experiments.ppo", f"--env={CONNECT_FOUR}", "--seed=0", "--noprogress", f"--logdir={tmp_path}")
+    assert done.returncode == 0, done.stderr[-3000:]
+    (run_dir,) = tmp_path.iterdir()
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["total_env_steps"] == 100_000 and config["loop"]["env_kwargs"] == {}  # the preset's: no player ids
+    out = run_experiment("experiments.evaluate", str(run_dir), "--opponent=random", "--episodes=100")
+    assert out.returncode == 0, out.stderr[-3000:]
+    report = json.loads((run_dir / "eval.json").read_text())
+    assert report["opponent"] == "random" and sorted(report["vs_random"]) == ["player_0", "player_1"]
+    for seat, match in report["vs_random"].items():
+        assert match["eval_episodes"] == 100 and len(match["episode_returns"]) == 100
+        won = np.mean([r[int(seat[-1])] > r[1 - int(seat[-1])] for r in match["episode_returns"]])
+        assert match["win_rate"] == won >= 0.8, (seat, match["win_rate"])
+    assert "player_0 trained: wins" in out.stdout and "player_1 trained: wins" in out.stdout
