@@ -95,6 +95,17 @@ def test_evaluation_episodes_end_at_truncation_and_are_shared_by_the_envs(runs):
 
 @TRAINED_SLOW
 @TRAINED
+def test_a_random_opponent_for_a_single_player_run_is_one_line(runs):
+    """`--opponent random` needs players to play against: on a CartPole run, one line, exit 2."""
+    out = run_experiment("experiments.evaluate", str(runs["ppo"]), "--opponent=random", "--episodes=2")
+    lines = [line for line in out.stderr.splitlines() if line.strip()]
+    assert out.returncode == 2 and len(lines) == 1, out.stderr[-2000:]
+    assert lines[0].startswith("error: opponent='random' needs a multi-player env (the trained team against random "
+                               "players); 'CartPole-v1' has one player")
+
+
+@TRAINED_SLOW
+@TRAINED
 def test_a_bad_run_directory_is_named(runs, tmp_path):
     """Each mistake raises before anything runs, naming the problem and the path."""
     with pytest.raises(FileNotFoundError, match=f"run directory {tmp_path / 'nope'} does not exist"):

@@ -26,6 +26,7 @@ KINDS = [  # env, its kwargs, IMPALA's preset, R2D2's preset, PPO's preset
     ("Pendulum-v1", {"backend": "process"}, "CONTROL", None, "MUJOCO"),  # a Gymnasium env in worker processes
     ("pettingzoo/mpe2/simple_spread_v3", None, "CARTPOLE", "CARTPOLE", "MULTIPLAYER"),  # 3 players: PPO is IPPO
     ("pettingzoo/mpe2/simple_spread_v3", {"global_state": True}, "TABULAR", "CARTPOLE", "MULTIPLAYER_MAPPO"),
+    ("pettingzoo/classic/connect_four_v3", None, "TABULAR", "CARTPOLE", "BOARD_GAME"),  # an action mask: self-play
 ]
 # The entry points define their flags on import, so each is imported in a process of its own.
 SCRIPT = """
