@@ -50,7 +50,7 @@ flags.DEFINE_string("video", None, "Also write a video of one episode here (MP4,
                     "install -e '.[video]'.")
 flags.DEFINE_string("opponent", "self", "Multi-player runs: who the trained policy plays: self (every player acts with "
                     "it) or random (each team in turn acts with it, the other players uniformly at random over their "
-                    "legal actions; --episodes episodes per team).")
+                    "legal actions; --episodes episodes per team). A --video stays self-play.")
 define_integer("video_fps", 30, "Frames per second of the video.", lower_bound=1)
 flags.DEFINE_bool("debug", False, "Show the whole traceback of a mistake in the input.")
 FLAGS = flags.FLAGS

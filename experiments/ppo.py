@@ -123,7 +123,8 @@ def check_minibatches(exp: Experiment) -> None:
 ALGORITHM = Algorithm(
     "ppo", PPO, preset,
     presets={"discrete": CARTPOLE, "built-in continuous": CONTROL, "MuJoCo": MUJOCO, "Atari": ATARI,
-             "multi-player (IPPO)": MULTIPLAYER, "turn-based game with an action mask (self-play)": BOARD_GAME, "multi-player with global_state=True (MAPPO)": MULTIPLAYER_MAPPO},
+             "multi-player (IPPO)": MULTIPLAYER, "multi-player with global_state=True (MAPPO)": MULTIPLAYER_MAPPO,
+             "turn-based game with an action mask (self-play)": BOARD_GAME},
     flags={
         "steps_per_cycle": Flag(int, "Steps per env in each rollout (PPO's num_steps).", lower_bound=1),
         "learning_rate": Flag(float, "Adam learning rate (decays linearly to 0 over the run)."),

@@ -34,7 +34,8 @@ class ConstantAgent(RandomAgent):
 # ---------------------------------------------------------------- teams and wins
 
 def test_teams_are_the_metrics_teams_else_a_team_per_player():
-    assert team_partition(["adversary_0", "adversary_1", "adversary_2", "agent_0"]) == ([0, 0, 0, 1], ["adversary", "agent_0"])
+    tag = ["adversary_0", "adversary_1", "adversary_2", "agent_0"]
+    assert team_partition(tag) == ([0, 0, 0, 1], ["adversary", "agent_0"])
     assert team_partition(["player_1", "player_2"]) == ([0, 1], ["player_1", "player_2"])
     assert team_partition(["", ""]) == ([0, 1], ["player 0", "player 1"])
 
