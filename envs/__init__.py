@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from envs.atari.games import ATARI_TASKS
+from envs.atari.games import ATARI_PLAYER_TASKS, ATARI_TASKS
 from envs.backends import build, pool_class
 from envs.config import PoolConfig
 from envs.manager import AsyncSubprocessEnvManager, BaseEnvManager, BaseEnvTimestep, EnvState, SyncSubprocessEnvManager
@@ -59,6 +59,12 @@ def is_atari(task_id: str) -> bool:
     return task_id in ATARI_TASKS
 
 
+def is_atari_players(task_id: str) -> bool:
+    """Whether task_id is one of ALE's multi-player games (`Combat-v5`, `Joust-v5`, `MazeCraze-v5`,
+    `Warlords-v5`), served by multi_agent_ale_py in worker processes."""
+    return task_id in ATARI_PLAYER_TASKS
+
+
 def make_spec(task_id: str, env_type: str = "gymnasium", **kwargs: Any) -> EnvSpec:
     """The spaces and config `make` would give, without building the pool."""
     config, spaces = build(task_id, env_type, dict(kwargs), start=False)  # spaces, extra info (, player names)
@@ -79,6 +85,7 @@ __all__ = [
     "SyncSubprocessEnvManager",
     "WorkerError",
     "is_atari",
+    "is_atari_players",
     "list_all_envs",
     "make",
     "make_dm",

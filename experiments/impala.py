@@ -68,24 +68,33 @@ ATARI = dict(
                        num_minibatches=2),
 )
 
+# Multi-player Atari (Combat, Joust, MazeCraze, Warlords): ATARI with every player sharing the one
+# network, each row marked with its player's indicator plane (add_player_id: every player sees the
+# same screen), no episodic_life (a player leaves when its lives run out). Not measured yet.
+MULTIPLAYER_ATARI = dict(ATARI, env_kwargs=dict(reward_clip=True, add_player_id=True))
+
 
 def preset(env_id: str, env_kwargs: dict | None = None) -> dict:
     """The preset for the env's kind (sebulba.experiment.env_kind): Atari games get ATARI, envs
     with continuous actions CONTROL, envs with vector or image observations CARTPOLE, tabular
-    (Discrete-state) and structured (Dict/Tuple) ones TABULAR, whether their actions are Discrete or
+    (Discrete-state) and structured (Dict/Tuple) ones TABULAR, multi-player Atari games
+    MULTIPLAYER_ATARI, whether their actions are Discrete or
     MultiDiscrete. An action space IMPALA cannot take (neither Discrete, rank-1 MultiDiscrete nor a bounded rank-1
     Box) is refused here, in one line, before anything is built."""
     kind = env_kind(env_id, env_kwargs)
     check_action_space(kind.action_space, f"IMPALA ({env_id})")
     if kind.actions == "continuous":
         return CONTROL
+    if kind.observations == "atari" and kind.num_players > 1:
+        return MULTIPLAYER_ATARI
     return {"atari": ATARI, "tabular": TABULAR, "structured": TABULAR}.get(kind.observations, CARTPOLE)
 
 
 # ---------------------------------------------------------------- the recipe (sebulba.experiment.recipe)
 ALGORITHM = Algorithm(
     "impala", Impala, preset,
-    presets={"vector/image": CARTPOLE, "tabular/structured": TABULAR, "continuous": CONTROL, "Atari": ATARI},
+    presets={"vector/image": CARTPOLE, "tabular/structured": TABULAR, "continuous": CONTROL, "Atari": ATARI,
+             "multi-player Atari": MULTIPLAYER_ATARI},
     flags={
         "steps_per_cycle": Flag(int, "Unroll length T of each trajectory."),
         "learning_rate": Flag(float, "RMSProp learning rate (decays linearly to 0 over the run)."),

@@ -90,18 +90,26 @@ BOARD_GAME = dict(
     agent=PPOConfig(learning_rate=2.5e-3, num_epochs=8, num_minibatches=2, discount=0.97),
 )
 
+# Multi-player Atari (Combat, Joust, MazeCraze, Warlords): ATARI's settings, every player sharing
+# the one network, each row's frame stack marked with its player's indicator plane (add_player_id:
+# every player sees the same screen) and no episodic_life (a player leaves when its lives run out).
+# Not measured yet (BENCHMARKS.md: none).
+MULTIPLAYER_ATARI = dict(ATARI, env_kwargs=dict(reward_clip=True, add_player_id=True))
+
 
 def preset(env_id: str, env_kwargs: dict | None = None) -> dict:
     """The preset for the env's kind (sebulba.experiment.env_kind): Atari games get ATARI; other
     discrete-action tasks (Discrete or MultiDiscrete) CARTPOLE; continuous actions CONTROL for the
     built-in tasks and MUJOCO for Gymnasium's; multi-player tasks MULTIPLAYER (IPPO), or with
     `global_state=True` in the env kwargs MULTIPLAYER_MAPPO, or BOARD_GAME (self-play) where the
-    observation has PettingZoo's action_mask. An action space PPO cannot take is
+    observation has PettingZoo's action_mask, or MULTIPLAYER_ATARI for Atari's multi-player games. An action space PPO cannot take is
     refused here, before anything is built."""
     kind = env_kind(env_id, env_kwargs)
     check_action_space(kind.action_space, f"PPO ({env_id})")
     if kind.num_players > 1 and kind.action_mask:
         return BOARD_GAME
+    if kind.num_players > 1 and kind.observations == "atari":
+        return MULTIPLAYER_ATARI
     if kind.num_players > 1:
         return MULTIPLAYER_MAPPO if (env_kwargs or {}).get("global_state") else MULTIPLAYER
     if kind.observations == "atari":
@@ -124,7 +132,7 @@ ALGORITHM = Algorithm(
     "ppo", PPO, preset,
     presets={"discrete": CARTPOLE, "built-in continuous": CONTROL, "MuJoCo": MUJOCO, "Atari": ATARI,
              "multi-player (IPPO)": MULTIPLAYER, "multi-player with global_state=True (MAPPO)": MULTIPLAYER_MAPPO,
-             "turn-based game with an action mask (self-play)": BOARD_GAME},
+             "turn-based game with an action mask (self-play)": BOARD_GAME, "multi-player Atari": MULTIPLAYER_ATARI},
     flags={
         "steps_per_cycle": Flag(int, "Steps per env in each rollout (PPO's num_steps).", lower_bound=1),
         "learning_rate": Flag(float, "Adam learning rate (decays linearly to 0 over the run)."),

@@ -27,18 +27,26 @@ KINDS = [  # env, its kwargs, IMPALA's preset, R2D2's preset, PPO's preset
     ("pettingzoo/mpe2/simple_spread_v3", None, "CARTPOLE", "CARTPOLE", "MULTIPLAYER"),  # 3 players: PPO is IPPO
     ("pettingzoo/mpe2/simple_spread_v3", {"global_state": True}, "TABULAR", "CARTPOLE", "MULTIPLAYER_MAPPO"),
     ("pettingzoo/classic/connect_four_v3", None, "TABULAR", "CARTPOLE", "BOARD_GAME"),  # an action mask: self-play
+    ("Combat-v5", None, "MULTIPLAYER_ATARI", "ATARI", "MULTIPLAYER_ATARI"),  # one screen: each row marked by player
 ]
 # The entry points define their flags on import, so each is imported in a process of its own.
 SCRIPT = """
 import json, sys
+import envs
 module = __import__("experiments." + sys.argv[1], fromlist=["preset"])
 names = {id(v): k for k, v in vars(module).items() if k.isupper() and isinstance(v, dict)}
 out = []
 for env, kwargs in json.loads(sys.argv[2]):
     try:
-        out.append(names[id(module.preset(env, kwargs))])
+        picked = module.preset(env, kwargs)
     except ValueError as e:
         out.append("ValueError: " + str(e))
+        continue
+    try:  # the preset's env kwargs, under the user's, make a pool of this task
+        envs.make_spec(env, **{**(picked.get("env_kwargs") or {}), **(kwargs or {})})
+        out.append(names[id(picked)])
+    except Exception as e:
+        out.append(f"{names[id(picked)]} builds no pool: {type(e).__name__}: {e}")
 print(json.dumps(out))
 """
 

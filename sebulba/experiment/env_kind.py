@@ -37,7 +37,7 @@ def env_kind(env_id: str, env_kwargs: Mapping[str, Any] | None = None) -> EnvKin
     jax_native = is_jax_id(env_id)
     spec = envs.make_spec(env_id, **dict(env_kwargs or {}))
     obs, act = spec.observation_space, spec.action_space
-    if envs.is_atari(env_id):
+    if envs.is_atari(env_id) or envs.is_atari_players(env_id):
         observations = "atari"
     elif isinstance(obs, gym.spaces.Discrete):
         observations = "tabular"
