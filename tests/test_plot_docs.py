@@ -46,3 +46,14 @@ def test_the_script_writes_decodable_pngs_from_the_repo_files(tmp_path: Path) ->
         image = matplotlib.image.imread(path)
         assert image.ndim == 3 and image.shape[0] > 100 and image.shape[1] > 100, (path, image.shape)
         assert image.std() > 0, f"{path} is blank"
+
+
+def test_the_benchmarks_page_tables_are_benchmarks_md_rows() -> None:
+    """docs/benchmarks.md shows BENCHMARKS.md's tables: each of its table rows is one of that file's
+    lines, so a re-run benchmark's new figures cannot leave the page telling the old ones."""
+    record = set((ROOT / "BENCHMARKS.md").read_text().splitlines())
+    rows = [line for line in (ROOT / "docs" / "benchmarks.md").read_text().splitlines() if line.startswith("|")]
+    assert len(rows) > 50
+    assert [row for row in rows if row not in record] == []
+    for name in ("bench-envpool.png", "bench-anakin-purejaxrl.png", "bench-off-policy.png", "bench-pong-learning.png"):
+        assert f"(assets/{name})" in (ROOT / "docs" / "benchmarks.md").read_text(), name
