@@ -45,11 +45,11 @@ def check_flags(commands: list[tuple[str, list[str]]]) -> list[str | None]:
     return json.loads(out.stdout)
 
 
-def tested(page: Path) -> list[Block]:
+def blocks_to_run(page: Path) -> list[Block]:
     return [b for b in python_blocks(page.read_text()) if b.skip is None]
 
 
-def skipped(page: Path) -> list[Block]:
+def skipped_blocks(page: Path) -> list[Block]:
     return [b for b in blocks(page.read_text()) if b.skip is not None]
 
 
@@ -129,15 +129,24 @@ def test_commands_are_read_through_continuations_prompts_and_variables() -> None
 # ---------------------------------------------------------------- the real pages
 def test_every_skip_marker_sits_on_a_block_and_gives_a_reason() -> None:
     markers = sum(len(SKIP.findall(page.read_text())) for page in PAGES)
-    listed = [(name(page), b.line, b.skip) for page in PAGES for b in skipped(page)]
+    listed = [(name(page), b.line, b.skip) for page in PAGES for b in skipped_blocks(page)]
     assert markers == len(listed), "a docs-test skip marker that is not right above a code block"
     assert all(reason and reason != "no reason given" for _, _, reason in listed), listed
     print(f"{len(listed)} code blocks skipped:", *(f"{p}:{line}: {why}" for p, line, why in listed), sep="\n  ")
 
 
-@pytest.mark.parametrize("page", [p for p in PAGES if tested(p)], ids=name)
+# Pages whose blocks train (seconds on 2 quiet cores, measured 2026-11-28): the slow tier, longest first
+TRAINING_PAGES = {"README.md": 17, "docs/tutorials/writing-an-agent.md": 20}
+
+
+def page_param(page: Path):
+    seconds = TRAINING_PAGES.get(name(page))
+    return pytest.param(page, id=name(page), marks=[pytest.mark.slow(seconds=seconds)] if seconds else [])
+
+
+@pytest.mark.parametrize("page", [page_param(p) for p in PAGES if blocks_to_run(p)])
 def test_python_blocks_run(page: Path, tmp_path: Path) -> None:
-    out = run_python_blocks(name(page), tested(page), tmp_path)
+    out = run_python_blocks(name(page), blocks_to_run(page), tmp_path)
     assert out.returncode == 0, f"{name(page)}: a code block failed\n{out.stderr[-4000:]}"
 
 
