@@ -58,3 +58,8 @@ def test_readme_links_every_top_level_page_and_only_real_ones(nav: list[str]) ->
     top_level = {page for page in nav if "/" not in page}
     assert sorted(top_level - links) == [], "top-level docs pages the README does not link"
     assert sorted(link for link in links if not (DOCS / link).is_file()) == [], "README links to missing docs pages"
+
+
+def test_no_page_is_a_stub(nav: list[str]) -> None:
+    stubs = [page for page in nav if "To be written" in (DOCS / page).read_text()]
+    assert stubs == [], f"pages still to be written: {stubs}"
