@@ -34,9 +34,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from envs.jax.gymnax import check_kwargs
+from envs.player_spaces import ID_KWARG, OWN_KWARGS, PAD_KWARG, STATE_KWARG, common_space, padded_space, with_player_ids
 
-PAD_KWARG, ID_KWARG, STATE_KWARG = "pad_observations", "add_player_id", "global_state"  # the host backend's names
-OWN_KWARGS = (PAD_KWARG, ID_KWARG, STATE_KWARG)
 BASE_KWARGS = ("max_steps", "dt")  # SimpleMPE's, which every MPE class passes on
 
 
@@ -74,35 +73,6 @@ def _gym_space(space: Any, task_id: str, what: str) -> gym.spaces.Space:
     raise ValueError(f"{task_id}: its {what} space {kind} is not supported (Discrete and Box are)")
 
 
-def _common(task_id: str, what: str, spaces: dict[str, gym.spaces.Space]) -> gym.spaces.Space:
-    """The one space every player shares, or a ValueError naming the players of each."""
-    groups: list[tuple[gym.spaces.Space, list[str]]] = []
-    for agent, space in spaces.items():
-        for known, agents in groups:
-            if known == space:
-                agents.append(agent)
-                break
-        else:
-            groups.append((space, [agent]))
-    if len(groups) == 1:
-        return groups[0][0]
-    described = "; ".join(f"{', '.join(agents)}: {space}" for space, agents in groups)
-    hint = f"; {PAD_KWARG}=True zero-pads 1-D observations to the largest" if what == "observation" else ""
-    raise ValueError(f"{task_id!r}: its players' {what} spaces differ ({described}); a multi-player env needs one "
-                     f"{what} space shared by every player (each row of a batch is one player){hint}")
-
-
-def _padded(task_id: str, spaces: dict[str, gym.spaces.Space]) -> gym.spaces.Box:
-    boxes = list(spaces.values())
-    if not all(isinstance(b, gym.spaces.Box) and len(b.shape) == 1 for b in boxes) or len({b.dtype for b in boxes}) != 1:
-        raise ValueError(f"{PAD_KWARG}=True: {task_id!r} needs every player's observation to be a 1-D Box of one dtype, "
-                         f"got {', '.join(f'{a}: {s}' for a, s in spaces.items())}")
-    size = max(b.shape[0] for b in boxes)
-    low = np.min([np.pad(b.low, (0, size - b.shape[0])) for b in boxes], axis=0)
-    high = np.max([np.pad(b.high, (0, size - b.shape[0])) for b in boxes], axis=0)
-    return gym.spaces.Box(low, high, dtype=boxes[0].dtype)
-
-
 class JaxMarlEnv:
     """A RawJaxEnv over a JaxMARL MPE env: state = (its State, key data for its next step)."""
 
@@ -128,18 +98,15 @@ class JaxMarlEnv:
         self.max_episode_steps = int(env.max_steps)
         if self.max_episode_steps < 1:
             raise ValueError(f"{task_id}: max_steps must be a positive int, got {env.max_steps!r}")
-        self.action_space = _common(task_id, "action", {a: _gym_space(env.action_space(a), task_id, "action")
+        self.action_space = common_space(task_id, "action", {a: _gym_space(env.action_space(a), task_id, "action")
                                                         for a in self.agents})
         # the spaces of what the env returns (JaxMARL's Box says float32; its obs are float32)
         leaves = jax.eval_shape(lambda k: env.reset(k)[0], jax.random.key(0))
         raw = {a: gym.spaces.Box(-np.inf, np.inf, tuple(leaves[a].shape), np.dtype(leaves[a].dtype)) for a in self.agents}
-        obs = _padded(task_id, raw) if self._pad else _common(task_id, "observation", raw)
+        obs = padded_space(task_id, raw) if self._pad else common_space(task_id, "observation", raw)
         self._size = obs.shape[0] if len(obs.shape) == 1 else None
         if self._ids:
-            if self._size is None:
-                raise ValueError(f"{ID_KWARG}=True: {task_id!r} needs 1-D Box observations, got {obs}")
-            obs = gym.spaces.Box(np.concatenate([obs.low, np.zeros(P, obs.dtype)]),
-                                 np.concatenate([obs.high, np.ones(P, obs.dtype)]), dtype=obs.dtype)
+            obs = with_player_ids(task_id, obs, P)
         if self._state:
             state = gym.spaces.Box(-np.inf, np.inf, (sum(int(np.prod(s.shape)) for s in raw.values()),), np.float32)
             obs = gym.spaces.Dict({"obs": obs, "state": state})

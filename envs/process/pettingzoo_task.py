@@ -25,52 +25,14 @@ import warnings
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
 
 from envs.config import STANDARD_KWARGS, PoolConfig
+from envs.player_spaces import OWN_KWARGS, STATE_KWARG, common_space, padded_space, with_player_ids
 from envs.process.gym_task import GymTask, _retry, task_of_probe
 from envs.process.pettingzoo_env import OnePlayer, ParallelPlayers, PlayersEnv, TurnPlayers
 from envs.registry import PETTINGZOO_PREFIX
 
-PAD_KWARG = "pad_observations"
-ID_KWARG = "add_player_id"
-STATE_KWARG = "global_state"
-OWN_KWARGS = (PAD_KWARG, ID_KWARG, STATE_KWARG)  # this backend's options, not the env constructor's
 INSTALL_HINT = "PettingZoo envs need the extra `multiagent` (pip install '.[multiagent]': pettingzoo, mpe2)"
-
-
-def _common_space(task_id: str, what: str, spaces: dict[str, gym.spaces.Space]) -> gym.spaces.Space:
-    """The one space every player shares, or a ValueError naming the players of each space."""
-    groups: list[tuple[gym.spaces.Space, list[str]]] = []
-    for agent, space in spaces.items():
-        for known, agents in groups:
-            if known == space:
-                agents.append(agent)
-                break
-        else:
-            groups.append((space, [agent]))
-    if len(groups) == 1:
-        return groups[0][0]
-    described = "; ".join(f"{', '.join(agents)}: {space}" for space, agents in groups)
-    raise ValueError(
-        f"{task_id!r}: its players' {what} spaces differ ({described}); a multi-player pool needs one {what} "
-        "space shared by every player (each row of a batch is one player)"
-        + (f"; {PAD_KWARG}=True zero-pads 1-D observations to the largest" if what == "observation" else "")
-    )
-
-
-def _padded_space(task_id: str, spaces: dict[str, gym.spaces.Space]) -> gym.spaces.Box:
-    """The 1-D Box every player's observation fits in, zero-padded at the end."""
-    boxes = [s for s in spaces.values() if isinstance(s, gym.spaces.Box) and len(s.shape) == 1]
-    if len(boxes) != len(spaces) or len({b.dtype for b in boxes}) != 1:
-        raise ValueError(
-            f"{PAD_KWARG}=True: {task_id!r} needs every player's observation to be a 1-D Box of one dtype, got "
-            f"{', '.join(f'{a}: {s}' for a, s in spaces.items())}"
-        )
-    size = max(b.shape[0] for b in boxes)
-    low = np.min([np.pad(b.low, (0, size - b.shape[0])) for b in boxes], axis=0)  # padded entries are 0
-    high = np.max([np.pad(b.high, (0, size - b.shape[0])) for b in boxes], axis=0)
-    return gym.spaces.Box(low, high, dtype=boxes[0].dtype)
 
 
 def _state_space(task_id: str, env: Any) -> gym.spaces.Box:
@@ -80,16 +42,6 @@ def _state_space(task_id: str, env: Any) -> gym.spaces.Box:
         raise ValueError(f"{STATE_KWARG}=True: {task_id!r} has no global state (PettingZoo's state_space and state()), "
                          f"got state_space={space!r}")
     return space
-
-
-def _with_player_ids(task_id: str, space: gym.spaces.Space, num_players: int) -> gym.spaces.Box:
-    """The 1-D Box `space` widened by a one-hot of the player (num_players entries in [0, 1])."""
-    if not (isinstance(space, gym.spaces.Box) and len(space.shape) == 1):
-        raise ValueError(f"{ID_KWARG}=True: {task_id!r} needs 1-D Box observations to append the player's one-hot to, "
-                         f"got {space}")
-    low = np.concatenate([space.low, np.zeros(num_players, space.dtype)])
-    high = np.concatenate([space.high, np.ones(num_players, space.dtype)])
-    return gym.spaces.Box(low, high, dtype=space.dtype)
 
 
 def _unchecked(env: Any) -> Any:
@@ -143,12 +95,12 @@ class PettingZooFactory:
         env = _unchecked(env)
         agents = env.possible_agents
         obs_spaces = {a: env.observation_space(a) for a in agents}
-        act = _common_space(self.task_id, "action", {a: env.action_space(a) for a in agents})
+        act = common_space(self.task_id, "action", {a: env.action_space(a) for a in agents})
         kind = ParallelPlayers if parallel else TurnPlayers
-        obs = (_padded_space if self.pad_observations else
-               lambda task_id, spaces: _common_space(task_id, "observation", spaces))(self.task_id, obs_spaces)
+        obs = (padded_space if self.pad_observations else
+               lambda task_id, spaces: common_space(task_id, "observation", spaces))(self.task_id, obs_spaces)
         if self.add_player_id:
-            obs = _with_player_ids(self.task_id, obs, len(agents))
+            obs = with_player_ids(self.task_id, obs, len(agents))
         state = _state_space(self.task_id, env) if self.global_state else None
         players = kind(env, obs, act, flat=self.pad_observations, player_ids=self.add_player_id, state_space=state)
         return players if len(agents) > 1 else OnePlayer(players)  # one player: a single-player pool
