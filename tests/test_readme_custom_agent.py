@@ -13,7 +13,7 @@ from tests.support.cli import ROOT, child_env
 
 def readme_example(marker: str = "custom-agent-example") -> str:
     text = (ROOT / "README.md").read_text()
-    match = re.search(rf"<!-- {marker} -->\n```python\n(.*?)```", text, re.S)
+    match = re.search(rf"<!-- {marker} -->\n(?:<!-- docs-test: skip: [^\n]* -->\n)?```python\n(.*?)```", text, re.S)
     assert match, f"README lost its {marker}"
     return match.group(1)
 
