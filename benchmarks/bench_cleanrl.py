@@ -8,7 +8,9 @@ episodes. The pairs alternate (ours, theirs) so that the host's drift falls on b
 
     python benchmarks/bench_cleanrl.py [--steps 100000] [--seeds 0] [--agents sac,td3]
         [--cleanrl_threads 1] [--cleanrl_python /work/venv-cleanrl/bin/python] [--cleanrl_dir /work/cleanrl]
-        [--no-write]
+        [--env HalfCheetah-v5] [--flags "--replay_ratio=1"] [--no-write]
+
+Each env's figures are their own BENCHMARKS.md section.
 
 CleanRL: `git clone https://github.com/vwxyzjn/cleanrl`, `git checkout fe8d8a03` and `git apply
 benchmarks/peers/cleanrl.patch` in it; its venv: torch 2.13 (CPU), gymnasium[mujoco] 1.3, tyro,
@@ -38,12 +40,13 @@ ROOT = Path(__file__).resolve().parents[1]
 THEIRS = {"sac": "sac_continuous_action.py (PyTorch)", "td3": "td3_continuous_action_jax.py (JAX)"}
 
 
-def cleanrl(python: str, directory: str, agent: str, steps: int, seed: int, threads: str) -> dict:
+def cleanrl(python: str, directory: str, agent: str, env_id: str, steps: int, seed: int, threads: str) -> dict:
     """CleanRL's script through cleanrl_run.py: its JSON line (wall_s, final_return, ...)."""
     env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "PYTHONPATH")}
     if threads:
         env["OMP_NUM_THREADS"] = threads
-    out = subprocess.run([python, str(ROOT / "benchmarks/peers/cleanrl_run.py"), directory, agent, str(steps), str(seed)],
+    out = subprocess.run([python, str(ROOT / "benchmarks/peers/cleanrl_run.py"), directory, agent, str(steps), str(seed),
+                          "--env-id", env_id],
                          capture_output=True, text=True, check=True, env=env)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -57,6 +60,7 @@ def main() -> None:
     parser.add_argument("--cleanrl_python", default=os.environ.get("CLEANRL_PYTHON", "/work/venv-cleanrl/bin/python"))
     parser.add_argument("--cleanrl_dir", default=os.environ.get("CLEANRL_DIR", "/work/cleanrl"))
     parser.add_argument("--cleanrl_threads", default="1", help="OMP_NUM_THREADS for CleanRL's runs ('': unset)")
+    parser.add_argument("--flags", default="", help="more flags for ours, e.g. '--replay_ratio=1'")
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
@@ -68,9 +72,11 @@ def main() -> None:
             for seed in seeds:
                 wall, last, _ = run_cli(f"experiments.{agent}", [f"--env={args.env}", f"--total_env_steps={args.steps}",
                                                                  f"--seed={seed}", "--checkpoint_every=0",
-                                                                 "--eval_every=0"], Path(tmp) / agent)
+                                                                 "--eval_every=0", *args.flags.split()],
+                                       Path(tmp) / agent)
                 ours = float(last["episode_return_mean"])
-                theirs = cleanrl(args.cleanrl_python, args.cleanrl_dir, agent, args.steps, seed, args.cleanrl_threads)
+                theirs = cleanrl(args.cleanrl_python, args.cleanrl_dir, agent, args.env, args.steps, seed,
+                                 args.cleanrl_threads)
                 ratio = theirs["wall_s"] / wall
                 ratios.setdefault(agent, []).append(ratio)
                 lines.append(f"| {agent} | {seed} | {wall:.0f} | {ours:.1f} | {theirs['wall_s']:.0f} | "
@@ -82,12 +88,13 @@ def main() -> None:
               f"(`benchmarks/bench_cleanrl.py`)\n\nCommand: `python benchmarks/bench_cleanrl.py "
               f"{' '.join(sys.argv[1:])}`; {platform.node()} ({os.cpu_count()} CPUs, no GPU), "
               f"{datetime.date.today().isoformat()}. Ours: `python -m experiments.<agent> --env {args.env} "
-              f"--total_env_steps {args.steps}` (the MuJoCo preset, CleanRL's settings); theirs: "
+              f"--total_env_steps {args.steps}{' ' + args.flags if args.flags else ''}` (the MuJoCo preset, CleanRL's "
+              "settings); theirs: "
               "CleanRL's scripts (commit fe8d8a03) at their defaults with `--env-id` and `--total-timesteps`, "
               "patched for Gymnasium 1.x only (`benchmarks/peers/cleanrl.patch`), "
               f"OMP_NUM_THREADS={args.cleanrl_threads or 'unset'}. Each a fresh process timed whole; returns are the "
               "mean of the last 20 episodes.\n\n")
-    publish("bench_cleanrl", header + "\n".join(lines) + "\n\n" + medians + "\n", not args.no_write)
+    publish(f"bench_cleanrl_{args.env}", header + "\n".join(lines) + "\n\n" + medians + "\n", not args.no_write)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 """Runs CleanRL's `cleanrl/sac_continuous_action.py` (PyTorch SAC) or
-`cleanrl/td3_continuous_action_jax.py` (JAX TD3) on HalfCheetah-v5 as a subprocess, timed whole
+`cleanrl/td3_continuous_action_jax.py` (JAX TD3) on HalfCheetah-v5 (or --env-id) as a subprocess, timed whole
 (interpreter start, imports, JIT and training), in CleanRL's own venv; prints one JSON line. The
 peer for our SAC/TD3 presets (issue 38). CleanRL's scripts target gymnasium 0.29; cleanrl.patch
 beside this file (against github.com/vwxyzjn/cleanrl fe8d8a03c41a7ef5b523e2e354bd01c363e786bb)
@@ -7,7 +7,7 @@ ports them to gymnasium 1.x's vector API (same-step autoreset, `final_obs`, dict
 `final_info`) and changes nothing else: algorithm, hyperparameters and networks are CleanRL's
 defaults, but for --env-id, --total-timesteps, --seed and whatever EXTRA flags are passed on.
 
-    python cleanrl_run.py CLEANRL_DIR {sac|td3} TOTAL_STEPS SEED [EXTRA ...]
+    python cleanrl_run.py CLEANRL_DIR {sac|td3} TOTAL_STEPS SEED [--env-id ENV] [EXTRA ...]
 
 CLEANRL_DIR is the patched checkout's root (it holds cleanrl/ and cleanrl_utils/). final_return is
 the mean of the last 20 episodes' returns the script itself printed ("global_step=...,
@@ -30,6 +30,10 @@ extra = sys.argv[5:]
 directory = os.path.abspath(directory)
 script = {"sac": "sac_continuous_action.py", "td3": "td3_continuous_action_jax.py"}[agent]
 env_id = "HalfCheetah-v5"
+if "--env-id" in extra:  # the env is the caller's; the rest of EXTRA goes to the script as given
+    at = extra.index("--env-id")
+    env_id = extra[at + 1]
+    extra = extra[:at] + extra[at + 2:]
 command = [sys.executable, f"{directory}/cleanrl/{script}", "--env-id", env_id,
            "--total-timesteps", str(steps), "--seed", str(seed), "--no-track", "--no-capture-video"]
 if agent == "td3":

@@ -19,7 +19,9 @@ written, so the newest n rows of each source wait for the next cycle.
 Priorities [S, C, B] mark what may be drawn: 0 for a row that holds no transition (not yet
 written, waiting for its successors, or final), else its priority (max_priority when new, then
 what `update_priorities` sets); uniform sampling ignores their values. Sampling is with
-replacement; the caller gates its update on `size` (transitions drawable, all sources).
+replacement; the caller gates its update on `size` (transitions drawable, all sources). Uniform
+sampling rejects the rows that hold no transition (`sample`), so that a batch's metrics are over
+real transitions only.
 """
 
 from __future__ import annotations
@@ -154,16 +156,22 @@ def _transitions(replay: TransitionReplay, s: jax.Array, t: jax.Array, b: jax.Ar
                        reward=reward, discount=bootstrap, next_obs=jax.tree.map(lambda x: get(x, boot), es.obs))
 
 
+UNIFORM_TRIES = 8  # candidates per uniform draw (rejection sampling): all 8 miss with probability p^8
+
+
 def sample(replay: TransitionReplay, key: jax.Array, batch_size: int, n_step: int, discount: float,
            priority_exponent: float = 0.0, importance_sampling_exponent: float = 0.4,
            ) -> tuple[Transitions, jax.Array, jax.Array]:
     """Draw `batch_size` (static) transitions with replacement. Returns (Transitions [b, ...],
     flat indices int32 [b] for `update_priorities`, weights float32 [b]).
 
-    priority_exponent 0: uniform over the rows that may hold a transition (those written and
-    complete); a draw that lands on a row without one (a final row: one per episode) gets weight 0,
-    so a loss averages over sum(weights). > 0: prioritized, drawable rows only, with importance
-    weights (N P(i))^-beta normalized by the batch maximum. With nothing drawable all weights are 0."""
+    priority_exponent 0: uniform over the drawable rows, by rejection: each draw takes the first
+    of UNIFORM_TRIES uniform candidates among the complete rows (written, with their successors)
+    that holds a transition (a final row holds none: one per episode), which is exactly uniform
+    over those that do, with no cumulative sum over the replay; a draw whose candidates all miss
+    (probability p^8 for a share p of final rows) gets weight 0, so a loss averages over the
+    draws of weight > 0. > 0: prioritized, drawable rows only, with importance weights
+    (N P(i))^-beta normalized by the batch maximum. With nothing drawable all weights are 0."""
     S, C, B = _shape(replay)
     flat = replay.priorities.reshape(-1)
     if priority_exponent > 0:
@@ -174,11 +182,14 @@ def sample(replay: TransitionReplay, key: jax.Array, batch_size: int, n_step: in
         # share of them, then one of its complete rows and envs.
         complete = jnp.maximum(replay.rows - n_step, 0) * B  # [S]
         k_src, k_row = jax.random.split(key)
-        src = jax.random.categorical(k_src, jnp.log(complete.astype(jnp.float32)), shape=(batch_size,))
-        u = jax.random.randint(k_row, (batch_size,), 0, jnp.maximum(complete[src], 1))
+        shape = (batch_size, UNIFORM_TRIES)
+        src = jax.random.categorical(k_src, jnp.log(complete.astype(jnp.float32)), shape=shape)
+        u = jax.random.randint(k_row, shape, 0, jnp.maximum(complete[src], 1))
         age, b = u // B, u % B  # age 0: the newest complete row
         t = (replay.pos[src] - n_step - 1 - age) % C
-        idx = (src * C + t) * B + b
+        candidates = (src * C + t) * B + b  # [batch, tries]
+        hit = jnp.argmax(flat[candidates] > 0, axis=1)  # the first that holds a transition (0 if none)
+        idx = jnp.take_along_axis(candidates, hit[:, None], 1)[:, 0]
         weights = (flat[idx] > 0).astype(jnp.float32)
     s, t, b = idx // (C * B), (idx // B) % C, idx % B
     return _transitions(replay, s, t, b, n_step, discount), idx.astype(jnp.int32), weights
