@@ -49,11 +49,15 @@ def optims_per_learner_step(run_dir: Path) -> int:
 
 
 def updates_per_s(run_dir: Path) -> float | None:
-    """The learner's optimizer steps/s between the first and the last metrics row past learning_starts."""
+    """The learner's optimizer steps/s over the metrics rows whose interval was all learning: from
+    the last row whose interval was not (a row's `learning` is its interval's mean; the Anakin loop
+    may log its first row well past learning_starts) to the last row."""
     import csv
 
     optims = optims_per_learner_step(run_dir)
-    rows = [r for r in csv.DictReader((run_dir / "metrics.csv").open()) if float(r.get("learning") or 1) >= 1]
+    rows = list(csv.DictReader((run_dir / "metrics.csv").open()))
+    partial = [i for i, r in enumerate(rows) if float(r.get("learning") or 1) < 1]
+    rows = rows[partial[-1]:] if partial else rows
     if len(rows) < 2:
         return None
     first, last = rows[0], rows[-1]
