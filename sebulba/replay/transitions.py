@@ -156,7 +156,7 @@ def _transitions(replay: TransitionReplay, s: jax.Array, t: jax.Array, b: jax.Ar
                        reward=reward, discount=bootstrap, next_obs=jax.tree.map(lambda x: get(x, boot), es.obs))
 
 
-UNIFORM_TRIES = 8  # candidates per uniform draw (rejection sampling): all 8 miss with probability p^8
+UNIFORM_TRIES = 8  # candidates per uniform draw (rejection sampling)
 
 
 def sample(replay: TransitionReplay, key: jax.Array, batch_size: int, n_step: int, discount: float,
@@ -169,7 +169,7 @@ def sample(replay: TransitionReplay, key: jax.Array, batch_size: int, n_step: in
     of UNIFORM_TRIES uniform candidates among the complete rows (written, with their successors)
     that holds a transition (a final row holds none: one per episode), which is exactly uniform
     over those that do, with no cumulative sum over the replay; a draw whose candidates all miss
-    (probability p^8 for a share p of final rows) gets weight 0, so a loss averages over the
+    (probability p^UNIFORM_TRIES for a share p of final rows) gets weight 0, so a loss averages over the
     draws of weight > 0. > 0: prioritized, drawable rows only, with importance weights
     (N P(i))^-beta normalized by the batch maximum. With nothing drawable all weights are 0."""
     S, C, B = _shape(replay)
