@@ -326,8 +326,8 @@ def test_r2d2_cli_on_pong_runs_and_learns_from_its_replay(tmp_path):
 @pytest.mark.slow(seconds=9)
 def test_r2d2_pong_preset_replay_that_cannot_fit_is_a_clear_error(tmp_path):
     """The paper-sized replay of stacked frames (--nostack_on_device: 25,000 sequences of 81 stacked
-    frames, 53.4 GiB) on a host without that memory: a ValueError naming the sizes and the flags,
-    before anything is allocated."""
+    frames, 53.4 GiB) on a host without that memory: one line naming the sizes and the flags,
+    before anything is built (no run directory)."""
     with open("/proc/meminfo") as f:
         free_gib = next(int(line.split()[1]) for line in f if line.startswith("MemAvailable:")) / 2**20
     if free_gib >= 60:
@@ -335,8 +335,9 @@ def test_r2d2_pong_preset_replay_that_cannot_fit_is_a_clear_error(tmp_path):
     out = run_experiment("experiments.r2d2", "--env=Pong-v5", "--num_envs=4", "--nostack_on_device", f"--logdir={tmp_path}",
                          "--noprogress")
     assert out.returncode != 0
-    assert re.search(r"needs 53\.\d GiB per learner device", out.stderr), out.stderr[-3000:]
+    assert re.search(r"experience state \(e\.g\. its replay\) 53\.\d GiB per learner device", out.stderr), out.stderr[-3000:]
     assert "--replay_capacity" in out.stderr and "--stack_on_device" in out.stderr, out.stderr[-3000:]
+    assert len(out.stderr.strip().splitlines()) == 1 and not list(tmp_path.iterdir()), out.stderr[-3000:]
 
 
 @pytest.mark.parametrize("make_fn", [envs.make_spec, make])

@@ -21,6 +21,14 @@ CASES = [
     ("experiments.r2d2", ["--env=Nope-v0"], 2, "unknown task id 'Nope-v0'"),
     ("experiments.r2d2", ["--env=Pendulum-v1"], 2, "R2D2 needs a Discrete action space"),
     ("experiments.impala", ["--resume=/nonexistent/run"], 2, "/nonexistent/run is not a run directory"),
+    # an env the loop asked for cannot step: refused before anything is built (no warning, no directory)
+    ("experiments.ppo", ["--env=Pong-v5", "--loop=anakin"], 2, "'Pong-v5' has no compiled stateless step yet"),
+    ("experiments.ppo", ["--env=pettingzoo/mpe2/simple_spread_v3", "--loop=anakin"], 2,
+     "'pettingzoo/mpe2/simple_spread_v3' has no compiled stateless step yet: train it with --loop sebulba"),
+    # a run that cannot fit in this machine's memory: the estimate, before anything is built
+    ("experiments.impala", ["--num_envs=100000000"], 2, "this run needs at least"),
+    ("experiments.ppo", ["--env=gymnax/CartPole-v1", "--num_envs=10000000"], 2, "fewer envs (--num_envs, 10,000,000 now)"),
+    ("experiments.dqn", ["--replay_capacity=1e11"], 2, "a smaller replay (--replay_capacity)"),
 ]
 
 

@@ -21,10 +21,11 @@ from sebulba.experiment.flag_types import define_integer
 from sebulba.experiment.peers import EXIT_PEER_LOST, abandon
 from sebulba.experiment.profiling import ProfileWindow
 from sebulba.experiment.run_log import echo, quiet_terminal
-from sebulba.experiment.runner import CheckpointFlags, EvalFlags, RunResult, default_devices, log_path, parse_devices, run
+from sebulba.experiment.runner import (CheckpointFlags, EvalFlags, RunResult, StoppedBeforeTraining, default_devices,
+                                       log_path, parse_devices, run)
 from sebulba.experiment.wandb_logger import MODES as WANDB_MODES
 from sebulba.experiment.wandb_logger import WandbFlags
-from sebulba.loop.anakin import uses_anakin
+from sebulba.loop.anakin import check_env, uses_anakin
 from sebulba.loop.config import LoopConfig
 from sebulba.loop.learner import NonFiniteError
 
@@ -125,6 +126,7 @@ def build(env: str, seed: int, preset: dict, overrides: dict, steps_per_cycle: C
     fields = {f.name for f in dataclasses.fields(preset["agent"])}
     agent = dataclasses.replace(preset["agent"], **{k: v for k, v in o.items() if k in fields})
     loop_kind = o.get("loop") or "auto"
+    check_env(LoopConfig(env_id=env, loop=loop_kind))
     anakin = uses_anakin(LoopConfig(env_id=env, loop=loop_kind))
     if o.get("num_seeds", 1) > 1 and not anakin:
         raise ValueError(f"--num_seeds {o['num_seeds']} trains replicas in one program: the Anakin loop's (a JAX-native "
@@ -223,6 +225,11 @@ def run_main(main: Callable[[list[str]], None]) -> None:
                 raise
             print(f"error: {e} (--debug shows the traceback)", file=sys.stderr)
             raise SystemExit(2) from None
+        except StoppedBeforeTraining as e:
+            if FLAGS.debug:
+                raise
+            print(e, file=sys.stderr)
+            raise SystemExit(128 + int(e.signal)) from None
         except (Exception, KeyboardInterrupt) as e:
             watch = distributed.watch()
             if watch is None:

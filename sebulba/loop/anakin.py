@@ -34,20 +34,21 @@ import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from envs.jax.registry import is_jax_id, make_jax_env
+from envs.jax.registry import has_stateless_step, is_jax_id, make_jax_env
 from sebulba import keys
 from sebulba.agent import Agent
 from sebulba.episodes import episode_stats
 from sebulba.loop.checkpoint import Checkpointer, _abstract, _abstract_rows, _rows
 from sebulba.loop.config import LoopConfig
-from sebulba.loop.learner import NonFiniteError, Schedule, check_fits_in_memory, learner_step
+from sebulba.loop.learner import NonFiniteError, Schedule, learner_step
+from sebulba.loop.memory import check_fits_in_memory, experience_layout
 from sebulba.loop.metrics import MetricsWindow
 from sebulba.loop.middleware import LoopContext, decide, start_run, stop_on_request, track_metrics
 from sebulba.loop.processes import Votes, own_row, process_devices
 from sebulba.loop.staging import Staging
 from sebulba.loop.task import Middleware, Task
 from sebulba.sharding import LEARNER_AXIS, TRAJECTORY_ENV_AXES, LearnerSharding
-from sebulba.types import EnvStep, ExperienceLayout, Trajectory
+from sebulba.types import EnvStep, Trajectory
 
 log = logging.getLogger("sebulba")
 
@@ -61,17 +62,22 @@ def uses_anakin(config: LoopConfig) -> bool:
     return config.loop == "anakin" or (config.loop == "auto" and is_jax_id(config.env_id))
 
 
+def check_env(config: LoopConfig) -> None:
+    """ValueError when the config's env cannot run in the Anakin loop it asks for: neither a
+    JAX-native env (`SUITE/ID`) nor a built-in task with a compiled stateless step. Nothing is
+    built: the entry points refuse such a run before anything else."""
+    if uses_anakin(config) and not is_jax_id(config.env_id) and not has_stateless_step(config.env_id):
+        raise ValueError(f"the Anakin loop runs JAX-native envs (SUITE/ID, e.g. gymnax/CartPole-v1) and the built-in "
+                         f"classic-control tasks; {config.env_id!r} has no compiled stateless step yet: train it with "
+                         "--loop sebulba")
+
+
 def make_env(config: LoopConfig):
     """The config's JaxEnv (env_kwargs: `max_episode_steps` and the suite's env parameters)."""
+    check_env(config)
     kwargs = dict(config.env_kwargs)
     kwargs.pop("num_threads", None)  # --env_threads: a host pool's
-    try:
-        return make_jax_env(config.env_id, kwargs.pop("max_episode_steps", None), **kwargs)
-    except ValueError:
-        if is_jax_id(config.env_id):
-            raise
-        raise ValueError(f"the Anakin loop runs JAX-native envs (SUITE/ID, e.g. gymnax/CartPole-v1); {config.env_id!r} "
-                         "has no compiled stateless step yet: train it with --loop sebulba") from None
+    return make_jax_env(config.env_id, kwargs.pop("max_episode_steps", None), **kwargs)
 
 
 
@@ -185,7 +191,7 @@ class AnakinLoop:
         if not isinstance(updates_per_call, int) or updates_per_call < 1:
             raise ValueError(f"updates_per_call must be a positive int, got {updates_per_call!r}")
         self.updates_per_call = updates_per_call
-        self.layout = ExperienceLayout(1, n, T, 1, self.num_devices, P)
+        self.layout = experience_layout(config, P, num_actors=1)
         self.schedule = Schedule.of(agent, self.layout)
         if self.schedule.calls > 1:
             self._env_axes = (agent.step_state_env_axes(n), agent.step_state_env_axes(n), TRAJECTORY_ENV_AXES)

@@ -16,6 +16,7 @@ from jax.sharding import PartitionSpec as P
 from sebulba import keys
 from sebulba.agent import Agent
 from sebulba.loop import framestack
+from sebulba.loop.memory import check_fits_in_memory
 from sebulba.sharding import LEARNER_AXIS, LearnerSharding
 from sebulba.types import ExperienceLayout, Metrics, Trajectory
 
@@ -27,38 +28,6 @@ class NonFiniteError(FloatingPointError):
         super().__init__(message)
         self.step = step
         self.metrics = metrics
-
-
-def _free_bytes(device: jax.Device) -> int | None:
-    """Free memory of an accelerator; for CPU devices, the host's available memory (Linux)."""
-    stats = device.memory_stats() if device.platform != "cpu" else None
-    if stats and "bytes_limit" in stats:
-        return stats["bytes_limit"] - stats.get("bytes_in_use", 0)
-    try:
-        with open("/proc/meminfo") as f:
-            kib = next(int(line.split()[1]) for line in f if line.startswith("MemAvailable:"))
-        return kib * 1024
-    except (OSError, StopIteration, ValueError):
-        return None
-
-
-def check_fits_in_memory(experience_shapes, devices: list[jax.Device]) -> None:
-    """ValueError if one device's experience state (shapes, e.g. from eval_shape) cannot fit in
-    the free memory of the local learner devices (CPU devices share the host's memory)."""
-    need = sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(experience_shapes)
-               if not jax.dtypes.issubdtype(x.dtype, jax.dtypes.extended))
-    cpus = [d for d in devices if d.platform == "cpu"]
-    groups = [(cpus[0], len(cpus))] if cpus else []
-    groups += [(d, 1) for d in devices if d.platform != "cpu"]
-    for device, count in groups:
-        free = _free_bytes(device)
-        if free is not None and need * count > free:
-            gib = 2.0**30
-            raise ValueError(
-                f"the agent's experience state (e.g. its replay) needs {need / gib:.1f} GiB per learner device "
-                f"x {count} on {device} ({need * count / gib:.1f} GiB), but only {free / gib:.1f} GiB is free there; "
-                f"make it smaller (R2D2: --replay_capacity; on Atari, --stack_on_device makes its replay keep "
-                f"single frames, a quarter of the memory)")
 
 
 def _specs(tree):

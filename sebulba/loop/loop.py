@@ -24,6 +24,7 @@ from sebulba.loop.cycle import CycleFunctions
 from sebulba.loop.framestack import StackPlan
 from sebulba.loop.inferencer import CycleResult, Inferencer, InferencerThread
 from sebulba.loop.learner import Learner, NonFiniteError
+from sebulba.loop.memory import experience_layout
 from sebulba.loop.precompile import CompilingAhead
 from sebulba.loop.metrics import MetricsWindow
 from sebulba.loop.middleware import (
@@ -42,7 +43,6 @@ from sebulba.loop.processes import Votes, process_devices
 from sebulba.loop.staging import Staging
 from sebulba.loop.task import Middleware, Task
 from sebulba.sharding import LearnerSharding
-from sebulba.types import ExperienceLayout
 
 log = logging.getLogger("sebulba")
 
@@ -86,8 +86,7 @@ class GymnasiumLoop:
             key_actors = jax.random.fold_in(key_actors, jax.process_index())
         frame_stack = self.stack_plan.num if self.stack_plan is not None and agent.accepts_frames else 1
         # Each learner device learns from its own process's envs: num_envs / local learner devices.
-        layout = ExperienceLayout(config.num_inferencers, rows // len(config.learner_devices), config.steps_per_cycle,
-                                  frame_stack, self.sharding.num_devices, self.num_players)
+        layout = experience_layout(config, self.num_players, config.num_inferencers, frame_stack)
         self.learner = Learner(agent, self.sharding, layout, key_learner)
         self.staging = Staging(self.actor_devices)
         self.staging.publish(self.learner.version, self.learner.networks)

@@ -66,6 +66,9 @@ class CompilingAhead:
                  pool_spec: envs.EnvSpec, devices: list[jax.Device], num_envs: int):
         self._error: BaseException | None = None
         self.seconds = 0.0  # the thread's time, once joined
+        # Joined through an Event: a Thread.join interrupted by a signal handler's exception marks a
+        # running thread stopped (CPython's bpo-45274 handling), so joining again would not wait.
+        self._done = threading.Event()
         inferencers = [Inferencer(0, agent, cycle, device, lambda: ZerosPool(pool_spec, num_envs), sharding,
                                   jax.random.key(0)) for device in devices]
         for inferencer in inferencers:
@@ -83,9 +86,13 @@ class CompilingAhead:
                 lowered.compile()
         except BaseException as e:  # noqa: BLE001 - re-raised by join
             self._error = e
-        self.seconds = time.perf_counter() - started
+        finally:
+            self.seconds = time.perf_counter() - started
+            self._done.set()
 
     def join(self, raise_errors: bool = True) -> None:
-        self._thread.join()
+        """Wait for the thread's work (again after an interrupted wait: the loop's cleanup waits
+        for a compile in flight), then raise its failure if asked."""
+        self._done.wait()
         if raise_errors and self._error is not None:
             raise self._error

@@ -219,3 +219,21 @@ class MultiChoiceEnv(gym.Env):
 for _name, _kwargs in (("ToyMultiChoice-v0", {}), ("ToyMultiChoiceStart-v0", {"start": (1, -1, 5)})):
     if _name not in gym.registry:
         gym.register(_name, entry_point=MultiChoiceEnv, kwargs=_kwargs)
+
+
+class SlowStartEnv(InfoEnv):
+    """Never finishes its first reset in a worker process (an env whose start takes hours): a pool of
+    it stays being built. In the main process (its spec) it resets at once."""
+
+    def reset(self, *, seed=None, options=None):
+        import multiprocessing
+        import time
+
+        if multiprocessing.parent_process() is not None:
+            time.sleep(3600)
+        return super().reset(seed=seed, options=options)
+
+
+# Registered on import, for the `module:EnvId` form: a run of it is still setting up when it is stopped.
+if "ToySlowStart-v0" not in gym.registry:
+    gym.register("ToySlowStart-v0", entry_point=SlowStartEnv, max_episode_steps=50)
