@@ -81,7 +81,11 @@ def define_loop_flags(default_env: str) -> None:
     define_integer("checkpoint_every", 1000, "Learner steps between checkpoints (also saved at the end and on "
                          "SIGTERM / Ctrl-C); 0 turns checkpoints off.")
     define_integer("keep_checkpoints", 3, "How many of the latest checkpoints to keep.")
-    flags.DEFINE_bool("save_replay", False, "Include the agent's experience state (R2D2's replay) in checkpoints.")
+    flags.DEFINE_bool("save_replay", None, "Include the agent's replay in checkpoints (default: for the off-policy "
+                      "agents, DQN, SAC, TD3 and R2D2, whose replay carries over from cycle to cycle; the run's first "
+                      "lines say its size): a resume in sync mode then ends bit-identical to an uninterrupted run. "
+                      "--nosave_replay leaves it out: a resume starts with an empty replay. On-policy agents (IMPALA, "
+                      "PPO) learn from each cycle's trajectory and need none.")
     flags.DEFINE_string("resume", None, "A run directory to continue from its latest complete checkpoint, with the "
                         "flags it was started with (flags.json).")
     flags.DEFINE_float("profile_after_s", None, "Record a JAX profiler trace (XProf and Perfetto, in the run directory's "

@@ -36,6 +36,7 @@ from sebulba.loop.checkpoint import CheckpointConfig, Checkpointer
 from sebulba.loop.config import LoopConfig
 from sebulba.loop.evaluator import Evaluator, PeriodicEvaluation
 from sebulba.loop.loop import GymnasiumLoop
+from sebulba.loop.memory import MemoryEstimate, check_run_fits
 from sebulba.loop.middleware import LoopContext
 from sebulba.loop.metrics import job_report
 from sebulba.loop.processes import broadcast_text, gather_texts, together
@@ -95,7 +96,8 @@ class CheckpointFlags:
 
     every_learner_steps: int = 1000  # 0: no checkpoints
     keep: int = 3
-    save_replay: bool = False
+    # The agent's experience state in every checkpoint; None: when it is a replay (`replay_in_checkpoints`)
+    save_replay: bool | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,20 +138,39 @@ def last_report(run_dir: RunDir) -> dict[str, Any]:
     return row
 
 
+class StoppedBeforeTraining(KeyboardInterrupt):
+    """SIGTERM or Ctrl-C while a run was being set up (its env pools built, its programs
+    compiled): the run stops there, and a new run's directory is removed."""
+
+    def __init__(self, sig: signal.Signals):
+        super().__init__(f"stopped by {sig.name} while the run was being set up, before training")
+        self.signal = sig
+
+
+class _Stopper:
+    loop: GymnasiumLoop | AnakinLoop | None = None  # set once the loop trains
+
+
 @contextlib.contextmanager
-def graceful_stop(loop: GymnasiumLoop | AnakinLoop):
-    """SIGTERM or a first Ctrl-C asks the loop to stop after the current learner iteration (it
-    then saves its final checkpoint); a second Ctrl-C interrupts at once. Yields a list that
-    holds the first signal received, if any."""
+def graceful_stop():
+    """Signals during a run: SIGTERM or a first Ctrl-C before the loop trains raises
+    `StoppedBeforeTraining` (the setup unwinds: pools closed, a new run's directory removed);
+    once it trains (`stopper.loop` set), they ask the loop to stop after the current learner
+    iteration (it then saves its final checkpoint); a second Ctrl-C interrupts at once. Yields
+    (a list that holds the first signal received, if any; the stopper)."""
     received: list[signal.Signals] = []
+    stopper = _Stopper()
     if threading.current_thread() is not threading.main_thread():
-        yield received
+        yield received, stopper
         return
 
     def handler(signum, frame):
+        sig = signal.Signals(signum)
+        loop = stopper.loop
+        if loop is None:
+            raise StoppedBeforeTraining(sig)
         if loop.stop_requested and signum == signal.SIGINT:
             raise KeyboardInterrupt
-        sig = signal.Signals(signum)
         if not received:
             received.append(sig)
         again = " (Ctrl-C again to abort)" if sig == signal.SIGINT else ""
@@ -158,7 +179,7 @@ def graceful_stop(loop: GymnasiumLoop | AnakinLoop):
 
     previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        yield received
+        yield received, stopper
     finally:
         for sig, h in previous.items():
             signal.signal(sig, h)
@@ -216,8 +237,23 @@ def run(
     built) leaves no directory. A resume writes nothing until it trains (one that finds the run
     finished changes no file); then log.txt gets its lines, flags.json the flags it changed, and
     config.json what the run now follows and the resume (`record_resume`).
+    A run that cannot fit in memory is refused before anything is built (`memory.check_run_fits`);
+    SIGTERM or Ctrl-C before the loop trains raises `StoppedBeforeTraining`, a new run's directory
+    removed (`graceful_stop`).
     `profile`: a window of the run to trace into the run directory's profile/. `wandb`: also
     log the job's metrics, config and learning curve to Weights & Biases (from process 0)."""
+    with user_input():  # before anything is built or written
+        memory = check_run_fits(agent, loop_config, uses_anakin(loop_config))
+    with graceful_stop() as (received, stopper):
+        return _run(experiment, agent, loop_config, total_env_steps, logdir, flags, progress, checkpoints, resume,
+                    profile, evaluation, wandb, memory, received, stopper)
+
+
+def _run(experiment: str, agent: Agent, loop_config: LoopConfig, total_env_steps: int, logdir: str,
+         flags: dict[str, Any], progress: bool, checkpoints: CheckpointFlags, resume: str | None,
+         profile: ProfileWindow | None, evaluation: EvalFlags, wandb: WandbFlags | None, memory: MemoryEstimate,
+         received: list[signal.Signals], stopper: _Stopper) -> RunResult:
+    """`run`, with its memory estimated and its signals handled (`graceful_stop`)."""
     multi, first = jax.process_count() > 1, jax.process_index() == 0
     made = _missing_dirs(logdir) if resume is None and first else []
     run_dir = open_run_dir(resume, logdir, experiment, loop_config, flags, made)
@@ -235,15 +271,23 @@ def run(
         warn_atari_on_cpu(loop_config.env_id)
         with user_input():  # the run's input: a mistake here is the user's, told in one line
             checkpointer = None
+            replay_bytes = memory.experience * memory.learner_devices * jax.process_count()  # the job's
             if checkpoints.every_learner_steps > 0:
+                with together("checking room for the checkpoints"):
+                    save_replay = replay_in_checkpoints(checkpoints.save_replay, replay_bytes, checkpoints.keep,
+                                                        run_dir.path, type(agent).__name__)
                 checkpointer = Checkpointer(CheckpointConfig(str(run_dir.checkpoint_dir), checkpoints.every_learner_steps,
-                                                             checkpoints.keep, checkpoints.save_replay))
+                                                             checkpoints.keep, save_replay))
             elif resume is not None:
                 raise ValueError("resuming needs checkpoints: checkpoint_every must be > 0")
             resume_steps = None
             if resume is not None:
                 meta = check_resumable(checkpointer, run_dir, loop_config)
                 resume_steps, changed = meta["env_steps"], changed_flags(run_dir, flags)
+                if replay_bytes and not meta["has_experience"]:
+                    log.warning(f"checkpoint {meta['learner_steps']} holds no replay: the resumed run starts with an "
+                                "empty replay, so it will not end as an uninterrupted run would (checkpoints hold "
+                                "it unless --nosave_replay)")
                 if resume_steps >= total_env_steps:  # finished: nothing to train, not one more cycle; no file changes
                     log.info(f"{run_dir.path} is finished: {resume_steps:,} env steps of its budget of "
                              f"{total_env_steps:,}; pass a larger --total_env_steps to extend it")
@@ -272,8 +316,7 @@ def run(
         with loop_in_setup as loop, \
                 _job_outputs(run_dir, total_env_steps, progress and first, resume_steps,
                              evaluation.every_env_steps > 0, first, tracker) as outputs, \
-                _own_metrics(own_dir, resume_steps, multi) as own, \
-                graceful_stop(loop) as received, profiled(profile, own_dir / "profile"), \
+                _own_metrics(own_dir, resume_steps, multi) as own, profiled(profile, own_dir / "profile"), \
                 contextlib.ExitStack() as stack:
             middleware = [announce_first_update()]
             if evaluation.every_env_steps > 0 and first:  # the networks are the same everywhere
@@ -281,7 +324,7 @@ def run(
                     evaluating = periodic_evaluation(agent, loop, evaluation, total_env_steps, outputs, resume_steps or 0)
                 middleware.append(stack.enter_context(contextlib.closing(evaluating)))
             report = outputs if not multi else JobReports(own, outputs)
-            setup.training = True
+            setup.training, stopper.loop = True, loop
             loop.run(max_env_steps=total_env_steps, middleware=middleware, report=report, checkpointer=checkpointer,
                      resume=resume is not None)
             final = report.last if multi and first else loop.reports[-1]
@@ -290,6 +333,47 @@ def run(
     interrupted = received[0] if received and early else None
     return RunResult(final, run_dir, interrupted, None if checkpointer is None else checkpointer.latest_step(),
                      stopped_by_peer=multi and early and interrupted is None)
+
+
+def replay_in_checkpoints(save: bool | None, replay_bytes: int, keep: int, run_path: Path, agent: str) -> bool:
+    """Whether checkpoints hold the agent's experience state: `save` (--save_replay,
+    --nosave_replay), or by default when it is a replay: `replay_bytes` (the job's experience
+    state before the first cycle) > 0. An off-policy agent's replay carries over from cycle to
+    cycle: a resume without it starts with an empty replay and does not end as an uninterrupted
+    run would. An on-policy agent's starts empty and becomes each cycle's trajectory, which the
+    next cycle replaces: a resume needs none of it. Says the replay's size in one line, and
+    refuses (ValueError) one whose checkpoints the filesystem cannot hold (`check_disk_room`)."""
+    if save is None:
+        save = replay_bytes > 0
+    if save and not replay_bytes:
+        log.info(f"--save_replay: {agent} keeps no replay (its experience state is each cycle's trajectory, which "
+                 "a resume does not need); checkpoints hold the latest trajectory")
+    elif save:
+        check_disk_room(run_path, replay_bytes, keep)
+        log.info(f"checkpoints include the replay: {byte_size(replay_bytes)} each (--nosave_replay to leave it out)")
+    return save
+
+
+def check_disk_room(run_path: Path, each: int, keep: int) -> None:
+    """ValueError when `keep` checkpoints with a replay of `each` bytes, and the one being written
+    beside them, cannot fit on the filesystem of the run directory `run_path` (its free space, plus
+    what the checkpoints there already take: the new ones replace them)."""
+    ckpt = run_path / "checkpoints"
+    existing = sum(p.stat().st_size for p in ckpt.rglob("*") if p.is_file()) if ckpt.is_dir() else 0
+    free, need = shutil.disk_usage(run_path).free, (keep + 1) * each
+    if need > free + existing:
+        raise ValueError(f"checkpoints with the replay need {byte_size(need)} ({keep} kept, --keep_checkpoints, and "
+                         f"one being written, {byte_size(each)} each) and the filesystem of {run_path} has "
+                         f"{byte_size(free + existing)} for them: free some space, lower --keep_checkpoints, or "
+                         "leave the replay out with --nosave_replay (a resume then starts with an empty replay)")
+
+
+def byte_size(n: int) -> str:
+    """1288490189 -> '1.2 GiB'."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} bytes"
 
 
 def announce_first_update() -> Callable[[LoopContext], None]:

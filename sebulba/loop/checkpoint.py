@@ -2,11 +2,12 @@
 jax.distributed job.
 
 A checkpoint holds the learner state once (networks, optimizer state, RNG key: identical on every
-process, written by one replica), the agent's experience state when asked (R2D2's replay: each
-process writes its learner devices' shards), each process's actor state as its own row of
-per-process arrays (episode statistics; in sync mode also every inferencer's step state, running sums
-and env pool snapshot, so a resumed run is bit-identical to an uninterrupted one), and the
-counters and layout as JSON. Every process calls `save` and `restore` at the same learner step.
+process, written by one replica), the agent's experience state when asked (an off-policy agent's
+replay, which a run saves by default: each process writes its learner devices' shards), each
+process's actor state as its own row of per-process arrays (episode statistics; in sync mode also
+every inferencer's step state, running sums and env pool snapshot, so a resumed run is
+bit-identical to an uninterrupted one), and the counters and layout as JSON. Every process calls
+`save` and `restore` at the same learner step.
 
 Writes are atomic: every process writes into a temporary directory, and process 0 renames it
 when all have finished (orbax's commit), so a run killed mid-write, in any process, leaves no
@@ -42,7 +43,7 @@ class CheckpointConfig:
     directory: str
     every_learner_steps: int = 1000  # also at the end of a run and at a clean stop
     keep: int = 3
-    save_experience: bool = False  # the agent's experience state (R2D2: its replay)
+    save_experience: bool = False  # the agent's experience state (a replay; runs: `runner.replay_in_checkpoints`)
 
     def __post_init__(self) -> None:
         if self.every_learner_steps < 1 or self.keep < 1:
@@ -132,10 +133,11 @@ class Checkpointer:
         )
 
     # ------------------------------------------------------------------ state of a loop
-    def _learner_state(self, loop: LoopState) -> dict:
+    def _learner_state(self, loop: LoopState, with_experience: bool | None = None) -> dict:
+        """What "state" holds; the experience state with `with_experience` (default: the config's)."""
         learner = loop.learner
         state = {"networks": learner.networks, "opt_state": learner.opt_state, "key": learner._key}
-        if self.config.save_experience:
+        if self.config.save_experience if with_experience is None else with_experience:
             state["experience"] = learner.experience
         return state
 
@@ -259,9 +261,7 @@ class Checkpointer:
         self.check_layout(meta, loop.async_mode, loop.layout, step)
         if not loop.async_mode:
             loop.start_inferencers()  # builds step states and resets pools: the targets of the restore
-        like = self._learner_state(loop)
-        if not meta["has_experience"]:
-            like.pop("experience", None)
+        like = self._learner_state(loop, meta["has_experience"])  # the replay when it is there, saved or not now
         actors = self._actor_state(loop)
         items = {"state": ocp.args.StandardRestore(_abstract(like)), "actors": ocp.args.StandardRestore(_abstract_rows(actors))}
         if "pool_bytes" in meta and not loop.async_mode:
