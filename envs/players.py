@@ -16,6 +16,7 @@ is the env's. The pool turns envs into rows here, both ways:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,7 +26,25 @@ from envs.ready import Batch
 from envs.tree import map_obs
 
 PLAYERS = "players"  # the info key (dm field) of the per-row player ids; also the backends' `alive` holder
+# Cooperative multi-player tasks: every player works toward one shared goal, so no player or team
+# wins an episode. PettingZoo's docs class the butterfly and SISL families as cooperative, and of
+# MPE simple, simple_spread, simple_reference and simple_speaker_listener (JaxMARL's MPE ports too).
+COOPERATIVE_FAMILIES = ("butterfly", "sisl")
+COOPERATIVE_MPE = ("simple", "simple_spread", "simple_reference", "simple_speaker_listener")
 ROW_KEYS = ("action", "env_id", "players.id")
+
+
+def cooperative(task_id: str) -> bool:
+    """Whether task_id names a cooperative multi-player task (`COOPERATIVE_FAMILIES`, `COOPERATIVE_MPE`):
+    `pettingzoo/<module>/<env>_v<n>` or `jaxmarl/MPE_<env>_v<n>`."""
+    parts = task_id.split("/")
+    name = re.sub(r"_v\d+$", "", parts[-1])
+    if parts[0] == "pettingzoo" and len(parts) >= 3:
+        family = parts[1]
+        return family in COOPERATIVE_FAMILIES or (family in ("mpe", "mpe2") and name in COOPERATIVE_MPE)
+    if parts[0] == "jaxmarl" and len(parts) == 2 and name.startswith("MPE_"):
+        return name[len("MPE_"):] in COOPERATIVE_MPE
+    return False
 
 
 def _flat_keys(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

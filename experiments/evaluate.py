@@ -103,7 +103,10 @@ def main(argv: list[str]) -> None:
               f"(min {summary['eval_return_min']:.1f}, max {summary['eval_return_max']:.1f}), length mean "
               f"{summary['eval_length_mean']:.1f} (min {int(np.min(result.lengths))}, max {int(np.max(result.lengths))}); "
               f"written to {eval_json}", flush=True)
-        if result.episode_returns is not None:
+        if result.episode_returns is not None and result.cooperative:  # one shared goal: nobody wins
+            print("  " + ", ".join(f"{team}: return {summary[f'eval_return_mean_{team}']:.2f}"
+                                   for team in result.team_names) + " (a cooperative task)", flush=True)
+        elif result.episode_returns is not None:
             print("  " + ", ".join(f"{team}: return {summary[f'eval_return_mean_{team}']:.2f}, wins "
                                    f"{summary[f'eval_win_rate_{team}']:.1%}" for team in result.team_names)
                   + f", draws {summary['eval_draw_rate']:.1%}", flush=True)

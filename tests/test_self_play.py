@@ -172,3 +172,30 @@ def test_connect_four_self_play_beats_a_random_opponent_in_both_seats(tmp_path):
         won = np.mean([r[int(seat[-1])] > r[1 - int(seat[-1])] for r in match["episode_returns"]])
         assert match["win_rate"] == won >= 0.8, (seat, match["win_rate"])
     assert "player_0 trained: wins" in out.stdout and "player_1 trained: wins" in out.stdout
+
+
+@pytest.mark.parametrize("task_id, expected", [
+    ("pettingzoo/mpe2/simple_spread_v3", True), ("pettingzoo/mpe/simple_reference_v3", True),
+    ("pettingzoo/butterfly/pistonball_v6", True), ("pettingzoo/sisl/multiwalker_v9", True),
+    ("jaxmarl/MPE_simple_spread_v3", True), ("jaxmarl/MPE_simple_speaker_listener_v4", True),
+    ("pettingzoo/mpe2/simple_tag_v3", False), ("pettingzoo/classic/connect_four_v3", False),
+    ("jaxmarl/MPE_simple_tag_v3", False), (ECHO, False), ("Combat-v5", False), ("CartPole-v1", False),
+])
+def test_which_tasks_are_cooperative(task_id, expected):
+    assert envs.players.cooperative(task_id) is expected
+
+
+@pytest.mark.slow(seconds=4)
+def test_a_cooperative_task_has_no_winner():
+    """MPE's simple_spread (3 players scored on one goal): returns per player, no win or draw rates;
+    a random opponent is refused in one line."""
+    spread = "pettingzoo/mpe2/simple_spread_v3"
+    agent = RandomAgent(envs.make_spec(spread))
+    with Evaluator(agent, spread, {"num_threads": 1}, num_envs=2) as ev:
+        result = ev.run((), 2, jax.random.key(0))
+    summary = result.summary()
+    assert result.cooperative and result.episode_returns.shape == (2, 3)
+    assert {"eval_return_mean_agent_0", "eval_return_mean_player2"} <= set(summary)
+    assert not [k for k in summary if "win_rate" in k or "draw_rate" in k], summary
+    with pytest.raises(ValueError, match="'pettingzoo/mpe2/simple_spread_v3' is cooperative"):
+        Evaluator(agent, spread, {"num_threads": 1}, opponent="random")

@@ -24,6 +24,7 @@ import jax
 import numpy as np
 
 import envs
+import envs.players
 from sebulba.episodes import advance, ends
 from sebulba.agent import Agent
 from sebulba.loop.opponents import RandomOpponent, check_opponent, team_partition, team_returns, wins
@@ -43,6 +44,7 @@ class EvalResult:
     team_of: tuple[int, ...] = ()  # each player's team (sebulba.loop.opponents.team_partition)
     team_names: tuple[str, ...] = ()
     trained_team: str | None = None  # opponent="random": the team that played the policy
+    cooperative: bool = False  # the players share one goal (envs.players.cooperative): nobody wins
 
     def team_returns(self) -> np.ndarray:
         """[K, T]: each team's return (its players' mean) in each episode."""
@@ -51,8 +53,9 @@ class EvalResult:
     def summary(self) -> dict[str, float]:
         """The return's mean, std, min and max over every player's episodes, the mean length and
         the episode count; in a multi-player pool also each player's mean return
-        (`eval_return_mean_player{i}`), each team's (`eval_return_mean_{team}`), each team's win
-        rate (`eval_win_rate_{team}`: the share of episodes it won) and the draws' (no winner)."""
+        (`eval_return_mean_player{i}`), each team's (`eval_return_mean_{team}`), and unless the
+        task is cooperative each team's win rate (`eval_win_rate_{team}`: the share of episodes it
+        won) and the draws' (no winner)."""
         r, n = self.returns, self.lengths
         out = {"eval_return_mean": float(r.mean()), "eval_return_std": float(r.std()),
                "eval_return_min": float(r.min()), "eval_return_max": float(r.max()),
@@ -62,11 +65,12 @@ class EvalResult:
         out["eval_episodes"] = float(len(self.episode_returns))
         out.update({f"eval_return_mean_player{i}": float(m) for i, m in enumerate(self.episode_returns.mean(axis=0))})
         team = self.team_returns()
-        won = wins(team)
         for t, name in enumerate(self.team_names):
             out[f"eval_return_mean_{name}"] = float(team[:, t].mean())
-            out[f"eval_win_rate_{name}"] = float(won[:, t].mean())
-        out["eval_draw_rate"] = float((~won.any(axis=1)).mean())
+        if not self.cooperative:
+            won = wins(team)
+            out.update({f"eval_win_rate_{name}": float(won[:, t].mean()) for t, name in enumerate(self.team_names)})
+            out["eval_draw_rate"] = float((~won.any(axis=1)).mean())
         return out
 
 
@@ -102,7 +106,8 @@ class Evaluator:
         kwargs = {k: v for k, v in dict(env_kwargs or {}).items() if k not in ("num_envs", "batch_size", "seed")}
         self.pool = envs.make(env_id, num_envs=num_envs, seed=seed, **kwargs)
         try:
-            self.opponent = check_opponent(opponent, self.pool.num_players, env_id)
+            self.cooperative = self.pool.num_players > 1 and envs.players.cooperative(env_id)
+            self.opponent = check_opponent(opponent, self.pool.num_players, env_id, self.cooperative)
             names = tuple(self.pool.spec.player_names or ()) or tuple(f"player {i}" for i in range(self.pool.num_players))
             self.player_names = names
             team_of, team_names = team_partition(names)
@@ -173,7 +178,8 @@ class Evaluator:
         per_episode = [[by_row[e * p + q][j] for q in range(p)] for e in range(self.num_envs) for j in range(env_targets[e])]
         return dataclasses.replace(result, players=np.asarray(players, np.int64),
                                    episode_returns=np.asarray(per_episode, np.float64), player_names=self.player_names,
-                                   team_of=self.team_of, team_names=self.team_names, trained_team=team)
+                                   team_of=self.team_of, team_names=self.team_names, trained_team=team,
+                                   cooperative=self.cooperative)
 
     def close(self) -> None:
         self.pool.close()

@@ -28,14 +28,18 @@ OPPONENTS = ("self", "random")
 MASK_KEY = "action_mask"  # PettingZoo's name for the legal actions in a Dict observation
 
 
-def check_opponent(opponent: str, num_players: int, env_id: str) -> str:
+def check_opponent(opponent: str, num_players: int, env_id: str, cooperative: bool = False) -> str:
     """`opponent` as given, or a ValueError in one line: an unknown one, or "random" in a
-    single-player env (no one to play against)."""
+    single-player env or a cooperative one (no one to play against)."""
     if opponent not in OPPONENTS:
         raise ValueError(f"opponent must be one of {', '.join(map(repr, OPPONENTS))}, got {opponent!r}")
     if opponent == "random" and num_players < 2:
         raise ValueError(f"opponent='random' needs a multi-player env (the trained team against random players); "
                          f"{env_id!r} has one player")
+    if opponent == "random" and cooperative:
+        raise ValueError(f"opponent='random' plays the trained team against random players; {env_id!r} is cooperative "
+                         "(its players share one goal, nobody wins): evaluate it with every player trained, "
+                         "opponent='self'")
     return opponent
 
 
