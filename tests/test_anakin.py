@@ -182,6 +182,34 @@ def test_a_resumed_run_ends_bit_identical_to_an_uninterrupted_one(tmp_path):
     jax.tree.map(np.testing.assert_array_equal, whole, resumed)
 
 
+def test_an_env_state_with_zero_size_arrays_checkpoints_and_resumes_bit_identical(tmp_path, monkeypatch):
+    """Orbax cannot write an array with no elements, and an env's state may hold some (MJX's, under
+    MuJoCo Playground): the checkpoint leaves them out, the restore builds them back, and the
+    resumed run ends as an uninterrupted one."""
+    from envs.jax.core import JaxEnv
+    from envs.jax.registry import make_raw
+    from sebulba.loop import anakin
+    from tests.support.jax_envs import WithEmptyLeaf
+
+    monkeypatch.setattr(anakin, "make_env", lambda config: JaxEnv(WithEmptyLeaf(make_raw(ENV)), None))
+    agent, cfg = LinearPG(SPEC), config(1, num_envs=4, steps=8, seed=5)
+    with AnakinLoop(agent, cfg, updates_per_call=2) as loop:
+        loop.run(max_cycles=5)
+        whole = host((loop.carry, loop.window.state()))
+    ckpt = CheckpointConfig(str(tmp_path / "ckpt"), every_learner_steps=1000)
+    with AnakinLoop(agent, cfg, updates_per_call=2) as loop:
+        loop.run(max_cycles=3, checkpointer=Checkpointer(ckpt))
+    assert Checkpointer(ckpt).latest_step() == 3
+    with AnakinLoop(agent, cfg, updates_per_call=2) as loop:
+        ctx = loop.run(max_cycles=5, checkpointer=Checkpointer(ckpt), resume=True)
+        assert ctx.learner_steps == 5
+        empty = loop.carry.lanes.state[1]
+        resumed = host((loop.carry, loop.window.state()))
+    assert {k: (x.shape, x.dtype) for k, x in empty.items()} == {"act": ((1, 4, 0), jnp.float32),
+                                                                  "contacts": ((1, 4, 3, 0), jnp.int32)}
+    jax.tree.map(np.testing.assert_array_equal, whole, resumed)
+
+
 class NaNAfter(LinearPG):
     """Its loss turns NaN from the learner's third update on."""
 

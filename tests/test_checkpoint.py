@@ -63,6 +63,44 @@ def test_a_partial_checkpoint_is_never_loaded(tmp_path):
         assert ctx.learner_steps == 4
 
 
+class EmptyLeaves(CountingAgent):
+    """CountingAgent with zero-size arrays in its networks and its step state."""
+
+    def init_networks(self, key):
+        return {**super().init_networks(key), "empty": jnp.zeros((0, 4))}
+
+    def init_step_state(self, networks, num_envs, key):
+        return super().init_step_state(networks, num_envs, key), jnp.zeros((num_envs, 0), jnp.uint8)
+
+    def step(self, networks, step_state, env_step):
+        out, count = super().step(networks, step_state[0], env_step)
+        return out, (count, step_state[1])
+
+    def update_experience(self, experience, initial_step_state, final_step_state, trajectory):
+        return super().update_experience(experience, initial_step_state[0], final_step_state[0], trajectory)
+
+
+def test_zero_size_arrays_in_networks_and_step_states_are_saved_restored_and_read_back(tmp_path):
+    """Orbax cannot write an array with no elements: a checkpoint leaves them out and a restore (and
+    `read_networks`, evaluation's) builds them back from what it restores into."""
+    from sebulba.loop.checkpoint import read_networks
+
+    cfg = sebulba.LoopConfig(num_envs=4, steps_per_cycle=5, async_mode=False, inferencers_per_device=2,
+                             learner_devices=(1,), seed=3, log_every_s=1000.0)
+    ckpt = CheckpointConfig(str(tmp_path / "ckpt"), every_learner_steps=1000)
+    with sebulba.GymnasiumLoop(EmptyLeaves(CARTPOLE), cfg) as loop:
+        loop.run(max_cycles=4, checkpointer=Checkpointer(ckpt))
+    with sebulba.GymnasiumLoop(EmptyLeaves(CARTPOLE), cfg) as loop:
+        ctx = loop.run(max_cycles=6, checkpointer=Checkpointer(ckpt), resume=True)
+        assert ctx.learner_steps == 6
+        experience = jax.tree.map(lambda x: int(np.asarray(x).reshape(-1)[0]), loop.learner.experience)  # device 0's
+        assert [inf.step_state[1].shape for inf in loop.inferencers] == [(4, 0), (4, 0)]
+        like = jax.tree.map(np.asarray, loop.learner.networks)
+    assert experience["cycles"] == 2 and experience["initial_min"] == 10  # each inferencer's counters went on
+    read = read_networks(ckpt.directory, 6, like)
+    assert read["empty"].shape == (0, 4) and read["empty"].dtype == np.float32 and read["w"] == like["w"]
+
+
 @pytest.mark.slow(seconds=8)
 def test_resume_needs_a_checkpoint_and_the_same_mode(tmp_path):
     ckpt = CheckpointConfig(str(tmp_path / "none"))

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from sebulba import keys
@@ -91,6 +92,31 @@ def _abstract_rows(tree: Any) -> Any:
                                                        sharding=sharding), tree)
 
 
+# Orbax cannot write an array with no elements, and an env's state may hold some (MJX's `act` of a
+# model without actuator activations has shape (0,)). A checkpoint leaves them out (`_storable`:
+# None, orbax's empty node) and a restore builds them back as zeros from the shapes, dtypes and
+# shardings it restores into (`_rebuilt`): whatever the env, its state saves.
+def _empty(x: Any) -> bool:
+    return 0 in tuple(getattr(x, "shape", ()))
+
+
+def _storable(tree: Any) -> Any:
+    """tree with its zero-size leaves as None."""
+    return jax.tree.map(lambda x: None if _empty(x) else x, tree)
+
+
+def _rebuilt(restored: Any, like: Any) -> Any:
+    """`restored` (a `_storable` tree read back) with the zero-size leaves of `like` (arrays or
+    ShapeDtypeStructs: what it was restored into) built back as zeros."""
+    def back(r: Any, x: Any) -> Any:
+        if r is not None or not _empty(x):
+            return r
+        sharding = getattr(x, "sharding", None)
+        return np.zeros(x.shape, x.dtype) if sharding is None else jnp.zeros(x.shape, x.dtype, device=sharding)
+
+    return jax.tree.map(back, restored, like, is_leaf=lambda r: r is None)
+
+
 # On disk: one directory per checkpoint, named by its learner step, holding the orbax items
 # "state" (learner: networks, opt_state, key, optionally experience), "actors" (per-process rows),
 # "pools" (sync mode, env snapshots) and "meta" (JSON: counters and layout). These two read it
@@ -110,11 +136,12 @@ def read_networks(directory: str | Path, step: int, like: Any) -> Any:
     (e.g. NamedTuples as dicts) for networks shaped like `like` (host arrays)."""
     import orbax.checkpoint as ocp
 
+    item = {"networks": _storable(like)}
     with ocp.CheckpointManager(Path(directory).resolve()) as manager:
         restored = manager.restore(step, args=ocp.args.Composite(
-            state=ocp.args.PyTreeRestore(item={"networks": like}, partial_restore=True, restore_args=jax.tree.map(
-                lambda _: ocp.RestoreArgs(restore_type=np.ndarray), {"networks": like}))))
-    return restored["state"]["networks"]
+            state=ocp.args.PyTreeRestore(item=item, partial_restore=True, restore_args=jax.tree.map(
+                lambda _: ocp.RestoreArgs(restore_type=np.ndarray), item))))
+    return _rebuilt(restored["state"]["networks"], like)
 
 
 class Checkpointer:
@@ -131,6 +158,22 @@ class Checkpointer:
             Path(config.directory).resolve(),
             options=ocp.CheckpointManagerOptions(max_to_keep=config.keep, enable_async_checkpointing=False),
         )
+
+    # ------------------------------------------------------------------ orbax items
+    def _write(self, step: int, trees: dict[str, Any], meta: dict) -> None:
+        """Checkpoint `step`: each tree an orbax item (zero-size leaves left out), `meta` as JSON."""
+        ocp = self._ocp
+        items = {name: ocp.args.StandardSave(_storable(tree)) for name, tree in trees.items()}
+        self._manager.save(step, args=ocp.args.Composite(**items, meta=ocp.args.JsonSave(meta)))
+        self._manager.wait_until_finished()
+
+    def _read(self, step: int, abstract: dict[str, Any]) -> dict[str, Any]:
+        """The items of checkpoint `step` restored into the abstract trees given (`_abstract`,
+        `_abstract_rows`), their zero-size leaves built back."""
+        ocp = self._ocp
+        restored = self._manager.restore(step, args=ocp.args.Composite(
+            **{name: ocp.args.StandardRestore(_storable(tree)) for name, tree in abstract.items()}))
+        return {name: _rebuilt(restored[name], tree) for name, tree in abstract.items()}
 
     # ------------------------------------------------------------------ state of a loop
     def _learner_state(self, loop: LoopState, with_experience: bool | None = None) -> dict:
@@ -168,7 +211,6 @@ class Checkpointer:
         """A checkpoint at learner_steps (skipped when there is one already, or in sync mode
         before every inferencer ran a cycle: the first round). Every process calls it at the same
         learner step."""
-        ocp = self._ocp
         idle = [inf.index for inf in loop.inferencers if not inf.started]
         if not loop.async_mode and idle:  # their step states and envs do not exist yet
             log.info(f"no checkpoint at learner step {learner_steps}: inferencer(s) {idle} have not run a cycle yet")
@@ -179,8 +221,7 @@ class Checkpointer:
         meta = {"env_steps": env_steps, "learner_steps": learner_steps, "version": loop.learner.version,
                 "async_mode": loop.async_mode, "has_experience": self.config.save_experience,
                 "layout": dict(loop.layout)}
-        items = {"state": ocp.args.StandardSave(keys.raw(self._learner_state(loop))),
-                 "actors": ocp.args.StandardSave(_rows(self._actor_state(loop)))}
+        trees = {"state": keys.raw(self._learner_state(loop)), "actors": _rows(self._actor_state(loop))}
         pools = self._pool_snapshots(loop)
         if pools is not None:  # each process's snapshots as one row of bytes, padded to the longest
             sizes = np.array([len(p) for p in pools], np.int64)
@@ -188,24 +229,18 @@ class Checkpointer:
             data = np.zeros((len(pools), width), np.uint8)
             for k, p in enumerate(pools):
                 data[k, :len(p)] = np.frombuffer(p, np.uint8)
-            items["pools"] = ocp.args.StandardSave(_rows({"sizes": sizes, "data": data}))
+            trees["pools"] = _rows({"sizes": sizes, "data": data})
             meta["pool_bytes"] = width
-        items["meta"] = ocp.args.JsonSave(meta)
-        self._manager.save(step, args=ocp.args.Composite(**items))
-        self._manager.wait_until_finished()
+        self._write(step, trees, meta)
         log.info(f"checkpoint at learner step {step} ({env_steps:,} env steps) in {self.config.directory}")
 
     def save_items(self, step: int, state: dict, actors: dict, meta: dict) -> None:
         """A checkpoint at `step` of another loop's state in this format (the Anakin loop's):
         `state` (networks, opt_state, key and the loop's own device state), `actors` (per-process
         rows, `_rows`) and `meta` (JSON). Skipped when there is one at `step` already."""
-        ocp = self._ocp
         if step in self._manager.all_steps():
             return
-        self._manager.save(step, args=ocp.args.Composite(state=ocp.args.StandardSave(state),
-                                                         actors=ocp.args.StandardSave(actors),
-                                                         meta=ocp.args.JsonSave(meta)))
-        self._manager.wait_until_finished()
+        self._write(step, {"state": state, "actors": actors}, meta)
         log.info(f"checkpoint at learner step {step} ({meta['env_steps']:,} env steps) in {self.config.directory}")
 
     def read_meta(self, step: int | None = None) -> dict:
@@ -218,9 +253,7 @@ class Checkpointer:
     def restore_items(self, step: int, state_like: Any, actors_like: Any) -> tuple[dict, dict]:
         """`save_items`'s state and actor rows of checkpoint `step`, restored into the abstract
         trees given (`_abstract`, `_abstract_rows`)."""
-        ocp = self._ocp
-        restored = self._manager.restore(step, args=ocp.args.Composite(state=ocp.args.StandardRestore(state_like),
-                                                                       actors=ocp.args.StandardRestore(actors_like)))
+        restored = self._read(step, {"state": state_like, "actors": actors_like})
         return dict(restored["state"]), dict(restored["actors"])
 
     def latest_step(self) -> int | None:
@@ -263,11 +296,11 @@ class Checkpointer:
             loop.start_inferencers()  # builds step states and resets pools: the targets of the restore
         like = self._learner_state(loop, meta["has_experience"])  # the replay when it is there, saved or not now
         actors = self._actor_state(loop)
-        items = {"state": ocp.args.StandardRestore(_abstract(like)), "actors": ocp.args.StandardRestore(_abstract_rows(actors))}
+        items = {"state": _abstract(like), "actors": _abstract_rows(actors)}
         if "pool_bytes" in meta and not loop.async_mode:
             pools_like = {"sizes": np.zeros(len(loop.inferencers), np.int64), "data": np.zeros((len(loop.inferencers), meta["pool_bytes"]), np.uint8)}
-            items["pools"] = ocp.args.StandardRestore(_abstract_rows(pools_like))
-        restored = self._manager.restore(step, args=ocp.args.Composite(**items))
+            items["pools"] = _abstract_rows(pools_like)
+        restored = self._read(step, items)
         state = keys.typed_like(dict(restored["state"]), like)
         learner = loop.learner
         learner.networks, learner.opt_state, learner._key = state["networks"], state["opt_state"], state["key"]

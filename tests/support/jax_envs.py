@@ -58,3 +58,26 @@ def compare(ours: list, ref: list, obs: Callable[[Any], Any] = lambda o: o) -> N
         jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6, err_msg=f"step {t}"), s.obs, obs(o))
         assert float(s.reward) == np.float32(reward), f"step {t}"
         assert (bool(s.terminated), bool(s.truncated), bool(s.first)) == (term, trunc, first), f"step {t}"
+
+
+class WithEmptyLeaf:
+    """A RawJaxEnv with zero-size arrays in its state beside another env's (as MJX's `act` of a
+    model without actuator activations, shape (0,)): what a checkpoint of an Anakin run must save
+    and restore whatever the env's shapes."""
+
+    def __init__(self, raw: Any):
+        self.raw = raw
+        self.task_id, self.max_episode_steps = raw.task_id, raw.max_episode_steps
+        self.observation_space, self.action_space = raw.observation_space, raw.action_space
+
+    @staticmethod
+    def empty() -> dict:
+        return {"act": jnp.zeros((0,), jnp.float32), "contacts": jnp.zeros((3, 0), jnp.int32)}
+
+    def reset(self, key: jax.Array) -> tuple[Any, Any]:
+        state, obs = self.raw.reset(key)
+        return (state, self.empty()), obs
+
+    def step(self, state: Any, action: jax.Array):
+        inner, obs, reward, terminated, truncated = self.raw.step(state[0], action)
+        return (inner, state[1]), obs, reward, terminated, truncated
