@@ -1,3 +1,4 @@
+import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -20,6 +21,13 @@ from tests.support.docs_site import build_site  # noqa: E402
 # a PPO resume drill: 47 s -> 20 s of CPU). Compile logs still name every function compiled.
 jax.config.update("jax_compilation_cache_dir", str(JAX_CACHE))
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+
+# Gymnasium's own MuJoCo envs (the references the native pool is checked against) warn on load; the
+# pool's handler keeps MuJoCo from appending them to MUJOCO_LOG.TXT in the repository root.
+if importlib.util.find_spec("mujoco") is not None:
+    from envs.mujoco.backend import route_warnings  # noqa: E402
+
+    route_warnings()
 
 
 # Tiers (markers registered in pyproject.toml): `slow` marks learning bars, long drills and

@@ -236,13 +236,15 @@ def decode(path):
 @pytest.mark.slow(seconds=5)
 @TRAINED
 def test_evaluate_writes_a_video_of_one_episode(runs, tmp_path):
-    """MP4 through the CLI (episodes cut at 60 steps to keep it short), GIF through `record`."""
+    """MP4 through the CLI (episodes cut at 60 steps to keep it short), with nothing on stderr (no
+    JAX fork warning from starting ffmpeg, no ALSA errors from pygame's audio); GIF through `record`."""
     from sebulba.experiment import video
 
     path = tmp_path / "episode.mp4"
     out = run_experiment("experiments.evaluate", str(runs["ppo"]), "--episodes=2", "--env_kwargs=max_episode_steps=60",
                          f"--video={path}")
     assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stderr.strip() == "", out.stderr[-3000:]
     report = json.loads((runs["ppo"] / "eval.json").read_text())
     frames = decode(path)
     assert frames.shape == (report["video_length"] + 1, 400, 600, 3)  # the reset frame, then one per step

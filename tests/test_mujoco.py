@@ -14,6 +14,7 @@ import pytest
 
 import envs
 from envs.mujoco import MUJOCO_TASKS
+from tests.support.cli import child_env
 from tests.support.pool_checks import assert_async_matches_sync
 
 pytest.importorskip("mujoco", reason="the mujoco extra is not installed: pip install -e '.[mujoco]'")
@@ -224,3 +225,33 @@ def test_ppo_mujoco_preset_runs_on_the_native_pool():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert out.returncode == 0 and out.stdout.split()[-1] == "True", out.stderr[-2000:]
     assert envs.make_spec("HalfCheetah-v5").config["backend"] == "mujoco"
+
+
+def test_a_run_leaves_no_mujoco_log_and_prints_no_model_warning(tmp_path):
+    """MuJoCo's own warning handler prints each warning and appends it to MUJOCO_LOG.TXT in the working
+    directory; the pool routes them to the `envs.mujoco` logger (the settotalmass deprecation that
+    every load of Gymnasium's XML files raises is dropped), so nothing is left behind, Gymnasium's own
+    envs in the same process included."""
+    script = ("import envs, gymnasium as gym\n"
+              "with envs.make('HalfCheetah-v5', num_envs=2) as pool:\n"
+              "    pool.reset(); pool.step(pool.action_space.sample()[None].repeat(2, 0))\n"
+              "gym.make('HalfCheetah-v5').reset(seed=0)\n")
+    out = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                         env=child_env())
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stderr.strip() == "" and list(tmp_path.iterdir()) == [], (out.stderr[-3000:], list(tmp_path.iterdir()))
+
+
+def test_mujocos_warnings_reach_the_logger(caplog):
+    """A real warning from MuJoCo's C code (an unstable simulation) after the pool routed them."""
+    import mujoco
+
+    from envs.mujoco.backend import route_warnings
+
+    route_warnings()
+    model = mujoco.MjModel.from_xml_string("<mujoco><worldbody><body><freejoint/><geom size='.1'/></body></worldbody></mujoco>")
+    data = mujoco.MjData(model)
+    data.qvel[:] = 1e20
+    with caplog.at_level("WARNING", logger="envs.mujoco"):
+        mujoco.mj_step(model, data)
+    assert any("MuJoCo: Nan, Inf or huge value in QVEL" in r.getMessage() for r in caplog.records), caplog.text

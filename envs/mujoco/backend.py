@@ -12,15 +12,12 @@ MjData between steps.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import ctypes
 import dataclasses
 import importlib.util
+import logging
 import os
-import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +31,9 @@ from envs.mujoco.tasks import RENDER_KWARGS, TASKS, Task
 from envs.ready import Batch, Chunk
 
 INSTALL_HINT = "MuJoCo tasks need mujoco: pip install -e '.[mujoco]'"
-# MuJoCo 4.0 warns on every load of Gymnasium's XML files; this backend loads a model once per
-# pool and drops exactly this line (anything else MuJoCo prints is passed on).
+# MuJoCo 4.0 warns on every load of Gymnasium's XML files: `route_warnings` drops exactly this line.
 _QUIET = ("compiler attribute 'settotalmass' is deprecated",)
+log = logging.getLogger("envs.mujoco")
 
 
 def mujoco_available() -> bool:
@@ -44,23 +41,20 @@ def mujoco_available() -> bool:
     return importlib.util.find_spec("mujoco") is not None
 
 
-@contextlib.contextmanager
-def _filtered_stderr() -> Iterator[None]:
-    """Captures file descriptor 2 (MuJoCo's C code prints there) and passes on all but _QUIET lines."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with tempfile.TemporaryFile(mode="w+b") as tmp:
-        os.dup2(tmp.fileno(), 2)
-        try:
-            yield
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-            tmp.seek(0)
-            lines = tmp.read().decode(errors="replace").splitlines()
-            rest = [line for line in lines if line.strip() and not any(q in line for q in _QUIET)]
-            if rest:
-                print("\n".join(rest), file=sys.stderr)
+def route_warnings() -> None:
+    """MuJoCo's warnings (its C code's `mju_warning`, from any thread) to the `envs.mujoco` logger,
+    but _QUIET's: MuJoCo's own handler prints them and appends them to MUJOCO_LOG.TXT in the
+    working directory, which a run would leave behind. Once per process; a handler the user set
+    (`mujoco.set_mju_user_warning`) is kept."""
+    import mujoco
+
+    if mujoco.get_mju_user_warning() is None:
+        mujoco.set_mju_user_warning(_warn)
+
+
+def _warn(message: str) -> None:
+    if not any(q in message for q in _QUIET):
+        log.warning(f"MuJoCo: {message.strip()}")
 
 
 def xml_path(xml_file: str) -> str:
@@ -78,8 +72,8 @@ def load_model(xml_file: str) -> Any:
     path = xml_path(xml_file)
     if not os.path.exists(path):
         raise ValueError(f"xml_file {xml_file!r}: no such file ({path})")
-    with _filtered_stderr():
-        return mujoco.MjModel.from_xml_path(path)
+    route_warnings()
+    return mujoco.MjModel.from_xml_path(path)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -21,6 +21,9 @@ def require_pygame() -> None:
     if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
         # Off-screen drawing needs no display; without this SDL complains on stderr.
         os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+    # Frames need no sound: Gymnasium's renderer calls pygame.init(), whose audio start prints ALSA's
+    # errors on a host without a sound card.
+    os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
     try:
         import pygame  # noqa: F401
     except ImportError as e:

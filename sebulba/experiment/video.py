@@ -175,6 +175,10 @@ class VideoWriter:
         if self._mp4 is None:
             import imageio.v2 as imageio
 
+            # imageio-ffmpeg starts ffmpeg with a preexec_fn (its own process group), so Python's
+            # fork hooks run, and JAX's warns that a fork in a multithreaded process may deadlock.
+            # Without it ffmpeg starts by fork + exec alone, with no Python in the child.
+            os.environ.setdefault("IMAGEIO_FFMPEG_NO_PREVENT_SIGINT", "1")
             self._mp4 = imageio.get_writer(self.path, fps=self.fps, codec="libx264", macro_block_size=1, quality=7,
                                            ffmpeg_log_level="error")
         self._mp4.append_data(frame)
