@@ -148,8 +148,8 @@ def test_learning_bar_cartpole(tmp_path):
 @pytest.mark.slow(seconds=15)
 def test_a_run_resumed_with_its_replay_ends_bit_identical(tmp_path):
     """Sync mode, 2 inferencers (two sources in each replay shard), 2 learner devices: a run
-    checkpointed with its replay (--save_replay) and resumed ends exactly where an uninterrupted
-    one ends."""
+    checkpointed with its replay (as runs are by default) and resumed ends exactly where an
+    uninterrupted one ends."""
     from sebulba.loop.checkpoint import CheckpointConfig, Checkpointer
 
     config = dataclasses.replace(SMALL, learning_starts=40, priority_exponent=0.6)
