@@ -8,10 +8,21 @@ true end and our JaxEnv truncates at the env's `episode_length` (its config's; 1
 Control suite). Observations are a Box, or a Dict of Boxes where the env gives a dict (e.g.
 `state`, `privileged_state`); actions Box(-1, 1). kwargs: overrides of the env's config (e.g.
 `episode_length=500`, `ctrl_dt=0.02`).
+
+Warp (MJX's engine here) says its lines through the logger `warp` (`warp_output_to_logging`), not
+print: its greeting and a line per kernel module it loads are INFO records, which an entry point
+keeps off the terminal (sebulba/experiment/run_log.py). Its kernels' own printf ("solver
+iterations limit reached") is native stdout, which the entry points read into their log too.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
 from typing import Any
 
 import gymnasium as gym
@@ -20,6 +31,74 @@ import jax.numpy as jnp
 import numpy as np
 
 from envs.jax.gymnax import check_kwargs
+
+
+WARP_LOG = logging.getLogger("warp")
+
+
+class _WarpLog:
+    """Warp's logger protocol (`warp.set_logger`) over Python's logging; `held`: a list that keeps
+    the messages instead, while Warp starts."""
+
+    def __init__(self) -> None:
+        self.held: list[tuple[int, str]] | None = None
+
+    def _say(self, level: int, message: str) -> None:
+        if self.held is not None:
+            self.held.append((level, message))
+        else:
+            WARP_LOG.log(level, message)
+
+    def debug(self, message: str) -> None:
+        self._say(logging.DEBUG, message)
+
+    def info(self, message: str) -> None:
+        self._say(logging.INFO, message)
+
+    def warning(self, message: str, category: Any = None, stacklevel: int = 1) -> None:
+        self._say(logging.WARNING, message)
+
+    def error(self, message: str) -> None:
+        self._say(logging.ERROR, message)
+
+
+@contextlib.contextmanager
+def _native_stderr(lines: list[str]) -> Iterator[None]:
+    """What native code writes to file descriptor 2 while inside, appended to lines."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as f:
+        os.dup2(f.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            f.seek(0)
+            lines += f.read().decode(errors="replace").splitlines()
+
+
+def warp_output_to_logging() -> None:
+    """Warp's lines as records of the logger `warp`, and Warp started: its native start-up line
+    (no CUDA driver found, on a host without one) an INFO record too. Idempotent."""
+    try:
+        import warp
+    except ImportError:  # a Playground installed without Warp: its MJX runs on JAX alone
+        return
+    if isinstance(warp.get_logger(), _WarpLog):
+        return
+    logger, native = _WarpLog(), []
+    logger.held = []
+    warp.set_logger(logger)
+    try:
+        with _native_stderr(native):
+            warp.init()
+    finally:
+        held, logger.held = logger.held, None
+        for line in native:
+            WARP_LOG.info(line)
+        for level, message in held:
+            WARP_LOG.log(level, message)
 
 
 def ids() -> list[str]:
@@ -41,6 +120,7 @@ class PlaygroundEnv:
         from mujoco_playground import registry
 
         self.task_id = f"playground/{name}"
+        warp_output_to_logging()
         config = registry.get_default_config(name)
         check_kwargs(self.task_id, kwargs, list(config.keys()))
         self.env = registry.load(name, config_overrides=kwargs or None)

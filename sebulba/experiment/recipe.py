@@ -119,6 +119,7 @@ class Algorithm:
 
         def main(argv: list[str]) -> None:
             del argv
+            cli.quiet_terminal()  # first: building the env for its kind (brax, Playground) says things
             cli.start_distributed()
             compile_cache.enable(cli.FLAGS.compilation_cache)
             with user_input():
