@@ -33,13 +33,15 @@ from sebulba.experiment.trained import build_agent, open_run, restore_networks, 
 from sebulba.experiment.video import check_video_path
 from sebulba.experiment.video import record as record_video
 from sebulba.loop.evaluator import EvalResult, Evaluator
+from sebulba.loop.memory import check_evaluation_fits
 from sebulba.loop.opponents import OPPONENTS
 
 define_integer("checkpoint", None, "Learner step of the checkpoint to evaluate (default: the latest).")
 define_integer("replica", 0, "Of a run trained with --num_seeds N: which replica (0..N-1; replica r trained with seed "
                "--seed + r).", lower_bound=0)
 define_integer("episodes", 10, "Complete episodes to play.", lower_bound=1)
-define_integer("num_envs", None, "Envs playing them side by side (default: min(episodes, 8)).", lower_bound=1)
+define_integer("num_envs", None, "Envs playing them side by side, at most --episodes (default: min(episodes, 8)).",
+               lower_bound=1)
 define_integer("seed", 0, "Seed of the evaluation envs and the policy's RNG.")
 flags.DEFINE_string("env_kwargs", None, "The task's kwargs over the run's own, comma-separated key=value with Python "
                     "literals, e.g. repeat_action_probability=0.25.")
@@ -68,6 +70,10 @@ def main(argv: list[str]) -> None:
         agent = build_agent(record, parse_env_kwargs(FLAGS.env_kwargs), run)
         step, networks = restore_networks(run, agent, FLAGS.checkpoint, FLAGS.replica)
         num_envs = FLAGS.num_envs or min(FLAGS.episodes, 8)
+        if num_envs > FLAGS.episodes:
+            raise ValueError(f"--num_envs {num_envs:,} is more than --episodes {FLAGS.episodes:,}: the envs beyond "
+                             "them would play no episode")
+        check_evaluation_fits(agent.env_spec, num_envs, FLAGS.episodes)
         loop = record["loop"]
         env_kwargs = {**loop.get("env_kwargs", {}), **parse_env_kwargs(FLAGS.env_kwargs)}
         evaluator = Evaluator(agent, loop["env_id"], env_kwargs, num_envs, FLAGS.seed, FLAGS.greedy,

@@ -133,7 +133,7 @@ def test_a_bad_run_directory_is_named(runs, tmp_path):
 
 @TRAINED_SLOW
 @TRAINED
-@pytest.mark.parametrize("case", ["mismatch", "video-dir"])
+@pytest.mark.parametrize("case", ["mismatch", "video-dir", "idle-envs", "no-memory"])
 def test_a_bad_run_directory_is_one_line_on_the_cli(runs, tmp_path, case):
     target = tmp_path / "run"
     shutil.copytree(runs["ppo"], target)
@@ -142,8 +142,12 @@ def test_a_bad_run_directory_is_one_line_on_the_cli(runs, tmp_path, case):
         record["agent"]["config"]["hidden_sizes"] = [32]
         (target / "config.json").write_text(json.dumps(record))
         extra, names, named = [], "does not match the run's agent", str(target)
-    else:
+    elif case == "video-dir":
         extra, names, named = [f"--video={tmp_path / 'nowhere' / 'a.mp4'}"], "does not exist", str(tmp_path / "nowhere")
+    elif case == "idle-envs":
+        extra, names, named = ["--episodes=4", "--num_envs=8"], "--num_envs 8 is more than --episodes 4", "no episode"
+    else:  # the pool and the episodes' records could not fit: refused before the pool is built
+        extra, names, named = ["--episodes=1e9", "--num_envs=1e8"], "this evaluation needs at least", "--episodes"
     out = run_experiment("experiments.evaluate", str(target), *extra)
     lines = [line for line in out.stderr.splitlines() if line.strip()]
     assert out.returncode == 2 and len(lines) == 1 and names in lines[0] and named in lines[0], out.stderr[-2000:]

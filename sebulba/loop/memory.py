@@ -145,6 +145,23 @@ def check_run_fits(agent: Agent, config: LoopConfig, anakin: bool) -> MemoryEsti
     return need
 
 
+# An evaluation keeps each player's episode as Python floats (return, length, player; the episode's
+# returns), about this many bytes each.
+EPISODE_BYTES = 128
+
+
+def check_evaluation_fits(spec: Any, num_envs: int, episodes: int) -> None:
+    """ValueError when an evaluation of `episodes` episodes on `num_envs` envs of `spec` cannot fit
+    in the host's free memory (the pool's observations and the episodes' records: lower bounds)."""
+    players = int(spec.config.get("max_num_players", 1) or 1)
+    need = num_envs * players * space_bytes(spec.observation_space) + episodes * players * EPISODE_BYTES
+    free = free_bytes(jax.local_devices(backend="cpu")[0])
+    if free is not None and need > free:
+        raise ValueError(f"this evaluation needs at least {need / GIB:.1f} GiB on the host, where {free / GIB:.1f} GiB "
+                         f"is available ({num_envs:,} envs, {episodes:,} episodes): ask for fewer (--num_envs, "
+                         "--episodes)")
+
+
 def _remedies(need: MemoryEstimate, config: LoopConfig, anakin: bool, spec: Any) -> list[str]:
     """The flags that shrink what is large in `need`, largest part first."""
     per_env = (need.envs + need.trajectories, f"fewer envs (--num_envs, {config.num_envs:,} now)")
