@@ -8,11 +8,10 @@ import signal
 import subprocess
 import sys
 
-import pytest
-
 import jax
 import numpy as np
 import orbax.checkpoint as ocp
+import pytest
 
 import envs
 from sebulba.agents.dqn import DQN, DQNConfig
@@ -39,7 +38,7 @@ def lines_of(text: str) -> list[str]:
     return [line for line in text.splitlines() if line.strip()]
 
 
-@pytest.mark.slow(seconds=42)
+@pytest.mark.slow(seconds=15)
 @pytest.mark.timeout(900)
 def test_sigterm_and_resume_with_the_defaults_ends_bit_identical(tmp_path):
     """The replay is in the checkpoints by default: the resumed run's last metrics row is the
@@ -78,7 +77,7 @@ def saved_replay_bytes(checkpoint) -> int:
     return sum(int(np.prod(x.shape)) * np.dtype(x.dtype).itemsize for x in jax.tree.leaves(meta["experience"]))
 
 
-@pytest.mark.slow(seconds=16)
+@pytest.mark.slow(seconds=7)
 def test_a_resume_from_a_checkpoint_without_the_replay_says_it_starts_empty(tmp_path):
     """--nosave_replay: no replay line at the start, and the resume (here extending the finished
     run) says in one line that its replay starts empty."""
