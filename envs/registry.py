@@ -5,7 +5,12 @@ from __future__ import annotations
 import contextlib
 import difflib
 import importlib.util
+import io
+import json
 import os
+import pkgutil
+import re
+import subprocess
 import sys
 import warnings
 from collections.abc import Iterator
@@ -22,15 +27,16 @@ from envs.atari.games import (
     unsupported_rom_error,
     unsupported_rom_of_id,
 )
-from envs.jax.registry import close_suite, is_jax_id
+from envs.jax.registry import close_suite, installed_suites, is_jax_id, served_ids
 from envs.mujoco import MUJOCO_TASKS
 from envs.native.base import NativeTask
 from envs.native.tasks import NATIVE_TASKS
 
 # Gymnasium id -> (the EnvSpec probed, whether it builds); re-probed when the id is re-registered.
 _BUILDS: dict[str, tuple[gym.envs.registration.EnvSpec, bool]] = {}
-# Gymnasium's functional JAX envs: importing their modules starts JAX's backends, which listing ids
-# must not do (XLA_FLAGS and jax.distributed.initialize must come first), so they are not probed.
+# Gymnasium's functional JAX envs: importing their modules starts JAX's backends, which listing the
+# host ids must not do (XLA_FLAGS and jax.distributed.initialize must come first), so they are not
+# probed (their spaces are Box and Discrete: listed where jax is installed).
 _JAX_ENV_PACKAGES = ("gymnasium.envs.phys2d", "gymnasium.envs.tabular")
 
 
@@ -134,22 +140,120 @@ def gymnasium_id_builds(task_id: str) -> bool:
     return builds
 
 
-def list_all_envs() -> list[str]:
-    """Every task id `make` builds here with default kwargs: the built-in tasks, the Atari games
-    (with ale-py installed; the multi-player ones with multi_agent_ale_py too), then the registered Gymnasium ids that build on this install (ids whose
-    packages are missing, e.g. Box2D or MuJoCo ones, or whose spaces the pool cannot batch are left
-    out; `make` of them raises). The first call builds one env of each non-ALE Gymnasium id."""
+def host_envs() -> list[str]:
+    """The host ids `make` builds here with default kwargs: the built-in tasks, the Atari games
+    (with ale-py installed; the multi-player ones with multi_agent_ale_py too), then the registered
+    Gymnasium ids that build on this install (ids whose packages are missing, e.g. Box2D or MuJoCo
+    ones, or whose spaces the pool cannot batch are left out; `make` of them raises). The first
+    call builds one env of each non-ALE Gymnasium id. Imports no JAX suite and no PettingZoo env."""
     native = sorted(NATIVE_TASKS)
     atari = sorted(ATARI_TASKS) if ale_available() else []
     atari = sorted(atari + (list(ATARI_PLAYER_TASKS) if multi_agent_ale_available() else []))
     return native + atari + [t for t in gymnasium_ids() if t not in NATIVE_TASKS and gymnasium_id_builds(t)]
 
 
+# PettingZoo id -> whether it builds with default kwargs (probed once per process).
+_PETTINGZOO_BUILDS: dict[str, bool] = {}
+_VERSIONED = re.compile(r".+_v\d+")  # PettingZoo's env modules: tictactoe_v3, simple_spread_v3, ...
+
+
+def _pettingzoo_candidates() -> list[str]:
+    """`pettingzoo/<module>/<env>` for every versioned env module of PettingZoo's own families and of
+    mpe2 (PettingZoo's MPE), read from their directories (nothing imported)."""
+    ids = []
+    families = importlib.util.find_spec("pettingzoo")
+    for family in pkgutil.iter_modules(families.submodule_search_locations):
+        if family.ispkg:
+            where = [os.path.join(p, family.name) for p in families.submodule_search_locations]
+            ids += [f"pettingzoo/{family.name}/{m.name}" for m in pkgutil.iter_modules(where)
+                    if _VERSIONED.fullmatch(m.name)]
+    mpe2 = importlib.util.find_spec("mpe2")
+    if mpe2 is not None and mpe2.submodule_search_locations:
+        ids += [f"pettingzoo/mpe2/{m.name}" for m in pkgutil.iter_modules(mpe2.submodule_search_locations)
+                if _VERSIONED.fullmatch(m.name)]
+    return sorted(ids)
+
+
+def _pettingzoo_builds(pettingzoo_task: Any, task_id: str, kwargs: dict[str, Any]) -> bool:
+    try:
+        pettingzoo_task.configure(task_id, "gymnasium", dict(kwargs))
+    except Exception:  # noqa: BLE001 - an env that does not build here is not listed
+        return False
+    return True
+
+
+def pettingzoo_envs() -> list[str]:
+    """The PettingZoo ids `make` builds here (none without pettingzoo): each versioned env of
+    PettingZoo's families and of mpe2, probed once by building one env in this process with default
+    kwargs, or with `pad_observations=True` where its players' observations differ (simple_tag_v3).
+    Left out: those whose packages or ROMs are missing (chess_v6 without chess) and those refused
+    either way (simple_speaker_listener_v4: its players' actions differ)."""
+    if importlib.util.find_spec("pettingzoo") is None:
+        return []
+    from envs.process import pettingzoo_task
+
+    for task_id in _pettingzoo_candidates():
+        if task_id not in _PETTINGZOO_BUILDS:
+            with warnings.catch_warnings(), _quiet_stderr():
+                warnings.simplefilter("ignore")
+                _PETTINGZOO_BUILDS[task_id] = any(_pettingzoo_builds(pettingzoo_task, task_id, kwargs)
+                                                  for kwargs in ({}, {"pad_observations": True}))
+    return [t for t, builds in sorted(_PETTINGZOO_BUILDS.items()) if builds]
+
+
+def jax_envs_here() -> list[str]:
+    """The `SUITE/ID`s of every JAX suite installed here that imports (`envs.jax.registry.served_ids`:
+    its registered ids less those its adapter refuses by name; not built), read in this process:
+    it imports those suites, which starts JAX's backends."""
+    ids = []
+    for suite in installed_suites():
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):  # what a suite prints on import (jaxmarl's lines)
+                ids += served_ids(suite)
+        except Exception:  # noqa: BLE001 - e.g. installed without a module it needs: make says which
+            continue
+    return ids
+
+
+_JAX_IDS: dict[str, list[str]] = {}  # jax_envs' answer, read once per process
+
+
+def jax_envs() -> list[str]:
+    """`jax_envs_here()`, read once per process in a child process on the CPU, so that listing ids
+    neither starts this process's JAX backends (after which XLA_FLAGS and jax.distributed.initialize
+    no longer apply) nor imports the suites into it. Nothing is started where no suite is installed."""
+    if not installed_suites():
+        return []
+    if "ids" in _JAX_IDS:
+        return list(_JAX_IDS["ids"])
+    code = "import json; from envs.registry import jax_envs_here; print(json.dumps(jax_envs_here()))"
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False)
+    lines = out.stdout.strip().splitlines()
+    if out.returncode != 0 or not lines:
+        tail = (out.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeError(f"listing the JAX suites' ids failed in a child process: {tail}")
+    _JAX_IDS["ids"] = json.loads(lines[-1])
+    return list(_JAX_IDS["ids"])
+
+
+def list_all_envs() -> list[str]:
+    """Every task id `make` takes here, as EnvPool's list_all_envs: the host ids (`host_envs`: the
+    built-in tasks, Atari, the Gymnasium ids that build), the PettingZoo ids that build
+    (`pettingzoo_envs`, with pettingzoo installed) and the ids of every JAX suite installed
+    (`jax_envs`: each suite's ids less those its adapter refuses by name; not built, so an id that
+    needs env kwargs, as jaxmarl's simple_tag needs pad_observations=True, is listed and `make`
+    says what it needs). The first call builds one env of each non-ALE Gymnasium id and PettingZoo
+    env here and reads the JAX suites' ids in a child process (this process's JAX backends are not
+    started); importing `envs` does none of this."""
+    return host_envs() + pettingzoo_envs() + jax_envs()
+
+
 def _unknown(task_id: str, hint: str = "") -> ValueError:
     suite_id = close_suite(task_id)
     if suite_id is not None:  # "gymanx/CartPole-v1"
         return ValueError(f"unknown task id {task_id!r}{hint}; did you mean {suite_id}?")
-    close = difflib.get_close_matches(task_id, list_all_envs(), n=5, cutoff=0.6)
+    close = difflib.get_close_matches(task_id, host_envs(), n=5, cutoff=0.6)  # no suite imported for a hint
     suggestion = f"; did you mean {', '.join(close[:-1])} or {close[-1]}?" if len(close) > 1 else \
         f"; did you mean {close[0]}?" if close else ""
     return ValueError(f"unknown task id {task_id!r}{hint}{suggestion} (see envs.list_all_envs())")

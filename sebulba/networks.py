@@ -11,7 +11,9 @@ costs nothing under `jit`. (An input with more channels than pixels per side is 
 
 `torso_for(observation_space, kind)` picks a torso for a Gymnasium observation space. A Dict or
 Tuple space (a pytree observation) gets an `MLPTorso` that encodes each leaf (one-hot for
-discrete leaves, a CNN for image leaves) and concatenates the features.
+discrete leaves, a CNN for image leaves) and concatenates the features. An image smaller than
+NatureCNN's 36x36 (a grid world's view: XLand-MiniGrid's [2, 7, 7], Navix's [3, 5, 5]) gets the
+same small CNN as an image leaf of a Dict (`ImageEncoder`), then the MLP.
 """
 
 from __future__ import annotations
@@ -74,18 +76,23 @@ def _encode(leaf: Leaf, x: jax.Array) -> jax.Array:
     return x.reshape(b, -1).astype(jnp.float32)
 
 
+NATURE_CNN_MIN = 36  # NatureCNN's smallest image side (its VALID convs leave a pixel)
+SMALL_CNN_MIN = 7  # ImageEncoder's small CNN's smallest side (7 -> 6 -> 3 -> 2 -> 1 pixels)
+
+
 class ImageEncoder(nn.Module):
-    """An image leaf of a structured observation: `NatureCNN` for images of at least 36x36,
-    else a small CNN for grid observations (MiniGrid's 7x7 views; the rl-starter-files
-    architecture: conv 16 2x2, max pool 2x2, conv 32 2x2, conv 64 2x2, all VALID, relu), then
-    flattened. Pixels are read as 0..255 values (scaled by 1/255)."""
+    """An image (a leaf of a structured observation, or a whole one smaller than 36x36): `NatureCNN`
+    for images of at least 36x36, else a small CNN for grid observations (MiniGrid's 7x7 views;
+    the rl-starter-files architecture: conv 16 2x2, max pool 2x2, conv 32 2x2, conv 64 2x2, all
+    VALID, relu; it needs 7x7, smaller grids are flattened), then flattened. Pixels are read as
+    0..255 values (scaled by 1/255)."""
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> jax.Array:
         if min(obs.shape[2:]) >= 36:
             return NatureCNN()(obs)
         x = _to_nhwc(obs)
-        if min(x.shape[1:3]) >= 5:
+        if min(x.shape[1:3]) >= SMALL_CNN_MIN:
             x = nn.relu(nn.Conv(16, (2, 2), padding="VALID", name="conv1")(x))
             x = nn.max_pool(x, (2, 2), strides=(2, 2))
             x = nn.relu(nn.Conv(32, (2, 2), padding="VALID", name="conv2")(x))
@@ -183,7 +190,7 @@ class NatureCNN(nn.Module):
     @nn.compact
     def __call__(self, obs: jax.Array) -> jax.Array:
         x = _to_nhwc(obs)
-        if min(x.shape[1:3]) < 36:  # VALID convs would leave no pixels (a silent 0-feature Dense)
+        if min(x.shape[1:3]) < NATURE_CNN_MIN:  # VALID convs would leave no pixels (a silent 0-feature Dense)
             raise ValueError(f"NatureCNN needs images of at least 36x36; got shape {obs.shape}")
         x = nn.relu(nn.Conv(32, (8, 8), strides=(4, 4), padding="VALID", name="conv1")(x))
         x = nn.relu(nn.Conv(64, (4, 4), strides=(2, 2), padding="VALID", name="conv2")(x))
@@ -246,7 +253,9 @@ def structured_leaves(space: gym.spaces.Space) -> tuple[Leaf, ...]:
 def torso_for(observation_space: gym.spaces.Space, kind: str = "auto", **kwargs: Any) -> nn.Module:
     """A torso for `observation_space`; `kwargs` go to the torso's constructor.
 
-    "auto": `NatureCNN` for a rank-3 uint8 `Box` (a channel-first image), and
+    "auto": `NatureCNN` for a rank-3 uint8 `Box` (a channel-first image) of at least 36x36, the
+    small CNN of `ImageEncoder` then `MLPTorso(hidden_sizes=(64, 64))` for a smaller one (a grid
+    world's view, XLand-MiniGrid's [2, 7, 7]: NatureCNN's convs would leave no pixels), and
     `MLPTorso(hidden_sizes=(64, 64))` for a `Discrete` (one-hot), a rank-1 `Box` or a non-uint8
     `Box` of any rank (flattened: e.g. MinAtar's [C, 10, 10] 0/1 planes, as PureJaxRL learns
     them); uint8 pixels in another layout are refused. "mlp" (any `Box` or `Discrete`),
@@ -264,6 +273,9 @@ def torso_for(observation_space: gym.spaces.Space, kind: str = "auto", **kwargs:
     is_box = isinstance(space, gym.spaces.Box)
     if kind == "auto":
         if is_box and len(space.shape) == 3 and space.dtype == np.uint8:
+            check_channel_first(space.shape, what=f"observation space {space}")
+            if min(space.shape[1:]) < NATURE_CNN_MIN:  # a small image: the MLP over the small CNN's features
+                return MLPTorso(**{"hidden_sizes": (64, 64), **kwargs, "leaves": (Leaf("image"),)})
             kind = "nature_cnn"
         elif isinstance(space, gym.spaces.Discrete) or (is_box and (space.dtype != np.uint8 or len(space.shape) == 1)):
             kind = "mlp"

@@ -14,6 +14,7 @@ import pytest
 
 import envs
 from envs.atari.games import ATARI_TASKS, ROM_IDS, UNSUPPORTED_ROMS
+from envs.registry import host_envs
 from tests.support import toy_envs
 
 pytest.importorskip("ale_py", reason="the atari extra is not installed: pip install -e '.[atari]'")
@@ -159,7 +160,8 @@ def _non_atari_sample(ids: list[str]) -> list[str]:
 
 @pytest.mark.slow(seconds=3)
 def test_every_listed_non_atari_id_builds():
-    ids = envs.list_all_envs()
+    """The host ids (PettingZoo's and the JAX suites': tests/test_suite_install.py)."""
+    ids = host_envs()
     sample = _non_atari_sample(ids)
     assert {"CartPole-v1", "FrozenLake-v1", "Taxi-v4", "phys2d/CartPole-v1"} <= set(sample)
     assert sum(gym.registry[t].entry_point == "ale_py.env:AtariEnv" for t in sample if t in gym.registry) >= 10

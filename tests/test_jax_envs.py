@@ -68,8 +68,9 @@ def test_gymnax_terminal_on_the_limits_step_is_terminated_only():
 
 
 def test_gymnax_spaces_and_kwargs():
-    breakout = make_raw("gymnax/Breakout-MinAtar")
-    assert breakout.observation_space.shape == (4, 10, 10) and breakout.observation_space.dtype == np.float32
+    breakout = make_raw("gymnax/Breakout-MinAtar")  # gymnax's layout; the JaxEnv's (the pool's) channel-first
+    assert breakout.observation_space.shape == (10, 10, 4) and breakout.observation_space.dtype == np.float32
+    assert breakout.channel_last and make_jax_env("gymnax/Breakout-MinAtar").observation_space.shape == (4, 10, 10)
     catch = make_raw("gymnax/Catch-bsuite")  # gymnax's space says int32; the env returns float32
     assert catch.observation_space.dtype == np.float32
     rooms = make_raw("gymnax/FourRooms-misc")  # ... and the other way round
@@ -104,7 +105,7 @@ def test_ids_and_errors():
         make_raw("gymnax/CartPol-v1")
     for suite in ("craftax", "xminigrid", "navix", "brax", "playground", "jaxmarl"):
         if importlib.util.find_spec(SUITES[suite].module) is None:
-            with pytest.raises(ImportError, match=rf"pip install 'sebulba\[{suite}\]'") as e:
+            with pytest.raises(ImportError, match=rf'pip install -e "\.\[{suite}\]"') as e:
                 make_raw(f"{suite}/anything")
             assert "\n" not in str(e.value)
 
@@ -162,7 +163,7 @@ def test_jumanji_equals_its_own_api_and_maps_last_steps():
     assert any(s.terminated for s in ours) and sum(bool(s.truncated) for s in ours) == 2
 
 
-def test_jumanji_spaces_and_errors():
+def test_jumanji_spaces_and_errors(monkeypatch):
     pytest.importorskip("jumanji")
     import gymnasium as gym
 
@@ -178,9 +179,61 @@ def test_jumanji_spaces_and_errors():
         assert {k: (v.shape, v.dtype) for k, v in obs.items()} == {
             k: (s.shape, s.dtype) for k, s in tetris.observation_space.spaces.items()
         }
-        with pytest.raises(ValueError, match=r"one reward per agent \(shape \(2,\)\)"):
-            make_raw("jumanji/LevelBasedForaging-v0")
+        with pytest.raises(ValueError, match=r"^jumanji/LevelBasedForaging-v0 is not supported: it gives one reward per"):
+            make_raw("jumanji/LevelBasedForaging-v0")  # by name
+        from envs.jax import jumanji as adapter
+
+        with monkeypatch.context() as m:  # an env with a reward per agent not named: refused when built
+            m.delitem(adapter.UNSUPPORTED, "LevelBasedForaging-v0")
+            with pytest.raises(ValueError, match=r"one reward per agent \(shape \(2,\)\)"):
+                make_raw("jumanji/LevelBasedForaging-v0")
         with pytest.raises(ValueError, match=r"unknown kwarg\(s\) \['rows'\] for jumanji/Snake-v1; its parameters are"):
             make_raw("jumanji/Snake-v1", rows=3)
         with pytest.raises(ValueError, match="downloads its levels"):
             make_raw("jumanji/Sokoban-v0")
+
+
+# ---------------------------------------------------------------- channel-last suites
+
+
+class _GridPlayers:
+    """A raw env with channel-last grids in a Dict, two players: obs [P, ...] per env, the grid
+    leaf [H, W, C] = [4, 5, 3] holding (row, column, channel) codes, a vector leaf beside it."""
+
+    task_id, max_episode_steps, channel_last, num_players = "toy/grid", None, True, 2
+
+    def _obs(self):
+        h, w, c = np.meshgrid(np.arange(4), np.arange(5), np.arange(3), indexing="ij")
+        grid = jnp.asarray(100 * h + 10 * w + c, jnp.int32)
+        return {"grid": jnp.stack([grid, grid + 1000]), "vec": jnp.zeros((2, 3, 4, 5), jnp.float32)}
+
+    def reset(self, key):
+        return jnp.zeros(()), self._obs()
+
+    def step(self, state, action):
+        return state, self._obs(), jnp.zeros(2), jnp.bool_(False), jnp.bool_(False)
+
+
+def test_a_channel_last_suite_is_presented_channel_first():
+    """JaxEnv moves every rank-3 leaf of a `channel_last` raw env to [C, H, W], space and
+    observations (reset and step, per player row); other leaves as they are."""
+    import gymnasium as gym
+
+    from envs.jax.core import JaxEnv
+
+    raw = _GridPlayers()
+    raw.observation_space = gym.spaces.Dict({
+        "grid": gym.spaces.Box(0, 2000, (4, 5, 3), np.int32),
+        "vec": gym.spaces.Box(0, 1, (3, 4, 5), np.float32),  # rank 3 too: in a channel_last env, [H, W, C]
+    })
+    raw.action_space = gym.spaces.Discrete(2)
+    env = JaxEnv(raw)
+    assert env.observation_space["grid"].shape == (3, 4, 5) and env.observation_space["vec"].shape == (5, 3, 4)
+    assert env.observation_space["grid"].dtype == np.int32
+    lanes, first = env.reset(jax.random.key(0), 2)
+    _, nxt = env.step(lanes, jnp.zeros(4, jnp.int32))
+    for step in (first, nxt):
+        grid = np.asarray(step.obs["grid"])
+        assert grid.shape == (4, 3, 4, 5) and step.obs["vec"].shape == (4, 5, 3, 4)  # rows (env, player)
+        assert grid[1, 2, 3, 4] == 1000 + 100 * 3 + 10 * 4 + 2  # env 0, player 1: channel 2 at (3, 4)
+        assert all(env.observation_space["grid"].contains(g) for g in grid)

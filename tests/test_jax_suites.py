@@ -1,6 +1,6 @@
-"""The JAX suites outside CI's dev install (Craftax, XLand-MiniGrid, Brax): each adapter against
-its suite's own API step for step, and the suite's time limit as truncation. Each test skips
-where its suite is not installed (pip install 'sebulba[craftax]', ...)."""
+"""The JAX suites outside CI's dev install (Craftax, Navix, Brax, Playground) and XLand-MiniGrid
+(in it): each adapter against its suite's own API step for step, and the suite's time limit as
+truncation. Each test skips where its suite is not installed (pip install -e ".[craftax]", ...)."""
 
 import jax
 import jax.numpy as jnp
@@ -15,7 +15,7 @@ from tests.support.jax_envs import compare, reference, run
 def test_xminigrid_equals_its_own_api_and_truncates_at_its_max_steps():
     """MiniGrid-Empty-5x5 with max_steps 4: turning in place never reaches the goal, so every
     episode ends at xminigrid's own limit (LAST, discount 1: truncated); walking forward and
-    turning reaches it (LAST, discount 0: terminated)."""
+    turning reaches it (LAST, discount 0: terminated). Its [H, W, 2] views come channel-first."""
     xminigrid = pytest.importorskip("xminigrid")
     env, params = xminigrid.make("MiniGrid-Empty-5x5")
     params = params.replace(max_steps=4)
@@ -29,7 +29,8 @@ def test_xminigrid_equals_its_own_api_and_truncates_at_its_max_steps():
     key, actions = jax.random.key(2), [1] * 6 + [0, 0, 1, 0, 0] * 3  # 0 forward, 1 turn right
     ours = run(make_jax_env("xminigrid/MiniGrid-Empty-5x5", max_steps=4), key, actions)
     ref = reference(lambda now: (ts := reset(params, jax.random.key_data(now)), ts.observation), own_step, key, actions)
-    compare(ours, ref)
+    assert ours[0].obs.shape == (2, 7, 7) and ref[0][0].shape == (7, 7, 2)
+    compare(ours, ref, obs=lambda o: np.moveaxis(np.asarray(o), -1, 0))
     assert any(s.truncated for s in ours)
 
 
@@ -84,7 +85,7 @@ def test_brax_equals_its_own_api():
 @pytest.mark.slow(seconds=15)
 def test_navix_equals_its_own_api():
     """Navix-Empty-5x5 with max_steps 3: its step type 1 (truncation) and 2 (termination, at the
-    goal) map to truncated and terminated."""
+    goal) map to truncated and terminated. Its symbolic [H, W, 3] views come channel-first."""
     navix = pytest.importorskip("navix")
     env = navix.make("Navix-Empty-5x5-v0", max_steps=6)
     reset, step = jax.jit(env.reset), jax.jit(env._step)
@@ -95,7 +96,9 @@ def test_navix_equals_its_own_api():
 
     key, actions = jax.random.key(6), [0] * 8 + [2, 2, 1, 2, 2] * 3  # 0 turn left, 1 turn right, 2 forward
     ours = run(make_jax_env("navix/Navix-Empty-5x5-v0", max_steps=6), key, actions)
-    compare(ours, reference(lambda now: (ts := reset(jax.random.key_data(now)), ts.observation), own_step, key, actions))
+    ref = reference(lambda now: (ts := reset(jax.random.key_data(now)), ts.observation), own_step, key, actions)
+    assert ours[0].obs.shape == (3, 5, 5) and ref[0][0].shape == (5, 5, 3)
+    compare(ours, ref, obs=lambda o: np.moveaxis(np.asarray(o), -1, 0))
     assert any(s.truncated for s in ours)
 
 

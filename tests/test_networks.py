@@ -245,6 +245,22 @@ def test_auto_torso_flattens_float_grids_into_its_mlp():
     assert y.shape == (B, 64)
 
 
+@pytest.mark.parametrize("shape", [(2, 7, 7), (3, 5, 5), (3, 6, 6), (2, 3, 3), (3, 3, 7), (3, 19, 19), (3, 35, 40)])
+def test_auto_torso_convolves_images_too_small_for_nature_cnn(shape):
+    """A grid world's view, channel-first uint8 (XLand-MiniGrid's [2, 7, 7], Navix's [3, 5, 5]):
+    NatureCNN's convs would leave no pixels, so "auto" gives the small CNN of an image leaf
+    (convolving from 7x7 up, flattening below: 5x5 and 6x6 used to leave it 0 features) then the
+    MLP, and the image reaches its features."""
+    space = gym.spaces.Box(0, 255, shape, np.uint8)
+    torso = torso_for(space)
+    assert isinstance(torso, MLPTorso) and [leaf.kind for leaf in torso.leaves] == ["image"]
+    obs = images(shape, batch=4)
+    params, y = init_apply(torso, obs)
+    assert y.shape == (4, 64) and np.isfinite(np.asarray(y)).all()
+    assert ("image0" in params["params"]) == (min(shape[1:]) >= 7)  # the small CNN's params, or none
+    assert not np.allclose(torso.apply(params, images(shape, seed=1, batch=4)), y)  # the image reaches them
+
+
 def test_torso_for_a_structured_space_encodes_every_leaf():
     """Dict/Tuple observations: one MLP over the concatenated leaf encodings (one-hot discrete
     leaves, a CNN per image leaf); each leaf changes the features."""

@@ -149,7 +149,7 @@ def one_line_error(out, tmp_path, names):
 @pytest.mark.slow(seconds=3)
 def test_wandb_without_the_package_names_the_extra(tmp_path):
     out = in_process("no-package", "--wandb", f"--logdir={tmp_path}")
-    one_line_error(out, tmp_path, "W&B logging (--wandb) needs the wandb package: pip install 'sebulba[wandb]'")
+    one_line_error(out, tmp_path, 'W&B logging (--wandb) needs the wandb package: pip install -e ".[wandb]"')
 
 
 @pytest.mark.slow(seconds=3)

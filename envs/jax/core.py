@@ -13,6 +13,10 @@ keeps (DESIGN.md "Flags"), so agents' masks are the same in both loops:
   order; actions, observations, rewards and flags are per row, the lanes (state, keys, elapsed)
   per env. An env's players end their episode together (its terminated and truncated are the
   env's), and it resets as one.
+- images channel-first, as every backend of the pool presents them: a raw env that declares
+  `channel_last = True` (a suite whose rank-3 observations are grids [H, W, C]: gymnax's MinAtar,
+  Craftax's pixels, XLand-MiniGrid's and Navix's views) has every rank-3 Box leaf of its space
+  and of its observations moved to [C, H, W] by JaxEnv, here, not by each adapter.
 
 Everything is pure and jittable: the Anakin loop (`sebulba/loop/anakin.py`) scans `JaxEnv.step`
 inside its program; the pool's JAX backend jits it on the host's default device.
@@ -25,13 +29,16 @@ from typing import Any, NamedTuple, Protocol
 import gymnasium as gym
 import jax
 import jax.numpy as jnp
+import numpy as np
 
+from envs.tree import map_space
 
 
 class RawJaxEnv(Protocol):
     """One env of a JAX suite, unbatched, with no auto-reset and no time limit of its own (the
     adapter applies `max_episode_steps`). Its RNG key, if it needs one to step, lives in its
-    state. Spaces are one env's Gymnasium spaces, images channel-first."""
+    state. Spaces are one env's Gymnasium spaces; rank-3 leaves are channel-first [C, H, W] unless
+    the env declares `channel_last = True` (then JaxEnv moves them, see the module docstring)."""
 
     task_id: str  # SUITE/ID, e.g. "gymnax/CartPole-v1"
     observation_space: gym.spaces.Space
@@ -45,6 +52,7 @@ class RawJaxEnv(Protocol):
         """(state, obs, reward f32, terminated bool, truncated bool): truncated for a cut the
         suite makes itself besides the time limit (else False)."""
 
+    # Optional: `channel_last = True`: its rank-3 Box leaves (space and observations) are [H, W, C].
     # Optional: `num_players` P > 1 (default 1) and `player_names` (P names, in row order): a
     # multi-player env, whose obs (reset's and step's) and reward have a leading player axis P and
     # whose action is [P, ...] (one player's spaces above); terminated and truncated stay the env's.
@@ -88,6 +96,38 @@ def _tree_where(mask: jax.Array, a: Any, b: Any) -> Any:
     return jax.tree.map(pick, a, b)
 
 
+def _is_grid(space: gym.spaces.Space) -> bool:
+    return isinstance(space, gym.spaces.Box) and len(space.shape) == 3
+
+
+def channel_first_space(space: gym.spaces.Space) -> gym.spaces.Space:
+    """The space with every rank-3 Box leaf [H, W, C] as [C, H, W] (bounds moved with it)."""
+
+    def move(leaf: gym.spaces.Space) -> gym.spaces.Space:
+        if not _is_grid(leaf):
+            return leaf
+        low, high = np.moveaxis(leaf.low, -1, 0), np.moveaxis(leaf.high, -1, 0)
+        return gym.spaces.Box(low, high, low.shape, leaf.dtype)
+
+    return map_space(move, space)
+
+
+def grid_leaves(space: gym.spaces.Space) -> Any:
+    """A pytree of the observation's structure (dicts for Dict, tuples for Tuple): True at each
+    rank-3 Box leaf."""
+    if isinstance(space, gym.spaces.Dict):
+        return {k: grid_leaves(s) for k, s in space.spaces.items()}
+    if isinstance(space, gym.spaces.Tuple):
+        return tuple(grid_leaves(s) for s in space.spaces)
+    return _is_grid(space)
+
+
+def channel_first(grids: Any, obs: Any) -> Any:
+    """obs with each leaf that `grids` (`grid_leaves` of its space) marks moved from [..., H, W, C]
+    to [..., C, H, W] (any leading axes: envs, players)."""
+    return jax.tree.map(lambda grid, x: jnp.moveaxis(x, -1, -3) if grid else x, grids, obs)
+
+
 def pool_key() -> jax.Array:
     """The key a pool's envs are folded from: env i of `envs.make(SUITE/ID, seed=s)` is keyed
     `fold_in(pool_key(), s + i)`, a function of s + i alone."""
@@ -105,6 +145,13 @@ class JaxEnv:
         self.max_episode_steps = limit
         self.num_players = int(getattr(raw, "num_players", 1))  # rows per env
         self.player_names = tuple(getattr(raw, "player_names", ()))
+        self._grids = grid_leaves(raw.observation_space) if getattr(raw, "channel_last", False) else None
+        self._observation_space = (raw.observation_space if self._grids is None
+                                   else channel_first_space(raw.observation_space))
+
+    def _present(self, obs: Any) -> Any:
+        """A batch of the raw env's observations as the pool presents them (images channel-first)."""
+        return obs if self._grids is None else channel_first(self._grids, obs)
 
     def _rows(self, x: Any) -> Any:
         """Per-env leaves with a player axis [B, P, ...] as rows [B * P, ...]."""
@@ -122,7 +169,7 @@ class JaxEnv:
 
     @property
     def observation_space(self) -> gym.spaces.Space:
-        return self.raw.observation_space
+        return self._observation_space
 
     @property
     def action_space(self) -> gym.spaces.Space:
@@ -143,7 +190,7 @@ class JaxEnv:
         lanes = Lanes(state, later, jnp.zeros(num_envs, jnp.int32), jnp.zeros(num_envs, bool))
         rows = num_envs * self.num_players
         false = jnp.zeros(rows, bool)
-        return lanes, Step(self._rows(obs), jnp.zeros(rows, jnp.float32), false, false, jnp.ones(rows, bool))
+        return lanes, Step(self._rows(self._present(obs)), jnp.zeros(rows, jnp.float32), false, false, jnp.ones(rows, bool))
 
     def reset_as_pool(self, seed: int, num_envs: int, first_index: int | jax.Array = 0) -> tuple[Lanes, Step]:
         """Envs first_index .. first_index + num_envs - 1 of the pool `envs.make(task_id,
@@ -187,4 +234,4 @@ class JaxEnv:
         lanes = Lanes(state, key, jnp.where(first, 0, elapsed), terminated | truncated)
         first, terminated, truncated = (self._per_row(x) for x in (first, terminated, truncated))
         reward = jnp.where(first, 0.0, self._rows(reward))
-        return lanes, Step(self._rows(obs), reward, terminated, truncated, first)
+        return lanes, Step(self._rows(self._present(obs)), reward, terminated, truncated, first)

@@ -12,7 +12,8 @@ auto-reset nor truncate (our JaxEnv does both).
 - Spaces: Gymnasium spaces of one env whose dtype and shape are what `reset_env` returns (gymnax's
   spaces say int32 where Catch returns float32, float32 where FourRooms returns int32); images
   (MinAtar's [10, 10, C], Pong-misc's [30, 40, 3]: every rank-3 observation of gymnax is
-  channel-last) are transposed to channel-first [C, H, W], as the pool presents images.
+  channel-last) are presented channel-first [C, H, W] by JaxEnv (`channel_last = True`), as the
+  pool presents images.
 - kwargs: the env's parameters (`EnvParams` fields, e.g. `gravity=9.8`, `max_steps_in_episode`)
   and its constructor's arguments (e.g. DeepSea's `size`); anything else is a one-line ValueError
   naming the valid ones.
@@ -50,8 +51,7 @@ def _bounds(value: Any, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
 
 def space(space: Any, leaf: jax.ShapeDtypeStruct, what: str, task_id: str, discrete: Any = np.int64) -> gym.spaces.Space:
     """A gymnax-style space (gymnax's, Craftax's: read by class name) as the Gymnasium space of one
-    env, with the dtype and shape of `leaf` (what the env returns), channel-last images as
-    channel-first."""
+    env, with the dtype and shape of `leaf` (what the env returns), in the env's own layout."""
     kind = type(space).__name__
     dtype = np.dtype(leaf.dtype)
     if kind == "Discrete":
@@ -61,14 +61,8 @@ def space(space: Any, leaf: jax.ShapeDtypeStruct, what: str, task_id: str, discr
     if kind == "Box":
         shape = tuple(leaf.shape)
         low, high = _bounds(space.low, shape, dtype), _bounds(space.high, shape, dtype)
-        if len(shape) == 3:
-            low, high = low.transpose(2, 0, 1), high.transpose(2, 0, 1)
-        return gym.spaces.Box(low, high, low.shape, dtype)
+        return gym.spaces.Box(low, high, shape, dtype)
     raise ValueError(f"{task_id}: its {what} space {kind} is not supported (Discrete and Box are)")
-
-
-def channel_first(obs: jax.Array) -> jax.Array:
-    return jnp.transpose(obs, (2, 0, 1)) if obs.ndim == 3 else obs
 
 
 def check_kwargs(task_id: str, kwargs: dict[str, Any], *valid: Any) -> None:
@@ -80,7 +74,10 @@ def check_kwargs(task_id: str, kwargs: dict[str, Any], *valid: Any) -> None:
 class GymnaxStyleEnv:
     """A RawJaxEnv over an env with gymnax's `reset_env(key, params)` / `step_env(key, state,
     action, params)` (gymnax's, Craftax's): state = (its state, key data for its next step).
-    `step_params` are the params it steps with (the time limit lifted where its done includes it)."""
+    `step_params` are the params it steps with (the time limit lifted where its done includes it).
+    Its rank-3 observations are channel-last (`channel_last`: JaxEnv presents them channel-first)."""
+
+    channel_last = True
 
     def __init__(self, task_id: str, env: Any, params: Any, step_params: Any, max_episode_steps: int):
         self.task_id, self.env, self.params, self._step_params = task_id, env, params, step_params
@@ -95,7 +92,7 @@ class GymnaxStyleEnv:
         self._obs_dtype = self.observation_space.dtype
 
     def _obs(self, obs: jax.Array) -> jax.Array:
-        return channel_first(obs).astype(self._obs_dtype)
+        return obs.astype(self._obs_dtype)
 
     def reset(self, key: jax.Array) -> tuple[Any, Any]:
         key, now = jax.random.split(key)

@@ -34,7 +34,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-UNSUPPORTED = {"Sokoban-v0": "it downloads its levels (Boxoban) when it is built"}
+_PER_AGENT = "it gives one reward per agent; the agents learn from one reward per env"
+# Refused by name (and left out of envs.list_all_envs()); another env with a reward per agent is
+# refused when it is built, its reward's shape read.
+UNSUPPORTED = {"Sokoban-v0": "it downloads its levels (Boxoban) when it is built", "Connector-v3": _PER_AGENT,
+               "LevelBasedForaging-v0": _PER_AGENT, "SearchAndRescue-v0": _PER_AGENT}
 # Envs whose `time_limit` only ends episodes (read in their step; MMST's also shapes its instances):
 # built with _NEVER as theirs, and truncated by the adapter at their own.
 LIFTED_TIME_LIMIT = ("Cleaner-v0", "Maze-v0", "PacMan-v1", "RobotWarehouse-v0", "RubiksCube-v0",

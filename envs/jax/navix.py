@@ -4,9 +4,10 @@ resets on the same call that follows an end, with the key in its state).
 
 Its Timestep's step_type is 2 on termination and 1 on truncation (`t >= max_steps`, navix's own
 limit, 100 steps unless `max_steps` is given), so `max_episode_steps` is None unless set.
-Observations: navix's categorical and symbolic grids as Box of ints (0..n-1), kept as navix gives
-them (the torsos flatten them; a symbolic [H, W, 3] grid made channel-first would read as an
-image), its RGB ones (0..255) as channel-first uint8 images. kwargs: `navix.make`'s (e.g. `max_steps`, `observation_fn`).
+Observations: navix's grids as Box of ints with its bounds; the rank-3 ones (its symbolic
+[H, W, 3] views, the default, and its RGB images) channel-first [C, H, W] as the pool presents
+images (`channel_last`: JaxEnv moves them), so the automatic torso convolves them; its categorical
+[H, W] grids are kept. kwargs: `navix.make`'s (e.g. `max_steps`, `observation_fn`).
 """
 
 from __future__ import annotations
@@ -18,8 +19,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from envs.jax.gymnax import channel_first
-
 
 def ids() -> list[str]:
     import navix
@@ -27,19 +26,18 @@ def ids() -> list[str]:
     return sorted(navix.registry())
 
 
-def _space(space: Any, leaf: jax.ShapeDtypeStruct) -> tuple[gym.spaces.Box, bool]:
-    """(the Gymnasium space, whether observations are RGB images to make channel-first)."""
+def _space(space: Any, leaf: jax.ShapeDtypeStruct) -> gym.spaces.Box:
+    """The Gymnasium space of navix's, with the shape and dtype navix returns."""
     dtype, shape = np.dtype(leaf.dtype), tuple(leaf.shape)
     low = np.broadcast_to(np.asarray(space.minimum), shape).astype(dtype)
     high = np.broadcast_to(np.asarray(space.maximum), shape).astype(dtype)
-    rgb = len(shape) == 3 and shape[-1] == 3 and int(np.max(high)) == 255
-    if rgb:
-        low, high = low.transpose(2, 0, 1), high.transpose(2, 0, 1)
-    return gym.spaces.Box(low, high, low.shape, dtype), rgb
+    return gym.spaces.Box(low, high, shape, dtype)
 
 
 class NavixEnv:
     """A RawJaxEnv over one navix env: state = its Timestep (which holds its state and key)."""
+
+    channel_last = True  # its symbolic and RGB views [H, W, C]
 
     def __init__(self, name: str, **kwargs: Any):
         import navix
@@ -51,19 +49,16 @@ class NavixEnv:
             raise ValueError(f"bad kwarg(s) for {self.task_id}: {e}") from None
         self.max_episode_steps = None
         obs = jax.eval_shape(self.env.reset, jax.random.key_data(jax.random.key(0))).observation
-        self.observation_space, self._rgb = _space(self.env.observation_space, obs)
+        self.observation_space = _space(self.env.observation_space, obs)
         self.action_space = gym.spaces.Discrete(int(self.env.action_space.n))
 
     def reset(self, key: jax.Array) -> tuple[Any, Any]:
         ts = self.env.reset(jax.random.key_data(key))
-        return ts, self._obs(ts.observation)
-
-    def _obs(self, obs: jax.Array) -> jax.Array:
-        return channel_first(obs) if self._rgb else obs
+        return ts, ts.observation
 
     def step(self, state: Any, action: jax.Array):
         ts = self.env._step(state, jnp.asarray(action, jnp.int32))
-        return ts, self._obs(ts.observation), jnp.asarray(ts.reward, jnp.float32), ts.step_type == 2, ts.step_type == 1
+        return ts, ts.observation, jnp.asarray(ts.reward, jnp.float32), ts.step_type == 2, ts.step_type == 1
 
 
 make = NavixEnv

@@ -1,9 +1,11 @@
 """Which ids are JAX-native (`SUITE/ID`) and how to build them.
 
 Every suite name below is reserved: an id `SUITE/...` is never looked up as a Gymnasium namespace,
-installed or not. A suite's package is imported only when one of its ids is built; a suite not
-installed is a one-line ImportError naming its pip extra (and, where the extra cannot coexist with
-the base install, why).
+installed or not. A suite's package is imported only when one of its ids is built (or listed:
+`suite_ids`, `installed_suites`); a suite not installed is a one-line ImportError naming its pip
+extra (and, where the extra cannot coexist with the base install, why), and so is an installed
+suite that cannot import a module it needs (gymnax without six): the module named, with the
+same install command, which installs the suite's dependencies with it.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ class Suite:
 
     @property
     def install(self) -> str:
-        return f"pip install 'sebulba[{self.extra}]'"
+        """The install command, as the docs give it (users install from a clone)."""
+        return f'pip install -e ".[{self.extra}]"'
 
 
 SUITES: dict[str, Suite] = {
@@ -59,11 +62,49 @@ def is_jax_id(task_id: Any) -> bool:
     return isinstance(task_id, str) and "/" in task_id and task_id.partition("/")[0] in SUITES
 
 
+def is_installed(suite: str) -> bool:
+    """Whether a suite's package is installed (found, not imported)."""
+    return importlib.util.find_spec(SUITES[suite].module) is not None
+
+
+def installed_suites() -> list[str]:
+    """The suites whose packages are installed here, in SUITES' order (nothing imported)."""
+    return [name for name in SUITES if is_installed(name)]
+
+
+def served_ids(suite: str) -> list[str]:
+    """`suite_ids` less the ids its adapter refuses by name (its `UNSUPPORTED`: gymnax's
+    MNISTBandit, jumanji's Sokoban), i.e. those `make` takes (imports the suite)."""
+    refused = getattr(importlib.import_module(f"envs.jax.{SUITES[suite].adapter}"), "UNSUPPORTED", {})
+    return [i for i in suite_ids(suite) if i.partition("/")[2] not in refused]
+
+
+def _missing_module(suite: Suite, error: ModuleNotFoundError) -> ImportError:
+    """A module the suite's package imports is not installed: one line naming it and the install."""
+    name = error.name or str(error)
+    extra = f" ({suite.conflict})" if suite.conflict else ""
+    return ImportError(f"{suite.name}/... envs need {suite.module}, which imports {name}, not installed here: "
+                       f"{suite.install} installs {suite.module} with what it needs{extra}")
+
+
+def _calling(suite: Suite, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """fn(*args, **kwargs), where a module the suite needs but cannot find is `_missing_module`'s
+    one line (an adapter imports parts of its suite only when it builds an env)."""
+    try:
+        return fn(*args, **kwargs)
+    except ModuleNotFoundError as e:
+        if (e.name or "").partition(".")[0] in ("envs", "sebulba"):  # ours: not the suite's dependency
+            raise
+        raise _missing_module(suite, e) from e
+
+
 def _adapter(suite: Suite) -> tuple[Callable[..., RawJaxEnv], Callable[[], list[str]]]:
-    """The suite's (make, ids), importing its package: a one-line ImportError when it is missing."""
-    if importlib.util.find_spec(suite.module) is None:
+    """The suite's (make, ids), importing its package: a one-line ImportError when it is missing,
+    or when it is installed but one of the modules it imports is not."""
+    if not is_installed(suite.name):
         extra = f" ({suite.conflict})" if suite.conflict else ""
         raise ImportError(f"{suite.name}/... envs need {suite.module}: {suite.install}{extra}")
+    _calling(suite, importlib.import_module, suite.module)
     module = importlib.import_module(f"envs.jax.{suite.adapter}")
     return module.make, module.ids
 
@@ -71,7 +112,7 @@ def _adapter(suite: Suite) -> tuple[Callable[..., RawJaxEnv], Callable[[], list[
 def suite_ids(suite: str) -> list[str]:
     """The full ids (`SUITE/ID`) a suite serves here (imports the suite)."""
     _, ids = _adapter(SUITES[suite])
-    return [f"{suite}/{name}" for name in ids()]
+    return [f"{suite}/{name}" for name in _calling(SUITES[suite], ids)]
 
 
 def make_raw(task_id: str, **kwargs: Any) -> RawJaxEnv:
@@ -92,13 +133,13 @@ def make_raw(task_id: str, **kwargs: Any) -> RawJaxEnv:
         raise ValueError(f"{task_id!r} is not a JAX-native env id (SUITE/ID with SUITE one of {', '.join(SUITES)})")
     suite, _, name = task_id.partition("/")
     make, ids = _adapter(SUITES[suite])
-    known = ids()
+    known = _calling(SUITES[suite], ids)
     if name not in known:
         full = [f"{suite}/{n}" for n in known]
         close = difflib.get_close_matches(task_id, full, n=3, cutoff=0.5)
         hint = f"did you mean {' or '.join(close)}?" if close else f"its ids: {', '.join(full)}"
         raise ValueError(f"unknown {suite} id {task_id!r}; {hint}")
-    return make(name, **kwargs)
+    return _calling(SUITES[suite], make, name, **kwargs)
 
 
 def make_jax_env(task_id: str, max_episode_steps: int | None = None, **kwargs: Any) -> JaxEnv:

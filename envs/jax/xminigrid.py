@@ -4,9 +4,10 @@ as RawJaxEnvs, over `xminigrid.make(id)`'s `reset(params, key)` / `step(params, 
 
 A LAST TimeStep with discount 0 is terminated, with discount > 0 truncated: xminigrid ends an
 episode at its own `max_steps` with discount 1, so `max_episode_steps` is None unless set.
-Observations are its symbolic view, a uint8 grid [H, W, 2] (tile, colour): not an image, kept as
-xminigrid gives it (the torsos flatten it). kwargs: its `EnvParams` fields (e.g. `max_steps`,
-`view_size`).
+Observations are its symbolic view, a uint8 grid [H, W, 2] (tile, colour per cell), presented
+channel-first [2, H, W] as the pool presents images (`channel_last`: JaxEnv moves it), so the
+automatic torso convolves it (a small CNN for grids under 36x36, sebulba/networks.py). kwargs: its
+`EnvParams` fields (e.g. `max_steps`, `view_size`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ def ids() -> list[str]:
 
 class XMiniGridEnv:
     """A RawJaxEnv over one xminigrid env: state = its TimeStep (which holds its state and key)."""
+
+    channel_last = True  # its [H, W, 2] view
 
     def __init__(self, name: str, **kwargs: Any):
         import xminigrid

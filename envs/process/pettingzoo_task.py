@@ -32,7 +32,7 @@ from envs.process.gym_task import GymTask, _retry, task_of_probe
 from envs.process.pettingzoo_env import OnePlayer, ParallelPlayers, PlayersEnv, TurnPlayers
 from envs.registry import PETTINGZOO_PREFIX
 
-INSTALL_HINT = "PettingZoo envs need the extra `multiagent` (pip install '.[multiagent]': pettingzoo, mpe2)"
+INSTALL_HINT = 'PettingZoo envs need the extra `multiagent` (pip install -e ".[multiagent]": pettingzoo, mpe2)'
 
 
 def _state_space(task_id: str, env: Any) -> gym.spaces.Box:

@@ -1,7 +1,7 @@
 """Weights & Biases logging of a run (`--wandb`): each metrics row (what metrics.csv and
 TensorBoard get), the run's config.json as the W&B config, and learning_curve.png at the end,
-through the `wandb` package (the optional extra `sebulba[wandb]`), imported only by a run that
-asks for it.
+through the `wandb` package (the optional extra: `pip install -e ".[wandb]"`), imported only by a
+run that asks for it.
 
 One W&B run per run directory: its id is kept in RUN_DIR/wandb_run_id, so `--resume` goes on in
 the same W&B run (`resume="allow"`; rows logged after the checkpoint a run resumes from are
@@ -22,7 +22,7 @@ from typing import Any
 from sebulba.experiment.run_dir import RunDir
 
 MODES = ("online", "offline", "disabled")
-INSTALL = "pip install 'sebulba[wandb]'"
+INSTALL = 'pip install -e ".[wandb]"'
 ID_FILE = "wandb_run_id"
 DEFAULT_PROJECT = "sebulba"
 EVAL_STEP = "eval_env_steps"  # the x axis of an evaluation's figures, as in TensorBoard
