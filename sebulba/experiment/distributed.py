@@ -14,15 +14,13 @@ heartbeat timeout is set well above it, so the watch, which says what happened, 
 from __future__ import annotations
 
 import os
-import sys
-import threading
 
 import jax
 
 from sebulba.experiment.peers import PeerWatch
+from sebulba.experiment.run_log import NativeStdout
 
 _watch: PeerWatch | None = None
-_filtering = False  # native stdout goes through _native_stdout_filtered
 
 
 def watch() -> PeerWatch | None:
@@ -54,33 +52,10 @@ def initialize(coordinator_address: str | None = None, num_processes: int | None
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
     jax.distributed.initialize(coordinator_address, num_processes, process_id,
                                heartbeat_timeout_seconds=int(2 * peer_timeout_s + 30))
-    _native_stdout_filtered()
+    NativeStdout.start()  # gloo prints "[Gloo] Rank 0 is connected to 1 peer ranks..." to fd 1: into the log
     if jax.process_count() == 1:
         return False
     _watch = PeerWatch(jax.process_index(), jax.process_count(), peer_timeout_s).start()
     return True
 
 
-def _native_stdout_filtered() -> None:
-    """Native code's stdout (file descriptor 1) through a filter to stderr, Python's stdout kept:
-    gloo prints "[Gloo] Rank 0 is connected to 1 peer ranks..." there at every new communicator,
-    and stdout is for our results. Every other native line reaches stderr."""
-    global _filtering
-    if _filtering:
-        return
-    _filtering = True
-    sys.stdout.flush()
-    ours = os.fdopen(os.dup(1), "w", buffering=1)
-    read, write = os.pipe()
-    os.dup2(write, 1)
-    os.close(write)
-    sys.stdout = ours
-
-    def forward() -> None:
-        with os.fdopen(read, "rb") as lines:
-            for line in lines:
-                if not line.startswith(b"[Gloo] "):
-                    sys.stderr.write(line.decode(errors="replace"))
-                    sys.stderr.flush()
-
-    threading.Thread(target=forward, name="sebulba-native-stdout", daemon=True).start()
