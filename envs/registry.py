@@ -227,8 +227,8 @@ def jax_envs() -> list[str]:
     if "ids" in _JAX_IDS:
         return list(_JAX_IDS["ids"])
     code = "import json; from envs.registry import jax_envs_here; print(json.dumps(jax_envs_here()))"
-    env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False)
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": os.pathsep.join(p or os.getcwd() for p in sys.path)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False, timeout=600)
     lines = out.stdout.strip().splitlines()
     if out.returncode != 0 or not lines:
         tail = (out.stderr.strip().splitlines() or ["no output"])[-1]

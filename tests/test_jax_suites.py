@@ -100,6 +100,8 @@ def test_navix_equals_its_own_api():
     assert ours[0].obs.shape == (3, 5, 5) and ref[0][0].shape == (5, 5, 3)
     compare(ours, ref, obs=lambda o: np.moveaxis(np.asarray(o), -1, 0))
     assert any(s.truncated for s in ours)
+    space = make_jax_env("navix/Navix-Empty-5x5-v0").observation_space
+    assert all(space.contains(np.asarray(s.obs)) for s in ours) and max(int(s.obs.max()) for s in ours) == 10
 
 
 @pytest.mark.slow(seconds=30)

@@ -4,7 +4,7 @@ resets on the same call that follows an end, with the key in its state).
 
 Its Timestep's step_type is 2 on termination and 1 on truncation (`t >= max_steps`, navix's own
 limit, 100 steps unless `max_steps` is given), so `max_episode_steps` is None unless set.
-Observations: navix's grids as Box of ints with its bounds; the rank-3 ones (its symbolic
+Observations: navix's grids as Box of ints over their dtype's range (`_space`); the rank-3 ones (its symbolic
 [H, W, 3] views, the default, and its RGB images) channel-first [C, H, W] as the pool presents
 images (`channel_last`: JaxEnv moves them), so the automatic torso convolves them; its categorical
 [H, W] grids are kept. kwargs: `navix.make`'s (e.g. `max_steps`, `observation_fn`).
@@ -27,8 +27,12 @@ def ids() -> list[str]:
 
 
 def _space(space: Any, leaf: jax.ShapeDtypeStruct) -> gym.spaces.Box:
-    """The Gymnasium space of navix's, with the shape and dtype navix returns."""
+    """The Gymnasium space of navix's, with the shape and dtype navix returns; integer grids span
+    their dtype (navix 0.7.4 declares its symbolic views 0..8, and its tags reach 10: the goal's,
+    the player's)."""
     dtype, shape = np.dtype(leaf.dtype), tuple(leaf.shape)
+    if np.issubdtype(dtype, np.integer):
+        return gym.spaces.Box(np.iinfo(dtype).min, np.iinfo(dtype).max, shape, dtype)
     low = np.broadcast_to(np.asarray(space.minimum), shape).astype(dtype)
     high = np.broadcast_to(np.asarray(space.maximum), shape).astype(dtype)
     return gym.spaces.Box(low, high, shape, dtype)
