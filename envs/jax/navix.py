@@ -28,8 +28,8 @@ def ids() -> list[str]:
 
 def _space(space: Any, leaf: jax.ShapeDtypeStruct) -> gym.spaces.Box:
     """The Gymnasium space of navix's, with the shape and dtype navix returns; integer grids span
-    their dtype (navix 0.7.4 declares its symbolic views 0..8, and its tags reach 10: the goal's,
-    the player's)."""
+    their dtype (navix 0.7.4 declares its symbolic views 0..8, and its tags reach 10: lava's is 9,
+    the player's 10)."""
     dtype, shape = np.dtype(leaf.dtype), tuple(leaf.shape)
     if np.issubdtype(dtype, np.integer):
         return gym.spaces.Box(np.iinfo(dtype).min, np.iinfo(dtype).max, shape, dtype)
