@@ -14,23 +14,25 @@ from tests.support.cli import run_experiment
 
 # One id per suite, the docs' example for it. navix is not in the dev extra (it pulls 83 MB of
 # linters and tfp-nightly): checked where installed.
-IDS = [
-    "gymnax/Breakout-MinAtar",
-    "jumanji/Snake-v1",
-    "jaxmarl/MPE_simple_spread_v3",
-    "xminigrid/MiniGrid-Empty-8x8",
-    "playground/CartpoleBalance",
-    "brax/inverted_pendulum",
-    pytest.param("navix/Navix-Empty-5x5-v0", id="navix (where installed)"),
+# IMPALA too on a grid world's small images (its automatic torso is PPO's).
+RUNS = [
+    ("ppo", "gymnax/Breakout-MinAtar"),
+    ("ppo", "jumanji/Snake-v1"),
+    ("ppo", "jaxmarl/MPE_simple_spread_v3"),
+    ("ppo", "xminigrid/MiniGrid-Empty-8x8"),
+    ("impala", "xminigrid/MiniGrid-Empty-8x8"),
+    ("ppo", "playground/CartpoleBalance"),
+    ("ppo", "brax/inverted_pendulum"),
+    pytest.param("ppo", "navix/Navix-Empty-5x5-v0", id="ppo-navix (where installed)"),
 ]
 
 
 @pytest.mark.slow(seconds=20)
-@pytest.mark.parametrize("env_id", IDS)
-def test_a_dev_suite_trains_with_the_defaults(tmp_path, env_id):
+@pytest.mark.parametrize("agent, env_id", RUNS)
+def test_a_dev_suite_trains_with_the_defaults(tmp_path, agent, env_id):
     if env_id.startswith("navix/"):
         pytest.importorskip("navix")
-    out = run_experiment("experiments.ppo", f"--env={env_id}", "--total_env_steps=300", f"--logdir={tmp_path}",
+    out = run_experiment(f"experiments.{agent}", f"--env={env_id}", "--total_env_steps=300", f"--logdir={tmp_path}",
                          "--noprogress", timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     assert "Anakin loop" in out.stdout + out.stderr
