@@ -115,20 +115,27 @@ def suite_ids(suite: str) -> list[str]:
     return [f"{suite}/{name}" for name in _calling(SUITES[suite], ids)]
 
 
+def has_stateless_step(task_id: Any) -> bool:
+    """Whether task_id is a built-in task (not a `SUITE/ID`) that the compiled kernel also steps as
+    a stateless JAX env (`envs/native/stateless.py`): the Anakin loop can run it."""
+    if not isinstance(task_id, str) or "/" in task_id:
+        return False
+    from envs.native.kernel_pool import TASK_CODES
+
+    return task_id in TASK_CODES
+
+
 def make_raw(task_id: str, **kwargs: Any) -> RawJaxEnv:
     """The RawJaxEnv of a `SUITE/ID`; kwargs are the suite's env parameters. An unknown id is a
     one-line ValueError with close matches. A built-in task the compiled kernel steps
     (`CartPole-v1`, ...; not a JAX id: it runs on the host pool unless the Anakin loop is asked
     for) is its stateless compiled env (envs/native/stateless.py)."""
-    if isinstance(task_id, str) and "/" not in task_id:
-        from envs.native.kernel_pool import TASK_CODES
+    if has_stateless_step(task_id):
+        from envs.native.stateless import StatelessEnv
 
-        if task_id in TASK_CODES:
-            from envs.native.stateless import StatelessEnv
-
-            if kwargs:
-                raise ValueError(f"{task_id} takes no env parameters here, got {', '.join(sorted(kwargs))}")
-            return StatelessEnv(task_id)
+        if kwargs:
+            raise ValueError(f"{task_id} takes no env parameters here, got {', '.join(sorted(kwargs))}")
+        return StatelessEnv(task_id)
     if not is_jax_id(task_id):
         raise ValueError(f"{task_id!r} is not a JAX-native env id (SUITE/ID with SUITE one of {', '.join(SUITES)})")
     suite, _, name = task_id.partition("/")
