@@ -25,7 +25,7 @@ jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
 # Gymnasium's own MuJoCo envs (the references the native pool is checked against) warn on load; the
 # pool's handler keeps MuJoCo from appending them to MUJOCO_LOG.TXT in the repository root.
 if importlib.util.find_spec("mujoco") is not None:
-    from envs.mujoco.backend import route_warnings  # noqa: E402
+    from envs.mujoco.log import route_warnings  # noqa: E402
 
     route_warnings()
 

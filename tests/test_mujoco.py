@@ -246,7 +246,7 @@ def test_mujocos_warnings_reach_the_logger(caplog):
     """A real warning from MuJoCo's C code (an unstable simulation) after the pool routed them."""
     import mujoco
 
-    from envs.mujoco.backend import route_warnings
+    from envs.mujoco.log import route_warnings
 
     route_warnings()
     model = mujoco.MjModel.from_xml_string("<mujoco><worldbody><body><freejoint/><geom size='.1'/></body></worldbody></mujoco>")

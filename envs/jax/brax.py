@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from envs.jax.gymnax import check_kwargs
+from envs.mujoco.log import route_warnings
 
 EPISODE_LENGTH = 1000
 
@@ -36,6 +37,7 @@ class BraxEnv:
         from brax import envs
 
         self.task_id = f"brax/{name}"
+        route_warnings()  # the models' MuJoCo warnings into the log, no MUJOCO_LOG.TXT
         params = inspect.signature(envs._envs[name]).parameters
         check_kwargs(self.task_id, kwargs, [p for p, v in params.items() if v.kind in (v.POSITIONAL_OR_KEYWORD, v.KEYWORD_ONLY)])
         self.env = envs.get_environment(name, **kwargs)

@@ -31,6 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from envs.jax.gymnax import check_kwargs
+from envs.mujoco.log import route_warnings
 
 
 WARP_LOG = logging.getLogger("warp")
@@ -121,6 +122,7 @@ class PlaygroundEnv:
 
         self.task_id = f"playground/{name}"
         warp_output_to_logging()
+        route_warnings()  # the models' MuJoCo warnings into the log, no MUJOCO_LOG.TXT
         config = registry.get_default_config(name)
         check_kwargs(self.task_id, kwargs, list(config.keys()))
         self.env = registry.load(name, config_overrides=kwargs or None)

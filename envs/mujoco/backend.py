@@ -16,7 +16,6 @@ import copy
 import ctypes
 import dataclasses
 import importlib.util
-import logging
 import os
 from pathlib import Path
 from typing import Any
@@ -26,35 +25,15 @@ import numpy as np
 
 from envs.config import PoolConfig
 from envs.episodes import EpisodeBook
+from envs.mujoco.log import route_warnings
 from envs.mujoco.render import MujocoRenderer, check_render_kwargs
 from envs.mujoco.tasks import RENDER_KWARGS, TASKS, Task
 from envs.ready import Batch, Chunk
 
 INSTALL_HINT = "MuJoCo tasks need mujoco: pip install -e '.[mujoco]'"
-# MuJoCo 4.0 warns on every load of Gymnasium's XML files: `route_warnings` drops exactly this line.
-_QUIET = ("compiler attribute 'settotalmass' is deprecated",)
-log = logging.getLogger("envs.mujoco")
-
-
 def mujoco_available() -> bool:
     """Whether the mujoco package is installed (found without importing it)."""
     return importlib.util.find_spec("mujoco") is not None
-
-
-def route_warnings() -> None:
-    """MuJoCo's warnings (its C code's `mju_warning`, from any thread) to the `envs.mujoco` logger,
-    but _QUIET's: MuJoCo's own handler prints them and appends them to MUJOCO_LOG.TXT in the
-    working directory, which a run would leave behind. Once per process; a handler the user set
-    (`mujoco.set_mju_user_warning`) is kept."""
-    import mujoco
-
-    if mujoco.get_mju_user_warning() is None:
-        mujoco.set_mju_user_warning(_warn)
-
-
-def _warn(message: str) -> None:
-    if not any(q in message for q in _QUIET):
-        log.warning(f"MuJoCo: {message.strip()}")
 
 
 def xml_path(xml_file: str) -> str:
