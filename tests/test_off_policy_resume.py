@@ -20,7 +20,8 @@ from sebulba.agents.ppo import PPO, PPOConfig
 from sebulba.agents.r2d2 import R2D2, R2D2Config
 from sebulba.agents.sac import SAC, SACConfig
 from sebulba.agents.td3 import TD3, TD3Config
-from sebulba.experiment.runner import byte_size, check_disk_room, replay_in_checkpoints
+from sebulba.experiment.runner import check_disk_room, replay_in_checkpoints
+from sebulba.loop.memory import byte_size
 from sebulba.loop.config import LoopConfig
 from sebulba.loop.memory import estimate
 from tests.support.cli import ROOT, child_env, last_metrics, run_experiment

@@ -36,7 +36,7 @@ from sebulba.loop.checkpoint import CheckpointConfig, Checkpointer
 from sebulba.loop.config import LoopConfig
 from sebulba.loop.evaluator import Evaluator, PeriodicEvaluation
 from sebulba.loop.loop import GymnasiumLoop
-from sebulba.loop.memory import MemoryEstimate, check_run_fits
+from sebulba.loop.memory import MemoryEstimate, byte_size, check_run_fits
 from sebulba.loop.middleware import LoopContext
 from sebulba.loop.metrics import job_report
 from sebulba.loop.processes import broadcast_text, gather_texts, together
@@ -366,14 +366,6 @@ def check_disk_room(run_path: Path, each: int, keep: int) -> None:
                          f"one being written, {byte_size(each)} each) and the filesystem of {run_path} has "
                          f"{byte_size(free + existing)} for them: free some space, lower --keep_checkpoints, or "
                          "leave the replay out with --nosave_replay (a resume then starts with an empty replay)")
-
-
-def byte_size(n: int) -> str:
-    """1288490189 -> '1.2 GiB'."""
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= scale:
-            return f"{n / scale:.1f} {unit}"
-    return f"{n} bytes"
 
 
 def announce_first_update() -> Callable[[LoopContext], None]:

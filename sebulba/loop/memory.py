@@ -20,6 +20,14 @@ from sebulba.types import ExperienceLayout
 GIB = 2.0**30
 
 
+def byte_size(n: int) -> str:
+    """1288490189 -> '1.2 GiB'."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} bytes"
+
+
 def free_bytes(device: jax.Device) -> int | None:
     """Free memory of an accelerator; for CPU devices, the host's available memory (Linux)."""
     stats = device.memory_stats() if device.platform != "cpu" else None
