@@ -162,7 +162,7 @@ def test_connect_four_self_play_beats_a_random_opponent_in_both_seats(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     (run_dir,) = tmp_path.iterdir()
     config = json.loads((run_dir / "config.json").read_text())
-    assert config["total_env_steps"] == 100_000 and config["loop"]["env_kwargs"] == {}  # the preset's: no player ids
+    assert config["total_env_steps"] == 300_000 and config["loop"]["env_kwargs"] == {}  # the preset's: no player ids
     out = run_experiment("experiments.evaluate", str(run_dir), "--opponent=random", "--episodes=100")
     assert out.returncode == 0, out.stderr[-3000:]
     report = json.loads((run_dir / "eval.json").read_text())
