@@ -19,7 +19,7 @@ def chatter(text: str) -> list[str]:
     return [line for line in text.splitlines() if any(word in line for word in CHATTER)]
 
 
-@pytest.mark.slow(seconds=136)
+@pytest.mark.slow(seconds=40)
 def test_a_playground_run_trains_checkpoints_resumes_and_evaluates(tmp_path):
     out = run_experiment("experiments.ppo", *ARGS, f"--logdir={tmp_path}", "--total_env_steps=64")
     assert out.returncode == 0, out.stderr[-3000:]
