@@ -31,11 +31,11 @@ from sebulba.experiment.run_log import LOG_FILE, log_file
 from sebulba.experiment.run_record import resumed_record, run_record
 from sebulba.experiment.run_dir import RunDir
 from sebulba.experiment.wandb_logger import WandbFlags, WandbLogger
-from sebulba.loop.anakin import AnakinLoop, uses_anakin
+from sebulba.loop.anakin import uses_anakin
 from sebulba.loop.checkpoint import CheckpointConfig, Checkpointer
 from sebulba.loop.config import LoopConfig
+from sebulba.loop.contract import Loop, make_loop
 from sebulba.loop.evaluator import Evaluator, PeriodicEvaluation
-from sebulba.loop.loop import GymnasiumLoop
 from sebulba.loop.memory import MemoryEstimate, byte_size, check_run_fits
 from sebulba.loop.middleware import LoopContext
 from sebulba.loop.metrics import job_report
@@ -113,7 +113,7 @@ class EvalFlags:
                              f"{self.episodes}")
 
 
-def periodic_evaluation(agent: Agent, loop: GymnasiumLoop | AnakinLoop, flags: EvalFlags, total_env_steps: int,
+def periodic_evaluation(agent: Agent, loop: Loop, flags: EvalFlags, total_env_steps: int,
                         report: Callable[[dict], None], start_env_steps: int = 0) -> PeriodicEvaluation:
     """Evaluation on its own pool of min(episodes, 8) envs (seeded apart from the training envs),
     on the loop's evaluation device (the first actor device; Anakin: the first learner device).
@@ -123,9 +123,8 @@ def periodic_evaluation(agent: Agent, loop: GymnasiumLoop | AnakinLoop, flags: E
     cfg = loop.config
     evaluator = Evaluator(agent, cfg.env_id, cfg.env_kwargs, min(flags.episodes, 8), seed=cfg.seed + 1_000_003,
                           device=loop.eval_device)
-    block = isinstance(loop, AnakinLoop) or not cfg.async_mode
     return PeriodicEvaluation(loop.staging, evaluator, flags.every_env_steps, flags.episodes, seed=cfg.seed,
-                              block=block, report=report, total_env_steps=total_env_steps,
+                              block=loop.synchronous, report=report, total_env_steps=total_env_steps,
                               start_env_steps=start_env_steps)
 
 
@@ -148,7 +147,7 @@ class StoppedBeforeTraining(KeyboardInterrupt):
 
 
 class _Stopper:
-    loop: GymnasiumLoop | AnakinLoop | None = None  # set once the loop trains
+    loop: Loop | None = None  # set once the loop trains
 
 
 @contextlib.contextmanager
@@ -301,7 +300,7 @@ def _run(experiment: str, agent: Agent, loop_config: LoopConfig, total_env_steps
                 tracker = WandbLogger.start(run_dir, wandb) if wandb is not None and first else None
             with together("building the loop"):
                 try:
-                    loop_in_setup = (AnakinLoop if uses_anakin(loop_config) else GymnasiumLoop)(agent, loop_config)
+                    loop_in_setup = make_loop(agent, loop_config)
                 except BaseException:
                     if tracker is not None:  # started first, so a bad key fails before the pools build
                         tracker.finish(failed=True)

@@ -52,7 +52,6 @@ from sebulba.types import EnvStep, Trajectory
 
 log = logging.getLogger("sebulba")
 
-LOOPS = ("auto", "sebulba", "anakin")
 ENV_STEPS_PER_CALL = 16_384  # the default K: about this many env steps per call (a call reports once)
 
 
@@ -573,14 +572,14 @@ class AnakinLoop:
         `save_experience`). Every process calls it at the same update."""
         meta = {"env_steps": env_steps, "learner_steps": learner_steps, "version": self.version,
                 "async_mode": False, "has_experience": checkpointer.config.save_experience,
-                "layout": anakin_layout(self.config, self.updates_per_call)}
+                "layout": anakin_layout(self.config)}
         checkpointer.save_items(learner_steps, keys.raw(self._saved(checkpointer.config.save_experience)),
                                 _rows(self._episodes()), meta)
 
     def restore(self, checkpointer: Checkpointer, step: int | None = None) -> dict:
         """Load the latest complete checkpoint (or `step`) into this loop; returns its metadata."""
         meta = checkpointer.read_meta(step)
-        checkpointer.check_layout(meta, False, anakin_layout(self.config, self.updates_per_call), step)
+        checkpointer.check_layout(meta, False, anakin_layout(self.config), step)
         like = self._saved(meta["has_experience"])
         actors_like = self._episodes()
         state, actors = checkpointer.restore_items(meta["learner_steps"] if step is None else step, _abstract(like),
@@ -599,6 +598,15 @@ class AnakinLoop:
         return meta
 
     # ------------------------------------------------------------------ teardown
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def synchronous(self) -> bool:
+        """Always: acting, env steps and learning are one program."""
+        return True
+
     def close(self) -> None:
         self._closed = True
 
@@ -609,7 +617,7 @@ class AnakinLoop:
         self.close()
 
 
-def anakin_layout(config: LoopConfig, updates_per_call: int | None = None) -> dict[str, Any]:
+def anakin_layout(config: LoopConfig) -> dict[str, Any]:
     """What a checkpoint of an Anakin run must match to resume."""
     c = config
     return {"loop": "anakin", "processes": jax.process_count(), "learner_devices": list(c.learner_devices),

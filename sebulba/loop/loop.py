@@ -197,6 +197,15 @@ class GymnasiumLoop:
         self.stop_requested = True
 
     @property
+    def closed(self) -> bool:
+        return getattr(self, "_closed", False)
+
+    @property
+    def synchronous(self) -> bool:
+        """Sync mode: each cycle then its update, in the calling thread."""
+        return not self.config.async_mode
+
+    @property
     def eval_device(self) -> jax.Device:
         """Where evaluation during training runs: the first actor device."""
         return self.inferencers[0].device
@@ -261,7 +270,7 @@ class GymnasiumLoop:
     # ------------------------------------------------------------------ teardown
     def close(self) -> None:
         """Stop threads and close every env pool. Idempotent."""
-        if getattr(self, "_closed", False):
+        if self.closed:
             return
         self._closed = True
         if hasattr(self, "_stop"):

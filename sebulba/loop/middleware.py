@@ -44,8 +44,8 @@ def start_run(loop: Any, max_env_steps: int | None, max_cycles: int | None, chec
               resume: bool) -> LoopContext:
     """What every loop's `run` does first: check its arguments, load the checkpointer's latest
     checkpoint when resuming (the counters continue), restart the metrics window and clear a
-    stop request. `loop` has `_closed`, `restore(checkpointer)`, `window` and `stop_requested`."""
-    if loop._closed:
+    stop request. `loop` keeps the `Loop` contract (sebulba/loop/contract.py)."""
+    if loop.closed:
         raise RuntimeError(f"run() on a closed {type(loop).__name__}")
     if max_env_steps is None and max_cycles is None:
         raise ValueError("set max_env_steps or max_cycles")
