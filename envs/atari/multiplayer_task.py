@@ -30,7 +30,7 @@ from envs.atari.task import (
     check_options,
 )
 from envs.config import PoolConfig, check_seed_range
-from envs.process.gym_task import GymTask, _retry
+from envs.process.gym_task import GymTask, retry_config
 
 PLAYERS_KWARGS: dict[str, Any] = {**ATARI_KWARGS, "add_player_id": False}  # and the player's indicator planes
 
@@ -54,7 +54,7 @@ def configure(task_id: str, env_type: str, kwargs: dict[str, Any]) -> GymTask:
     """Validates the kwargs (no env is built) and returns the worker-process task."""
     require_multi_agent_ale()
     kwargs = dict(kwargs)
-    retry = _retry(kwargs)
+    retry = retry_config(kwargs)
     rom = ATARI_PLAYER_TASKS[task_id]
     facts = rom_facts(rom)
     players = _num_players(task_id, kwargs.get("max_num_players"), facts.modes)

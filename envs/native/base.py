@@ -15,7 +15,7 @@ import numpy as np
 
 Index = slice | np.ndarray
 
-_RESETS_BUFFERED = 64
+RESETS_BUFFERED = 64
 
 
 class ResetNoise:
@@ -29,13 +29,13 @@ class ResetNoise:
     def __init__(self, num_envs: int, seed: int, draws_per_reset: int):
         self._k = draws_per_reset
         self._rngs = [np.random.default_rng(seed + i) for i in range(num_envs)]
-        self._buf = np.empty((num_envs, _RESETS_BUFFERED, draws_per_reset))
+        self._buf = np.empty((num_envs, RESETS_BUFFERED, draws_per_reset))
         self._pos = np.zeros(num_envs, np.int64)
         for i in range(num_envs):
             self._refill(i)
 
     def _refill(self, i: int) -> None:
-        self._buf[i] = self._rngs[i].random(_RESETS_BUFFERED * self._k).reshape(_RESETS_BUFFERED, self._k)
+        self._buf[i] = self._rngs[i].random(RESETS_BUFFERED * self._k).reshape(RESETS_BUFFERED, self._k)
         self._pos[i] = 0
 
     def reseed(self, seeds: dict[int, int]) -> None:
@@ -47,8 +47,8 @@ class ResetNoise:
     def uniform(self, ids: np.ndarray, low: np.ndarray | float, high: np.ndarray | float) -> np.ndarray:
         """One reset's draws for each env in ids, shape (len(ids), draws_per_reset)."""
         pos = self._pos[ids]
-        if np.count_nonzero(pos == _RESETS_BUFFERED):
-            for i in ids[pos == _RESETS_BUFFERED].tolist():
+        if np.count_nonzero(pos == RESETS_BUFFERED):
+            for i in ids[pos == RESETS_BUFFERED].tolist():
                 self._refill(i)
             pos = self._pos[ids]
         u = self._buf[ids, pos]

@@ -23,7 +23,7 @@ import numpy as np
 
 from envs.config import PoolConfig
 from envs.episodes import EpisodeBook
-from envs.native.base import _RESETS_BUFFERED, NativeTask
+from envs.native.base import RESETS_BUFFERED, NativeTask
 from envs.native.tasks import NATIVE_TASKS
 from envs.pool import DmEnvPool, EnvPool, GymnasiumEnvPool
 from envs.ready import Batch
@@ -181,7 +181,7 @@ class KernelPool:
         for i, (sh, sl, ih, il) in enumerate(rng.tolist()):
             noise._rngs[i].bit_generator.state = {"bit_generator": "PCG64", "state": {"state": (sh << 64) | sl, "inc": (ih << 64) | il},
                                                   "has_uint32": 0, "uinteger": 0}  # fmt: skip
-        noise._pos[:] = _RESETS_BUFFERED  # nothing drawn ahead: the next reset draws afresh
+        noise._pos[:] = RESETS_BUFFERED  # nothing drawn ahead: the next reset draws afresh
         book = EpisodeBook(n, self.config.max_episode_steps)
         book.elapsed[:] = elapsed
         book.done[:] = done.astype(bool)
@@ -196,7 +196,7 @@ class KernelPool:
         for i, rng in enumerate(noise._rngs):
             bg = np.random.PCG64()
             bg.state = rng.bit_generator.state
-            ahead = int(_RESETS_BUFFERED - noise._pos[i]) * k  # drawn into the buffer, not used
+            ahead = int(RESETS_BUFFERED - noise._pos[i]) * k  # drawn into the buffer, not used
             if ahead:
                 bg.advance((1 << 128) - ahead)
             states.append(bg.state["state"])

@@ -92,7 +92,7 @@ class GymTask:
 RETRY_KWARGS = ("max_retry", "step_timeout", "retry_waiting_time", "connect_timeout")
 
 
-def _retry(kwargs: dict[str, Any]) -> RetryConfig:
+def retry_config(kwargs: dict[str, Any]) -> RetryConfig:
     """Pops the recovery kwargs out of kwargs (they are not the env's)."""
     return RetryConfig(retry_type="renew", **{k: kwargs.pop(k) for k in RETRY_KWARGS if k in kwargs})
 
@@ -163,7 +163,7 @@ def configure(task_id: str, env_type: str, kwargs: dict[str, Any]) -> GymTask:
     _check_ale_game(task_id, kwargs)
     default_steps = find_spec(task_id).max_episode_steps
     kwargs = dict(kwargs)
-    retry = _retry(kwargs)
+    retry = retry_config(kwargs)
     drop = _drop_keys(task_id, kwargs)
     config = PoolConfig.create(task_id, env_type, "process", default_steps, kwargs, None)
     factory = _factory(task_id, dict(config.task_kwargs), drop)

@@ -28,7 +28,7 @@ import gymnasium as gym
 
 from envs.config import STANDARD_KWARGS, PoolConfig
 from envs.player_spaces import OWN_KWARGS, STATE_KWARG, common_space, padded_space, with_player_ids
-from envs.process.gym_task import GymTask, _retry, task_of_probe
+from envs.process.gym_task import GymTask, retry_config, task_of_probe
 from envs.process.pettingzoo_env import OnePlayer, ParallelPlayers, PlayersEnv, TurnPlayers
 from envs.registry import PETTINGZOO_PREFIX
 
@@ -127,7 +127,7 @@ def _module(task_id: str) -> str:
 def configure(task_id: str, env_type: str, kwargs: dict[str, Any]) -> GymTask:
     """Validates kwargs by building one probe env in this process, and reads its players and spaces."""
     kwargs = dict(kwargs)
-    retry = _retry(kwargs)
+    retry = retry_config(kwargs)
     env_kwargs = {k: v for k, v in kwargs.items() if k not in STANDARD_KWARGS and k not in OWN_KWARGS}
     options = {k: kwargs.get(k, False) for k in OWN_KWARGS}
     for k, v in options.items():

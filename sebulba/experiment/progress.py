@@ -13,7 +13,7 @@ from typing import IO, Any
 from tqdm import tqdm
 
 
-def _isatty(file: IO) -> bool:
+def isatty(file: IO) -> bool:
     try:
         return bool(file.isatty())
     except (AttributeError, ValueError):  # no isatty, or a closed stream
@@ -45,7 +45,7 @@ class ProgressBar:
         self.echo = echo
         self.total = total_env_steps
         self.desc = desc
-        self.interactive = _isatty(self.file) if interactive is None else interactive
+        self.interactive = isatty(self.file) if interactive is None else interactive
         self.env_steps = 0
         self._start = time.monotonic()
         self._first: tuple[float, int] | None = None  # (time, env steps) of the first report: the ETA's rate

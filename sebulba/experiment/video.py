@@ -25,7 +25,7 @@ import numpy as np
 import envs
 from envs.mujoco import gl
 from sebulba.agent import Agent
-from sebulba.experiment.progress import _isatty
+from sebulba.experiment.progress import isatty
 from sebulba.loop.evaluator import acting
 from sebulba.loop.metrics import team_name, teams
 from sebulba.types import EnvStep
@@ -204,7 +204,7 @@ class FrameProgress:
         self.total, self.every, self.desc = total, every, desc
         self._start = time.monotonic()
         self._bar: Any = None
-        if _isatty(self.file):
+        if isatty(self.file):
             from tqdm import tqdm
 
             self._bar = tqdm(total=total, desc=desc, file=self.file, unit=" frames", dynamic_ncols=True,

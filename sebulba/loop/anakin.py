@@ -38,7 +38,7 @@ from envs.jax.registry import has_stateless_step, is_jax_id, make_jax_env
 from sebulba import keys
 from sebulba.agent import Agent
 from sebulba.episodes import episode_stats
-from sebulba.loop.checkpoint import Checkpointer, _abstract, _abstract_rows, _rows
+from sebulba.loop.checkpoint import Checkpointer, abstract, abstract_rows, process_rows
 from sebulba.loop.config import LoopConfig
 from sebulba.loop.learner import NonFiniteError, Schedule, learner_step
 from sebulba.loop.memory import check_fits_in_memory, experience_layout
@@ -574,7 +574,7 @@ class AnakinLoop:
                 "async_mode": False, "has_experience": checkpointer.config.save_experience,
                 "layout": anakin_layout(self.config)}
         checkpointer.save_items(learner_steps, keys.raw(self._saved(checkpointer.config.save_experience)),
-                                _rows(self._episodes()), meta)
+                                process_rows(self._episodes()), meta)
 
     def restore(self, checkpointer: Checkpointer, step: int | None = None) -> dict:
         """Load the latest complete checkpoint (or `step`) into this loop; returns its metadata."""
@@ -582,8 +582,8 @@ class AnakinLoop:
         checkpointer.check_layout(meta, False, anakin_layout(self.config), step)
         like = self._saved(meta["has_experience"])
         actors_like = self._episodes()
-        state, actors = checkpointer.restore_items(meta["learner_steps"] if step is None else step, _abstract(like),
-                                                   _abstract_rows(actors_like))
+        state, actors = checkpointer.restore_items(meta["learner_steps"] if step is None else step, abstract(like),
+                                                   abstract_rows(actors_like))
         state = keys.typed_like(state, like)
         saved = state["anakin"]
         self.carry = self.carry._replace(

@@ -76,17 +76,17 @@ def loop_layout(config: LoopConfig) -> dict[str, Any]:
             "inferencers_per_device": c.inferencers_per_device, "num_envs": c.num_envs, "steps_per_cycle": c.steps_per_cycle}
 
 
-def _abstract(tree: Any) -> Any:
+def abstract(tree: Any) -> Any:
     """What to restore learner state into: the same shapes, dtypes and shardings."""
     return jax.tree.map(lambda x: jax.ShapeDtypeStruct(keys.raw(x).shape, keys.raw(x).dtype, sharding=x.sharding), tree)
 
 
-def _rows(tree: Any) -> Any:
+def process_rows(tree: Any) -> Any:
     """This process's actor state as rows of per-process global arrays."""
     return jax.tree.map(lambda x: per_process(np.asarray(keys.raw(x))), tree)
 
 
-def _abstract_rows(tree: Any) -> Any:
+def abstract_rows(tree: Any) -> Any:
     sharding = process_sharding()
     return jax.tree.map(lambda x: jax.ShapeDtypeStruct((jax.process_count(), *np.shape(keys.raw(x))), np.asarray(keys.raw(x)).dtype,
                                                        sharding=sharding), tree)
@@ -168,8 +168,8 @@ class Checkpointer:
         self._manager.wait_until_finished()
 
     def _read(self, step: int, abstract: dict[str, Any]) -> dict[str, Any]:
-        """The items of checkpoint `step` restored into the abstract trees given (`_abstract`,
-        `_abstract_rows`), their zero-size leaves built back."""
+        """The items of checkpoint `step` restored into the abstract trees given (`abstract`,
+        `abstract_rows`), their zero-size leaves built back."""
         ocp = self._ocp
         restored = self._manager.restore(step, args=ocp.args.Composite(
             **{name: ocp.args.StandardRestore(_storable(tree)) for name, tree in abstract.items()}))
@@ -221,7 +221,7 @@ class Checkpointer:
         meta = {"env_steps": env_steps, "learner_steps": learner_steps, "version": loop.learner.version,
                 "async_mode": loop.async_mode, "has_experience": self.config.save_experience,
                 "layout": dict(loop.layout)}
-        trees = {"state": keys.raw(self._learner_state(loop)), "actors": _rows(self._actor_state(loop))}
+        trees = {"state": keys.raw(self._learner_state(loop)), "actors": process_rows(self._actor_state(loop))}
         pools = self._pool_snapshots(loop)
         if pools is not None:  # each process's snapshots as one row of bytes, padded to the longest
             sizes = np.array([len(p) for p in pools], np.int64)
@@ -229,7 +229,7 @@ class Checkpointer:
             data = np.zeros((len(pools), width), np.uint8)
             for k, p in enumerate(pools):
                 data[k, :len(p)] = np.frombuffer(p, np.uint8)
-            trees["pools"] = _rows({"sizes": sizes, "data": data})
+            trees["pools"] = process_rows({"sizes": sizes, "data": data})
             meta["pool_bytes"] = width
         self._write(step, trees, meta)
         log.info(f"checkpoint at learner step {step} ({env_steps:,} env steps) in {self.config.directory}")
@@ -237,7 +237,7 @@ class Checkpointer:
     def save_items(self, step: int, state: dict, actors: dict, meta: dict) -> None:
         """A checkpoint at `step` of another loop's state in this format (the Anakin loop's):
         `state` (networks, opt_state, key and the loop's own device state), `actors` (per-process
-        rows, `_rows`) and `meta` (JSON). Skipped when there is one at `step` already."""
+        rows, `process_rows`) and `meta` (JSON). Skipped when there is one at `step` already."""
         if step in self._manager.all_steps():
             return
         self._write(step, {"state": state, "actors": actors}, meta)
@@ -252,7 +252,7 @@ class Checkpointer:
 
     def restore_items(self, step: int, state_like: Any, actors_like: Any) -> tuple[dict, dict]:
         """`save_items`'s state and actor rows of checkpoint `step`, restored into the abstract
-        trees given (`_abstract`, `_abstract_rows`)."""
+        trees given (`abstract`, `abstract_rows`)."""
         restored = self._read(step, {"state": state_like, "actors": actors_like})
         return dict(restored["state"]), dict(restored["actors"])
 
@@ -296,10 +296,10 @@ class Checkpointer:
             loop.start_inferencers()  # builds step states and resets pools: the targets of the restore
         like = self._learner_state(loop, meta["has_experience"])  # the replay when it is there, saved or not now
         actors = self._actor_state(loop)
-        items = {"state": _abstract(like), "actors": _abstract_rows(actors)}
+        items = {"state": abstract(like), "actors": abstract_rows(actors)}
         if "pool_bytes" in meta and not loop.async_mode:
             pools_like = {"sizes": np.zeros(len(loop.inferencers), np.int64), "data": np.zeros((len(loop.inferencers), meta["pool_bytes"]), np.uint8)}
-            items["pools"] = _abstract_rows(pools_like)
+            items["pools"] = abstract_rows(pools_like)
         restored = self._read(step, items)
         state = keys.typed_like(dict(restored["state"]), like)
         learner = loop.learner
