@@ -23,20 +23,20 @@ from __future__ import annotations
 from typing import Any
 
 from envs.atari.games import ATARI_PLAYER_TASKS, ATARI_TASKS
-from envs.backends import build, pool_class
+from envs.backends import build, make_pool
 from envs.config import PoolConfig
 from envs.manager import AsyncSubprocessEnvManager, BaseEnvManager, BaseEnvTimestep, EnvState, SyncSubprocessEnvManager
 from envs.pool import DmEnvPool, DmObservation, EnvPool, GymnasiumEnvPool
+from envs.ids import renders_in_workers
 from envs.process.errors import WorkerError
-from envs.registry import list_all_envs, renders_in_workers, resolve
+from envs.registry import list_all_envs, resolve
 from envs.spec import EnvSpec
 from envs.vector import make_vector_env
 
 
 def make(task_id: str, env_type: str = "gymnasium", **kwargs: Any) -> EnvPool:
     """Build a pool of num_envs envs of task_id. kwargs are EnvPool's (envpool.readthedocs.io) plus task ones."""
-    config, backend = build(task_id, env_type, dict(kwargs), start=True)
-    return pool_class(backend, env_type)(config, backend)
+    return make_pool(task_id, env_type, **kwargs)
 
 
 def make_gym(task_id: str, **kwargs: Any) -> EnvPool:

@@ -9,7 +9,8 @@ from typing import Any
 from envs.config import PoolConfig
 from envs.pool import DmEnvPool, EnvPool, GymnasiumEnvPool
 from envs.atari.games import ATARI_PLAYER_TASKS
-from envs.registry import is_pettingzoo_id, renders_in_workers, resolve
+from envs.ids import is_pettingzoo_id, renders_in_workers
+from envs.registry import resolve
 
 
 def build(task_id: str, env_type: str, kwargs: dict[str, Any], start: bool) -> tuple[PoolConfig, Any]:
@@ -24,7 +25,8 @@ def build(task_id: str, env_type: str, kwargs: dict[str, Any], start: bool) -> t
             return config, (native.observation_space(), native.action_space(), {})
         if config.render_mode is None:  # the compiled pool draws nothing: rendering pools stay on numpy
             from envs.native.kernel.build import library
-            from envs.native.kernel_pool import TASK_CODES, KernelPool
+            from envs.native.kernel_pool import KernelPool
+            from envs.native.tasks import TASK_CODES
 
             lib = library() if native.task_id in TASK_CODES else None  # Dict tasks: numpy only
             if lib is not None:
@@ -91,3 +93,10 @@ def pool_class(backend: Any, env_type: str) -> type[EnvPool]:
     if isinstance(backend, KernelPool):
         return CompiledDmPool if env_type == "dm" else CompiledGymnasiumPool
     return DmEnvPool if env_type == "dm" else GymnasiumEnvPool
+
+
+def make_pool(task_id: str, env_type: str = "gymnasium", **kwargs: Any) -> EnvPool:
+    """A started pool of task_id (`envs.make`, which is this; here so that modules under the
+    package, `envs.vector`, build pools without importing the package)."""
+    config, backend = build(task_id, env_type, dict(kwargs), start=True)
+    return pool_class(backend, env_type)(config, backend)

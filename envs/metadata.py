@@ -9,7 +9,7 @@ from typing import Any
 import gymnasium as gym
 from gymnasium.vector import AutoresetMode
 
-from envs.registry import renders_in_workers
+from envs.ids import renders_in_workers
 
 
 def _reference_entry_point(task_id: str, backend: str) -> Any:

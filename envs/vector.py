@@ -73,7 +73,7 @@ class VectorEnvPool(gym.vector.VectorEnv, ClosedOnExit):
     and the returned batch holds the others' last observations (`EnvPool.reset`)."""
 
     def __init__(self, task_id: str, num_envs: int = 1, **kwargs: Any):
-        import envs  # the package imports this module
+        from envs.backends import make_pool  # envs.make (the package imports this module)
 
         if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)):
             raise ValueError(f"num_envs must be an int, got {num_envs!r} ({type(num_envs).__name__})")
@@ -95,7 +95,7 @@ class VectorEnvPool(gym.vector.VectorEnv, ClosedOnExit):
                 f"sync pool (batch_size == num_envs == {num_envs}); for async batches use envs.make(...) directly"
             )
         self._task_id = task_id
-        self._pool = envs.make(task_id, env_type="gymnasium", num_envs=num_envs, **kwargs)
+        self._pool = make_pool(task_id, env_type="gymnasium", num_envs=num_envs, **kwargs)
         if self._pool.config.max_num_players > 1:
             self._pool.close()
             raise ValueError(

@@ -13,7 +13,7 @@ import pytest
 
 import envs
 from envs.native.kernel_pool import CompiledEnvPool
-from envs.native.kernel_pool import TASK_CODES
+from envs.native.tasks import TASK_CODES
 
 TASKS = sorted(TASK_CODES)  # the tasks with a compiled step (not SignalCorridor's Dict observations)
 

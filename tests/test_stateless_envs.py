@@ -15,7 +15,8 @@ from jax.sharding import Mesh, PartitionSpec as P
 import envs
 from envs.jax.registry import is_jax_id, make_jax_env
 from envs.native import stateless
-from envs.native.kernel_pool import TASK_CODES, CompiledEnvPool
+from envs.native.kernel_pool import CompiledEnvPool
+from envs.native.tasks import TASK_CODES
 from envs.native.stateless import seeded_reset
 
 TASKS = sorted(TASK_CODES)

@@ -120,7 +120,7 @@ def has_stateless_step(task_id: Any) -> bool:
     a stateless JAX env (`envs/native/stateless.py`): the Anakin loop can run it."""
     if not isinstance(task_id, str) or "/" in task_id:
         return False
-    from envs.native.kernel_pool import TASK_CODES
+    from envs.native.tasks import TASK_CODES
 
     return task_id in TASK_CODES
 

@@ -24,19 +24,10 @@ import numpy as np
 from envs.config import PoolConfig
 from envs.episodes import EpisodeBook
 from envs.native.base import RESETS_BUFFERED, NativeTask
-from envs.native.tasks import NATIVE_TASKS
+from envs.native.tasks import TASK_CODES
 from envs.pool import DmEnvPool, EnvPool, GymnasiumEnvPool
 from envs.ready import Batch
 
-TASK_CODES = {  # the task enum of kernel/classic_control.h
-    "CartPole-v1": 0,
-    "CartPoleNoVelocity-v1": 1,
-    "Acrobot-v1": 2,
-    "MountainCar-v0": 3,
-    "MountainCarContinuous-v0": 4,
-    "Pendulum-v1": 5,
-}
-assert set(TASK_CODES) <= set(NATIVE_TASKS)  # the others (Dict observations) run on the numpy path
 
 _ERRORS = {1: ValueError, 2: RuntimeError}
 _U64 = (1 << 64) - 1

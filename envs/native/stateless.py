@@ -36,8 +36,7 @@ import numpy as np
 from envs.jax.core import JaxEnv, Lanes, Step
 from envs.native.kernel import build
 from envs.native.kernel.build import KernelUnavailable  # raised, one line, when the kernel cannot be had
-from envs.native.kernel_pool import TASK_CODES
-from envs.native.tasks import NATIVE_TASKS
+from envs.native.tasks import NATIVE_TASKS, TASK_CODES
 
 
 class KernelState(NamedTuple):

@@ -13,3 +13,13 @@ NATIVE_TASKS: dict[str, type[NativeTask]] = {
     t.task_id: t
     for t in (CartPole, CartPoleNoVelocity, Acrobot, MountainCar, MountainCarContinuous, Pendulum, SignalCorridor)
 }
+
+TASK_CODES = {  # the task enum of kernel/classic_control.h
+    "CartPole-v1": 0,
+    "CartPoleNoVelocity-v1": 1,
+    "Acrobot-v1": 2,
+    "MountainCar-v0": 3,
+    "MountainCarContinuous-v0": 4,
+    "Pendulum-v1": 5,
+}
+assert set(TASK_CODES) <= set(NATIVE_TASKS)  # the others (Dict observations) run on the numpy path

@@ -12,7 +12,7 @@ import numpy as np
 from envs.atari.games import check_rom, is_ale_entry_point
 from envs.config import INT32_MAX, PoolConfig
 from envs.process.retry import RetryConfig
-from envs.registry import find_spec
+from envs.ids import find_spec
 from envs.tree import Path, check_batchable, is_structured, leaf_spaces, map_space
 
 

@@ -30,7 +30,7 @@ from envs.config import STANDARD_KWARGS, PoolConfig
 from envs.player_spaces import OWN_KWARGS, STATE_KWARG, common_space, padded_space, with_player_ids
 from envs.process.gym_task import GymTask, retry_config, task_of_probe
 from envs.process.pettingzoo_env import OnePlayer, ParallelPlayers, PlayersEnv, TurnPlayers
-from envs.registry import PETTINGZOO_PREFIX
+from envs.ids import PETTINGZOO_PREFIX
 
 INSTALL_HINT = 'PettingZoo envs need the extra `multiagent` (pip install -e ".[multiagent]": pettingzoo, mpe2)'
 
