@@ -2,8 +2,8 @@
 `SUITE/ID`): acting, the env step and learning in one compiled program on the learner devices.
 
 One call of the program (`jax.jit(jax.shard_map(chunk))` over every learner device of every
-process, axis LEARNER_AXIS, as the Sebulba learner's) runs up to K updates. Each update is a
-`lax.scan` of T steps of `Agent.step` and `JaxEnv.step` on each device's own envs, the
+process, axis LEARNER_AXIS, as the Sebulba learner's) runs up to K updates. Each update is
+`rollout`, a `lax.scan` of T steps of `Agent.step` and `JaxEnv.step` on each device's own envs, the
 Trajectory built as the Sebulba cycle builds it (`episode_stats`: one rule for episode returns
 and lengths), then `learner_step`: the Sebulba learner's own update step, not a copy. The carry
 (networks, optimizer state, keys, experience, step states, env lanes, last env step, running
@@ -79,7 +79,29 @@ def make_env(config: LoopConfig):
     return make_jax_env(config.env_id, kwargs.pop("max_episode_steps", None), **kwargs)
 
 
+def rollout(agent: Agent, env, networks: Any, step_state: Any, lanes: Any, env_step: EnvStep,
+            running: tuple[jax.Array, jax.Array], version: jax.Array,
+            steps: int) -> tuple[Trajectory, Any, Any, EnvStep, tuple[jax.Array, jax.Array]]:
+    """The acting half of an Anakin update on one device (traceable; the program's own): a
+    `lax.scan` of `steps` steps of `Agent.step` with `networks` and `JaxEnv.step` from the step
+    state, env lanes and last env step, the Trajectory built as the Sebulba cycle builds it
+    (`episode_stats` from the running episode return and length per row; policy version
+    `version`, actor 0). Returns (trajectory, final step state, lanes, last env step, running
+    sums): the next update acts on from them."""
 
+    def act_and_step(carry, _):
+        step_state, lanes, env_step = carry
+        out, step_state = agent.step(networks, step_state, env_step)
+        out = agent.as_actor_output(out)
+        lanes, step = env.step(lanes, out.action)
+        return (step_state, lanes, EnvStep(*step)), (env_step, out.action, out.extras)
+
+    (final, lanes, last), (env_steps, action, extras) = jax.lax.scan(
+        act_and_step, (step_state, lanes, env_step), None, steps)
+    env_steps = jax.tree.map(lambda xs, x: jnp.concatenate([xs, x[None]]), env_steps, last)
+    ep_ret, ep_len, *running = episode_stats(env_steps, *running)
+    traj = Trajectory(env_steps, action, extras, ep_ret, ep_len, version, jnp.int32(0))
+    return traj, final, lanes, last, tuple(running)
 
 
 class Carry(NamedTuple):
@@ -304,22 +326,11 @@ class AnakinLoop:
 
     def _update(self, c: Carry) -> tuple[Carry, dict, jax.Array, jax.Array, jax.Array]:
         """One update on one device (its own rows of the per-device leaves, without the axis)."""
-        agent, env, schedule, T = self.agent, self.env, self.schedule, self.config.steps_per_cycle
-        networks = c.networks
+        agent, schedule = self.agent, self.schedule
         initial = c.step_state
-
-        def act_and_step(carry, _):
-            step_state, lanes, env_step = carry
-            out, step_state = agent.step(networks, step_state, env_step)
-            out = agent.as_actor_output(out)
-            lanes, step = env.step(lanes, out.action)
-            return (step_state, lanes, EnvStep(*step)), (env_step, out.action, out.extras)
-
-        (final, lanes, last), (steps, action, extras) = jax.lax.scan(
-            act_and_step, (c.step_state, c.lanes, c.env_step), None, T)
-        env_steps = jax.tree.map(lambda xs, x: jnp.concatenate([xs, x[None]]), steps, last)
-        ep_ret, ep_len, *running = episode_stats(env_steps, *c.running)
-        traj = Trajectory(env_steps, action, extras, ep_ret, ep_len, c.version, jnp.int32(0))
+        traj, final, lanes, last, running = rollout(agent, self.env, c.networks, c.step_state, c.lanes, c.env_step,
+                                                    c.running, c.version, self.config.steps_per_cycle)
+        ep_ret, ep_len = traj.episode_return, traj.episode_length
         net, opt, exp, key = c.networks, c.opt_state, c.experience, c.key
         if schedule.calls == 1:
             net, opt, exp, metrics, finite, key = learner_step(agent, schedule, net, opt, exp, initial, final, traj, key)
