@@ -32,3 +32,20 @@ def test_make_loop_builds_the_loop_a_config_asks_for_and_both_keep_the_contract(
     assert loop.closed
     with pytest.raises(RuntimeError, match="closed"):
         loop.run(max_cycles=1)
+
+
+@pytest.mark.parametrize("start, steps, saved", [
+    (0, range(1, 26), [10, 20]),  # the Sebulba loop: one learner step an iteration, a save at each multiple
+    (0, [7, 14, 21, 28, 30], [14, 21, 30]),  # an Anakin call of 7 updates: at the first call past a multiple
+    (20, range(21, 41), [30, 40]),  # a resume at 20 counts from there
+])
+def test_the_pipelines_checkpoints_come_where_the_learner_steps_reach_a_multiple(start, steps, saved):
+    from sebulba.loop.middleware import LoopContext, save_checkpoints
+
+    done = []
+    save = save_checkpoints(lambda ctx: done.append(ctx.learner_steps), 10, start)
+    for n in steps:
+        ctx = LoopContext()
+        ctx.learner_steps = n
+        save(ctx)
+    assert done == saved

@@ -43,8 +43,8 @@ from sebulba.loop.config import LoopConfig
 from sebulba.loop.learner import NonFiniteError, Schedule, learner_step
 from sebulba.loop.memory import check_fits_in_memory, experience_layout
 from sebulba.loop.metrics import MetricsWindow
-from sebulba.loop.middleware import LoopContext, decide, start_run, stop_on_request, track_metrics
-from sebulba.loop.processes import Votes, own_row, process_devices
+from sebulba.loop.middleware import LoopContext, start_run, track_metrics, use_pipeline
+from sebulba.loop.processes import own_row, process_devices
 from sebulba.loop.staging import Staging
 from sebulba.loop.task import Middleware, Task
 from sebulba.sharding import LEARNER_AXIS, TRAJECTORY_ENV_AXES, LearnerSharding
@@ -520,27 +520,11 @@ class AnakinLoop:
             ctx.learner_steps += ctx.result.updates
             self._publish()
 
-        def stop_after(ctx: LoopContext) -> None:
-            if (max_env_steps is not None and ctx.env_steps >= max_env_steps) or (
-                    max_cycles is not None and ctx.learner_steps >= max_cycles):
-                self.task.finish()
-
-        every = None if checkpointer is None else checkpointer.config.every_learner_steps
-
-        def save_checkpoints(ctx: LoopContext) -> None:
-            if ctx.learner_steps // every > (ctx.learner_steps - ctx.result.updates) // every:
-                save(ctx)
-
         with self.task.start(async_mode=False, ctx=ctx):
-            self.task.use(anakin_step)
-            for mw in middleware:
-                self.task.use(mw)
-            self.task.use(decide(lambda: self.stop_requested, self.window, self.config.log_every_s, Votes(2)))
-            self.task.use(stop_on_request(self.task))
-            self.task.use(stop_after)
-            self.task.use(track_metrics(self.window, self.task, lambda: 0.0, 1, False, self.reports, report))
-            if save is not None:
-                self.task.use(save_checkpoints)
+            use_pipeline(self.task, ctx, (anakin_step,), middleware, lambda: self.stop_requested, self.window,
+                         self.config.log_every_s, max_env_steps, max_cycles,
+                         track_metrics(self.window, self.task, lambda: 0.0, 1, False, self.reports, report),
+                         save, None if checkpointer is None else checkpointer.config.every_learner_steps)
             try:
                 ctx = self.task.run()
             except NonFiniteError:

@@ -29,17 +29,14 @@ from sebulba.loop.precompile import CompilingAhead
 from sebulba.loop.metrics import MetricsWindow
 from sebulba.loop.middleware import (
     LoopContext,
-    decide,
     fetch_trajectories,
     learn,
     publish_networks,
-    save_checkpoints,
     start_run,
-    stop_after,
-    stop_on_request,
     track_metrics,
+    use_pipeline,
 )
-from sebulba.loop.processes import Votes, process_devices
+from sebulba.loop.processes import process_devices
 from sebulba.loop.staging import Staging
 from sebulba.loop.task import Middleware, Task
 from sebulba.sharding import LearnerSharding
@@ -158,19 +155,14 @@ class GymnasiumLoop:
         save = None if checkpointer is None else (lambda c: checkpointer.save(self.state, c.env_steps, c.learner_steps))
         async_mode = self.config.async_mode
         with self.task.start(async_mode=async_mode, ctx=ctx):
-            self.task.use(fetch_trajectories(self.learner, self.inferencers, self.pop_result if async_mode else None,
-                                             jax.process_count()))
-            self.task.use(learn(self.learner))
-            self.task.use(publish_networks(self.learner, self.staging))
-            for mw in middleware:
-                self.task.use(mw)
-            self.task.use(decide(lambda: self.stop_requested, self.window, self.config.log_every_s, Votes(2)))
-            self.task.use(stop_on_request(self.task))
-            self.task.use(stop_after(self.task, max_env_steps, max_cycles))
-            self.task.use(track_metrics(self.window, self.task, self.actor_wait_s, len(self.inferencers), async_mode,
-                                        self.reports, report))
-            if save is not None:  # last: the saved episode statistics include this iteration's
-                self.task.use(save_checkpoints(save, checkpointer.config.every_learner_steps))
+            steps = (fetch_trajectories(self.learner, self.inferencers, self.pop_result if async_mode else None,
+                                        jax.process_count()),
+                     learn(self.learner), publish_networks(self.learner, self.staging))
+            use_pipeline(self.task, ctx, steps, middleware, lambda: self.stop_requested, self.window,
+                         self.config.log_every_s, max_env_steps, max_cycles,
+                         track_metrics(self.window, self.task, self.actor_wait_s, len(self.inferencers), async_mode,
+                                       self.reports, report),
+                         save, None if checkpointer is None else checkpointer.config.every_learner_steps)
             if async_mode:
                 self._start_threads()
             try:

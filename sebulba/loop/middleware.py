@@ -17,7 +17,7 @@ from sebulba.loop.learner import Learner
 from sebulba.loop.metrics import MetricsWindow
 from sebulba.loop.processes import Votes
 from sebulba.loop.staging import Staging
-from sebulba.loop.task import Context, Task
+from sebulba.loop.task import Context, Middleware, Task
 
 log = logging.getLogger("sebulba")
 
@@ -149,14 +149,38 @@ def track_metrics(window: MetricsWindow, task: Task, actor_wait_s: Callable[[], 
     return track
 
 
-def save_checkpoints(save: Callable[[LoopContext], None], every_learner_steps: int) -> Callable[[LoopContext], None]:
-    """Every `every_learner_steps` learner steps, `save(ctx)` (a checkpoint)."""
+def save_checkpoints(save: Callable[[LoopContext], None], every_learner_steps: int,
+                     start_learner_steps: int = 0) -> Callable[[LoopContext], None]:
+    """`save(ctx)` (a checkpoint) at the iteration whose learner steps reach or pass a multiple of
+    `every_learner_steps` (one learner step per iteration: at each multiple; an Anakin call of
+    many: at the first call past one), counting from `start_learner_steps` (a resume's)."""
+    previous = start_learner_steps
 
     def save_mw(ctx: LoopContext) -> None:
-        if ctx.learner_steps % every_learner_steps == 0:
+        nonlocal previous
+        if ctx.learner_steps // every_learner_steps > previous // every_learner_steps:
             save(ctx)
+        previous = ctx.learner_steps
 
     return save_mw
+
+
+def use_pipeline(task: Task, ctx: LoopContext, steps: Sequence[Middleware], user: Sequence[Middleware],
+                 stop_requested: Callable[[], bool], window: MetricsWindow, log_every_s: float,
+                 max_env_steps: int | None, max_cycles: int | None, track: Middleware,
+                 save: Callable[[LoopContext], None] | None, every_learner_steps: int | None) -> None:
+    """Either loop's middleware pipeline, in its order: the loop's own `steps` (Sebulba: fetch,
+    learn, publish; Anakin: one call of its program), the user's middleware, `decide`, the stop on
+    request and after the budget, `track` (the metrics), and last `save_checkpoints` when `save`
+    is given (the saved episode statistics include this iteration's)."""
+    for mw in (*steps, *user):
+        task.use(mw)
+    task.use(decide(stop_requested, window, log_every_s, Votes(2)))
+    task.use(stop_on_request(task))
+    task.use(stop_after(task, max_env_steps, max_cycles))
+    task.use(track)
+    if save is not None:
+        task.use(save_checkpoints(save, every_learner_steps, ctx.learner_steps))
 
 
 def stop_on_request(task: Task) -> Callable[[LoopContext], None]:
