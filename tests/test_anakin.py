@@ -18,7 +18,7 @@ from sebulba.agents.impala import Impala, ImpalaConfig
 from sebulba.agents.ppo import PPO, PPOConfig
 from sebulba.agents.dqn import DQN, DQNConfig
 from sebulba.agents.r2d2 import R2D2, R2D2Config
-from sebulba.loop import anakin
+from sebulba.loop import anakin, anakin_program
 from sebulba.loop.anakin import AnakinLoop
 from sebulba.loop.checkpoint import CheckpointConfig, Checkpointer
 from sebulba.loop.learner import Learner, NonFiniteError
@@ -126,7 +126,7 @@ def _actor_key(seed: int) -> jax.Array:
 
 @pytest.mark.slow(seconds=8)
 def test_the_acting_scan_gives_the_trajectories_of_a_plain_reference_cycle():
-    """`anakin.rollout` (the program's acting: a scan of Agent.step and JaxEnv.step) against
+    """`anakin_program.rollout` (the program's acting: a scan of Agent.step and JaxEnv.step) against
     `tests/support/reference.py`: jitted Agent.step per env step on `envs.make`'s pool of the same
     env and seed, the trajectory stacked and the episodes summed with numpy. Three calls in a row:
     the step state, lanes, last env step and running sums it returns carry the envs on."""
@@ -134,7 +134,7 @@ def test_the_acting_scan_gives_the_trajectories_of_a_plain_reference_cycle():
     networks = jax.device_get(agent.init_networks(jax.random.key(1)))
     env, seed, key = anakin.make_env(config(1, num_envs=4)), 3, _actor_key(3)
     lanes, first = env.reset_as_pool(seed, 4)
-    act = jax.jit(lambda *state: anakin.rollout(agent, env, networks, *state, jnp.int32(0), 12))
+    act = jax.jit(lambda *state: anakin_program.rollout(agent, env, networks, *state, jnp.int32(0), 12))
     state = (agent.init_step_state(networks, 4, key), lanes, EnvStep(*first),
              (jnp.zeros(4, jnp.float32), jnp.zeros(4, jnp.int32)))
     got = []

@@ -87,7 +87,7 @@ def test_a_non_finite_replica_stops_the_run_naming_it():
 def test_per_seed_metrics_are_each_replicas_recent_return_with_their_mean_min_and_max():
     with AnakinLoop(LinearPG(SPEC), config(1, num_seeds=3, steps=32), updates_per_call=4) as loop:
         _, result = loop.call()
-        metrics = loop._seed_metrics(result)
+        metrics = loop.seed_windows.metrics(result.seed_returns)
     means = [float(np.mean(r[-20:])) for r in result.seed_returns]
     assert [metrics[f"episode_return_mean_seed{s}"] for s in range(3)] == pytest.approx(means)
     assert metrics["episode_return_mean"] == pytest.approx(np.mean(means))
@@ -101,14 +101,14 @@ def test_a_resumed_num_seeds_run_ends_bit_identical_to_an_uninterrupted_one(tmp_
     cfg = config(1, num_envs=4, steps=8, num_seeds=2)
     with AnakinLoop(ppo(), cfg, updates_per_call=2) as loop:
         loop.run(max_cycles=5)
-        whole = host((loop.carry, loop.window.state(), [w.state() for w in loop.seed_windows]))
+        whole = host((loop.carry, loop.window.state(), loop.seed_windows.state()))
     ckpt = CheckpointConfig(str(tmp_path / "ckpt"), every_learner_steps=1000, save_experience=True)
     with AnakinLoop(ppo(), cfg, updates_per_call=2) as loop:
         loop.run(max_cycles=3, checkpointer=Checkpointer(ckpt))
     with AnakinLoop(ppo(), cfg, updates_per_call=2) as loop:
         ctx = loop.run(max_cycles=5, checkpointer=Checkpointer(ckpt), resume=True)
         assert ctx.learner_steps == 5
-        resumed = host((loop.carry, loop.window.state(), [w.state() for w in loop.seed_windows]))
+        resumed = host((loop.carry, loop.window.state(), loop.seed_windows.state()))
     jax.tree.map(np.testing.assert_array_equal, whole, resumed)
     with AnakinLoop(ppo(), config(1, num_envs=4, steps=8, num_seeds=3), updates_per_call=2) as loop:
         with pytest.raises(ValueError, match="num_seeds"):

@@ -25,8 +25,7 @@ from sebulba.experiment.runner import (CheckpointFlags, EvalFlags, RunResult, St
                                        log_path, parse_devices, run)
 from sebulba.experiment.wandb_logger import MODES as WANDB_MODES
 from sebulba.experiment.wandb_logger import WandbFlags
-from sebulba.loop.anakin import check_env, uses_anakin
-from sebulba.loop.config import LoopConfig
+from sebulba.loop.config import LoopConfig, check_env, uses_anakin
 from sebulba.loop.learner import NonFiniteError
 
 FLAGS = flags.FLAGS

@@ -14,8 +14,7 @@ import numpy as np
 from absl import flags
 
 from sebulba.experiment.run_dir import RunDir
-from sebulba.loop.anakin import anakin_layout, uses_anakin
-from sebulba.loop.checkpoint import Checkpointer, complete_steps, loop_layout
+from sebulba.loop.checkpoint import Checkpointer, complete_steps, resume_layout
 from sebulba.loop.config import LoopConfig
 from sebulba.loop.processes import allgather, together
 
@@ -94,10 +93,7 @@ def check_resumable(checkpointer: Checkpointer, run_dir: RunDir, loop_config: Lo
             raise ValueError(f"{run_dir.path} was written by {saved} process(es) and this job has {jax.process_count()}: "
                              f"relaunch it with --num_processes {saved} (each process's envs and actor state are in "
                              "the checkpoint)")
-        if uses_anakin(loop_config):
-            checkpointer.check_layout(meta, False, anakin_layout(loop_config))
-        else:
-            checkpointer.check_layout(meta, loop_config.async_mode, loop_layout(loop_config))
+        checkpointer.check_layout(meta, *resume_layout(loop_config))
     return meta
 
 

@@ -31,9 +31,8 @@ from sebulba.experiment.run_log import LOG_FILE, log_file
 from sebulba.experiment.run_record import resumed_record, run_record
 from sebulba.experiment.run_dir import RunDir
 from sebulba.experiment.wandb_logger import WandbFlags, WandbLogger
-from sebulba.loop.anakin import uses_anakin
 from sebulba.loop.checkpoint import CheckpointConfig, Checkpointer
-from sebulba.loop.config import LoopConfig
+from sebulba.loop.config import LoopConfig, uses_anakin
 from sebulba.loop.contract import Loop, make_loop
 from sebulba.loop.evaluator import Evaluator, PeriodicEvaluation
 from sebulba.loop.memory import MemoryEstimate, byte_size, check_run_fits

@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from sebulba import keys
-from sebulba.loop.config import LoopConfig
+from sebulba.loop.config import LoopConfig, uses_anakin
 from sebulba.loop.inferencer import Inferencer
 from sebulba.loop.learner import Learner
 from sebulba.loop.metrics import MetricsWindow
@@ -68,12 +68,40 @@ class LoopState:
             inf.start(self.learner.version, self.learner.networks)
 
 
+# What a checkpoint must match to resume: each loop's layout, and the mode it was written in.
 def loop_layout(config: LoopConfig) -> dict[str, Any]:
-    """What a checkpoint must match to resume a loop of this config in this job."""
+    """What a checkpoint must match to resume a Sebulba loop of this config in this job."""
     c = config
     return {"processes": jax.process_count(), "local_devices": len(jax.local_devices()),
             "actor_devices": list(c.actor_devices), "learner_devices": list(c.learner_devices),
             "inferencers_per_device": c.inferencers_per_device, "num_envs": c.num_envs, "steps_per_cycle": c.steps_per_cycle}
+
+
+def anakin_layout(config: LoopConfig) -> dict[str, Any]:
+    """What a checkpoint must match to resume an Anakin loop of this config in this job."""
+    c = config
+    return {"loop": "anakin", "processes": jax.process_count(), "learner_devices": list(c.learner_devices),
+            "num_envs": c.num_envs, "steps_per_cycle": c.steps_per_cycle, "num_seeds": c.num_seeds}
+
+
+def resume_layout(config: LoopConfig) -> tuple[bool, dict[str, Any]]:
+    """(async mode, layout) that a checkpoint must have been written with to resume a run of
+    this config, on whichever loop it runs (the Anakin loop is always synchronous)."""
+    return (False, anakin_layout(config)) if uses_anakin(config) else (config.async_mode, loop_layout(config))
+
+
+def anakin_items(carry: Any, with_experience: bool) -> dict[str, Any]:
+    """An Anakin loop's checkpointed state from its carry (sebulba/loop/anakin_program.py's
+    `Carry`): networks, optimizer state and key where a Sebulba run's are (so evaluation and
+    `load_policy` read either), the rest of the carry under "anakin", and the experience state
+    when asked."""
+    c = carry
+    state = {"networks": c.networks, "opt_state": c.opt_state, "key": c.key,
+             "anakin": {"version": c.version, "step_state": c.step_state, "lanes": c.lanes,
+                        "env_step": c.env_step, "running": c.running}}
+    if with_experience:
+        state["experience"] = c.experience
+    return state
 
 
 def abstract(tree: Any) -> Any:

@@ -1,10 +1,13 @@
-"""LoopConfig: how a loop (GymnasiumLoop or AnakinLoop) is laid out over devices and envs."""
+"""LoopConfig: how a loop (GymnasiumLoop or AnakinLoop) is laid out over devices and envs, and which
+loop a config runs on (`uses_anakin`, `check_env`)."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
 from typing import Any
+
+from envs.jax.registry import has_stateless_step, is_jax_id
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,3 +59,19 @@ class LoopConfig:
     @property
     def num_inferencers(self) -> int:
         return len(self.actor_devices) * self.inferencers_per_device
+
+
+def uses_anakin(config: LoopConfig) -> bool:
+    """Whether a run of this config is an Anakin run: `loop="anakin"`, or `"auto"` with a
+    JAX-native env id (`SUITE/ID`)."""
+    return config.loop == "anakin" or (config.loop == "auto" and is_jax_id(config.env_id))
+
+
+def check_env(config: LoopConfig) -> None:
+    """ValueError when the config's env cannot run in the Anakin loop it asks for: neither a
+    JAX-native env (`SUITE/ID`) nor a built-in task with a compiled stateless step. Nothing is
+    built: the entry points refuse such a run before anything else."""
+    if uses_anakin(config) and not is_jax_id(config.env_id) and not has_stateless_step(config.env_id):
+        raise ValueError(f"the Anakin loop runs JAX-native envs (SUITE/ID, e.g. gymnax/CartPole-v1) and the built-in "
+                         f"classic-control tasks; {config.env_id!r} has no compiled stateless step yet: train it with "
+                         "--loop sebulba")

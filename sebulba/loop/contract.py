@@ -11,7 +11,7 @@ import jax
 
 from sebulba.agent import Agent
 from sebulba.loop.checkpoint import Checkpointer
-from sebulba.loop.config import LoopConfig
+from sebulba.loop.config import LoopConfig, uses_anakin
 from sebulba.loop.metrics import MetricsWindow
 from sebulba.loop.staging import Staging
 from sebulba.loop.task import Middleware
@@ -65,7 +65,7 @@ class Loop(Protocol):
 
 def make_loop(agent: Agent, config: LoopConfig) -> Loop:
     """The loop `config` asks for (`LoopConfig.loop`; auto: Anakin for a JAX-native env), built."""
-    from sebulba.loop.anakin import AnakinLoop, uses_anakin
+    from sebulba.loop.anakin import AnakinLoop
     from sebulba.loop.loop import GymnasiumLoop
 
     return (AnakinLoop if uses_anakin(config) else GymnasiumLoop)(agent, config)

@@ -1,5 +1,6 @@
 """MetricsWindow: a process's per-iteration figures aggregated into one report per logging
-interval, and its recent episode statistics, which carry over runs and checkpoints."""
+interval, and its recent episode statistics, which carry over runs and checkpoints; SeedWindows:
+the same statistics per replica of an Anakin run with `num_seeds` > 1."""
 
 from __future__ import annotations
 
@@ -123,6 +124,38 @@ def teams(player_names: Sequence[str]) -> list[int]:
     names = [team_name(p) for p in player_names]
     order = list(dict.fromkeys(names))
     return [order.index(n) for n in names] if 1 < len(order) < len(names) else []
+
+
+class SeedWindows:
+    """The Anakin loop's replicas (`num_seeds` S > 1): each one's recent episode returns, and what
+    a report adds for them. Empty (no windows, no metrics) with one replica."""
+
+    def __init__(self, num_seeds: int, num_players: int = 1):
+        self.windows = [MetricsWindow(num_players=num_players) for _ in range(num_seeds if num_seeds > 1 else 0)]
+
+    def metrics(self, seed_returns: Sequence[np.ndarray]) -> dict[str, float]:
+        """With the returns of each replica's episodes just ended: each replica's mean return over
+        its last 20 episodes (`episode_return_mean_seed<s>`), and their mean
+        (`episode_return_mean`, the learning curve's), min and max (its band)."""
+        if not self.windows:
+            return {}
+        out, means = {}, []
+        for s, (window, returns) in enumerate(zip(self.windows, seed_returns)):
+            window.returns.extend(np.asarray(returns).tolist())
+            means.append(float(np.mean(window.returns)) if window.returns else float("nan"))
+            out[f"episode_return_mean_seed{s}"] = means[-1]
+        finite = [m for m in means if np.isfinite(m)]
+        nan = float("nan")
+        out.update(episode_return_mean=float(np.mean(finite)) if finite else nan,
+                   episode_return_mean_min=min(finite, default=nan), episode_return_mean_max=max(finite, default=nan))
+        return out
+
+    def state(self) -> list[dict[str, np.ndarray]]:
+        return [w.state() for w in self.windows]
+
+    def load(self, states: Sequence[dict[str, Any]]) -> None:
+        for window, state in zip(self.windows, states):
+            window.load(state)
 
 
 def per_player_means(returns: list[deque], lengths: list[deque]) -> dict[str, float]:
