@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from envs.atari.games import ATARI_PLAYER_TASKS, ATARI_TASKS
-from envs.backends import build, make_pool
+from envs.backends import configure, make_pool
 from envs.config import PoolConfig
 from envs.manager import AsyncSubprocessEnvManager, BaseEnvManager, BaseEnvTimestep, EnvState, SyncSubprocessEnvManager
 from envs.pool import DmEnvPool, DmObservation, EnvPool, GymnasiumEnvPool
@@ -67,8 +67,7 @@ def is_atari_players(task_id: str) -> bool:
 
 def make_spec(task_id: str, env_type: str = "gymnasium", **kwargs: Any) -> EnvSpec:
     """The spaces and config `make` would give, without building the pool."""
-    config, spaces = build(task_id, env_type, dict(kwargs), start=False)  # spaces, extra info (, player names)
-    return EnvSpec(config, *spaces)
+    return configure(task_id, env_type, dict(kwargs)).spec()
 
 
 __all__ = [

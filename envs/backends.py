@@ -1,60 +1,88 @@
 """Building a task's backend: the one place that maps the backend `registry.resolve` names (native
 numpy or compiled, MuJoCo, Atari, JAX-native envs, worker processes) to the object that steps the envs, and each
-backend to the pool class that serves it (`pool_class`)."""
+backend to the pool class that serves it (`pool_class`). Every backend is configured and started through
+one shape, `Configured`; what a started one offers the pool is envs/contract.py's."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
+
+import gymnasium as gym
+import numpy as np
 
 from envs.config import PoolConfig
+from envs.contract import BackendBase
 from envs.pool import DmEnvPool, EnvPool, GymnasiumEnvPool
 from envs.atari.games import ATARI_PLAYER_TASKS
 from envs.ids import is_pettingzoo_id, renders_in_workers
 from envs.registry import resolve
+from envs.spec import EnvSpec
+
+NO_INFO, NO_PLAYERS = BackendBase.extra_info, BackendBase.player_names  # the contract's defaults
 
 
-def build(task_id: str, env_type: str, kwargs: dict[str, Any], start: bool) -> tuple[PoolConfig, Any]:
-    """(config, backend) of task_id's pool: the backend `registry.resolve` names, configured from
-    kwargs (its own checks), and built when `start`; otherwise (observation space, action space,
-    extra info), what `make_spec` needs, and nothing is built."""
+class Configured(NamedTuple):
+    """A task's pool, configured (kwargs checked) and not started: what `make_spec` reads, and
+    `start()`, which builds the backend (envs, worker processes, compiled programs)."""
+
+    config: PoolConfig
+    observation_space: gym.spaces.Space
+    action_space: gym.spaces.Space
+    extra_info: Mapping[str, np.dtype]
+    player_names: tuple[str, ...]
+    start: Callable[[], BackendBase]
+
+    def spec(self) -> EnvSpec:
+        return EnvSpec(self.config, self.observation_space, self.action_space, self.extra_info, self.player_names)
+
+
+def configure(task_id: str, env_type: str, kwargs: dict[str, Any]) -> Configured:
+    """task_id's pool on the backend `registry.resolve` names, configured from kwargs (its own
+    checks); nothing is built until `start()`."""
     backend = kwargs.pop("backend", None)
     name, native = resolve(task_id, backend)
     if name == "native":
         config = PoolConfig.create(task_id, env_type, name, native.max_episode_steps, kwargs, {})
-        if not start:
-            return config, (native.observation_space(), native.action_space(), {})
-        if config.render_mode is None:  # the compiled pool draws nothing: rendering pools stay on numpy
-            from envs.native.kernel.build import library
-            from envs.native.kernel_pool import KernelPool
-            from envs.native.tasks import TASK_CODES
 
-            lib = library() if native.task_id in TASK_CODES else None  # Dict tasks: numpy only
-            if lib is not None:
-                return config, KernelPool(lib, native, config)
-        from envs.native.backend import NativeBackend
+        def start_native() -> BackendBase:
+            if config.render_mode is None:  # the compiled pool draws nothing: rendering pools stay on numpy
+                from envs.native.kernel.build import library
+                from envs.native.kernel_pool import KernelPool
+                from envs.native.tasks import TASK_CODES
 
-        return config, NativeBackend(native, config)
+                lib = library() if native.task_id in TASK_CODES else None  # Dict tasks: numpy only
+                if lib is not None:
+                    return KernelPool(lib, native, config)
+            from envs.native.backend import NativeBackend
+
+            return NativeBackend(native, config)
+
+        return Configured(config, native.observation_space(), native.action_space(), NO_INFO, NO_PLAYERS, start_native)
     if name == "jax":
         from envs.jax import backend as jax_backend
 
         config, progs = jax_backend.configure(task_id, env_type, kwargs)
-        if not start:
-            return config, (progs.env.observation_space, progs.env.action_space, {}, progs.env.player_names)
-        return config, jax_backend.JaxBackend(config, progs)
+        env = progs.env
+        return Configured(config, env.observation_space, env.action_space, NO_INFO, env.player_names,
+                          lambda: jax_backend.JaxBackend(config, progs))  # fmt: skip
     if name == "mujoco":
         from envs.mujoco import backend as mujoco_backend
 
         if not mujoco_backend.mujoco_available():
             raise ImportError(mujoco_backend.INSTALL_HINT)
         task = mujoco_backend.configure(task_id, env_type, kwargs)
-        if not start:
-            return task.config, (task.observation_space, task.action_space, task.extra_info)
-        from envs.mujoco.build import library, why_unavailable
 
-        lib = library()
-        if lib is None:
-            raise RuntimeError(f"backend='mujoco': the native MuJoCo pool is unavailable ({why_unavailable()})")
-        return task.config, mujoco_backend.MujocoBackend(task, lib)
+        def start_mujoco() -> BackendBase:
+            from envs.mujoco.build import library, why_unavailable
+
+            lib = library()
+            if lib is None:
+                raise RuntimeError(f"backend='mujoco': the native MuJoCo pool is unavailable ({why_unavailable()})")
+            return mujoco_backend.MujocoBackend(task, lib)
+
+        return Configured(task.config, task.observation_space, task.action_space, task.extra_info, NO_PLAYERS,
+                          start_mujoco)  # fmt: skip
     if name == "atari":
         from envs.atari import task as atari_task
 
@@ -63,30 +91,32 @@ def build(task_id: str, env_type: str, kwargs: dict[str, Any], start: bool) -> t
             from envs.atari.single import AtariSingleBackend as backend_cls
         else:
             from envs.atari.backend import AtariBackend as backend_cls
-        if not start:
-            return task.config, (task.observation_space, task.action_space, backend_cls.extra_info)
-        return task.config, backend_cls(task)
+        return Configured(task.config, task.observation_space, task.action_space, backend_cls.extra_info, NO_PLAYERS,
+                          lambda: backend_cls(task))  # fmt: skip
     if task_id in ATARI_PLAYER_TASKS:
-        from envs.atari.multiplayer_task import configure
+        from envs.atari.multiplayer_task import configure as configure_task
     elif is_pettingzoo_id(task_id):
-        from envs.process.pettingzoo_task import configure
+        from envs.process.pettingzoo_task import configure as configure_task
     else:
-        from envs.process.gym_task import configure
-    task = configure(task_id, env_type, kwargs)
+        from envs.process.gym_task import configure as configure_task
+    task = configure_task(task_id, env_type, kwargs)
     if task.config.render_mode is not None and not renders_in_workers(task_id):
         raise ValueError(
             f"render_mode={task.config.render_mode!r}: {task_id!r} runs in worker processes, which do not render "
             "Gymnasium's envs; rendering is built in for the classic-control tasks, Atari games (multi-player ones "
             "too), MuJoCo v5 tasks and PettingZoo envs"
         )
-    if not start:
-        return task.config, (task.observation_space, task.action_space, task.extra_info, task.player_names)
-    from envs.process.backend import ProcessBackend
 
-    return task.config, ProcessBackend(task)
+    def start_process() -> BackendBase:
+        from envs.process.backend import ProcessBackend
+
+        return ProcessBackend(task)
+
+    return Configured(task.config, task.observation_space, task.action_space, task.extra_info, task.player_names,
+                      start_process)  # fmt: skip
 
 
-def pool_class(backend: Any, env_type: str) -> type[EnvPool]:
+def pool_class(backend: BackendBase, env_type: str) -> type[EnvPool]:
     """The pool class over a built backend: the compiled native pool has its own (the step loop in C)."""
     from envs.native.kernel_pool import CompiledDmPool, CompiledGymnasiumPool, KernelPool
 
@@ -98,5 +128,6 @@ def pool_class(backend: Any, env_type: str) -> type[EnvPool]:
 def make_pool(task_id: str, env_type: str = "gymnasium", **kwargs: Any) -> EnvPool:
     """A started pool of task_id (`envs.make`, which is this; here so that modules under the
     package, `envs.vector`, build pools without importing the package)."""
-    config, backend = build(task_id, env_type, dict(kwargs), start=True)
-    return pool_class(backend, env_type)(config, backend)
+    configured = configure(task_id, env_type, dict(kwargs))
+    backend = configured.start()
+    return pool_class(backend, env_type)(configured.config, backend)

@@ -1,13 +1,14 @@
 """EnvPool: EnvPool's Python interface (envpool.readthedocs.io) over any backend.
 
 The pool owns the contract: argument checks, which envs are in flight, the queue of finished
-envs, and the output format (Gymnasium tuple or dm_env.TimeStep). Backends only step envs.
+envs, and the output format (Gymnasium tuple or dm_env.TimeStep). Backends only step envs; what a
+pool reads from one, and each member's default, is envs/contract.py.
 """
 
 from __future__ import annotations
 
 import pickle
-from typing import Any, Protocol
+from typing import Any, NoReturn
 
 import functools
 from collections.abc import Mapping, Sequence
@@ -20,6 +21,7 @@ from gymnasium.utils import seeding
 
 from envs.closing import ClosedOnExit
 from envs.config import ConfigDict, PoolConfig
+from envs.contract import Backend, BackendBase  # Backend: also envs.pool.Backend, its home before envs.contract
 from envs.info import DmObservation, dm_observation_type
 from envs.metadata import vector_metadata
 from envs.players import array_to_envs, envs_to_rows, rows_to_envs
@@ -29,46 +31,27 @@ from envs.spec import EnvSpec
 from envs.xla import make_xla
 
 
-class Backend(Protocol):
-    observation_space: gym.spaces.Space
-    action_space: gym.spaces.Space
-
-    def send(self, ids: np.ndarray | None, action: np.ndarray | None, reset: bool) -> None:
-        """Start stepping (or resetting) envs ids (None: all envs, in order)."""
-
-    def collect(self, block: bool) -> list[Chunk]:
-        """Envs finished since the last call; with block, waits until at least one is."""
-
-    def gather(self, ids: np.ndarray | None) -> Batch:
-        """Copies of finished envs' results held in the backend's buffers (None: all envs)."""
-
-    def close(self) -> None: ...
-
-    # Optional: `prime_reset(ids, seeds, options)` makes the next reset of envs ids use seeds (one
-    # per env of the pool, indexed by env id; None: keep its stream) and options (a backend with
-    # `reset_options = True` passes them to its envs' reset); `max_seed`, the largest seed it takes.
-
-
 class EnvPool(ClosedOnExit):
     """A batch of envs with EnvPool's API. Build it with `envs.make`."""
 
     _last_batch: Batch | None = None  # the last batch returned (gym/gymnasium pools)
+    _backend: Backend  # the step interface this class drives (the compiled pool's own: envs/native/kernel_pool.py)
 
-    def __init__(self, config: PoolConfig, backend: Backend):
+    def __init__(self, config: PoolConfig, backend: BackendBase):
         self._cfg = config
         # Plain attributes for the hot path (a dataclass property costs a call per step).
         self._async = config.is_async
         self._num_envs = config.num_envs
         self._batch_size = config.batch_size
         self._backend = backend
-        self._spec = EnvSpec(config, backend.observation_space, backend.action_space, getattr(backend, "extra_info", {}),
-                             getattr(backend, "player_names", ()))
+        self._spec = EnvSpec(config, backend.observation_space, backend.action_space, backend.extra_info,
+                             backend.player_names)
         self._ready = ReadyQueue()
         self._pending = np.zeros(config.num_envs, bool)  # sent, not yet received
         self._num_pending = 0
         self._last_ids: np.ndarray | None = None
         self._closed = False
-        self._lockstep = getattr(backend, "lockstep", False)  # sends must name the last batch received
+        self._lockstep = backend.lockstep  # sends must name the last batch received
         space = backend.action_space
         self._discrete_n = int(space.n) if isinstance(space, gym.spaces.Discrete) else None
         self._discrete_start = int(space.start) if self._discrete_n is not None else 0
@@ -173,14 +156,14 @@ class EnvPool(ClosedOnExit):
             env_id = reset_mask_ids(options, self._num_envs)
             if env_id is not None and self._last_full_obs() is None:
                 raise ValueError("options['reset_mask'] needs a full reset() first: the other envs have no episode yet")
-        if task_options and not getattr(self._backend, "reset_options", False):
+        if task_options and not self._backend.reset_options:
             hint = "" if self._cfg.backend == "process" else \
                 "; worker-process pools (backend='process') pass them to Gymnasium's envs"
             raise ValueError(
                 f"reset options {sorted(task_options)}: {self._cfg.task_id} runs on the {self._cfg.backend} backend, "
                 f"whose envs take no reset options (only options['reset_mask'] is taken){hint}"
             )
-        seeds = env_seeds(seed, self._num_envs, getattr(self._backend, "max_seed", None))
+        seeds = env_seeds(seed, self._num_envs, self._backend.max_seed)
         if seeds is not None or task_options:
             self._prime_reset(env_id, seeds, task_options or None)
         if seeds is not None and not isinstance(seed, (list, tuple, np.ndarray)):
@@ -193,7 +176,7 @@ class EnvPool(ClosedOnExit):
         """Hands seeds and options to the backend for the reset that follows, once that reset is
         known to go through (ids in range, distinct, not in flight), so a refused one changes no
         env's random stream. (The compiled pool's backend checks in flight envs itself.)"""
-        prime = getattr(self._backend, "prime_reset", None)
+        prime = self._backend.prime_reset
         if prime is None:
             raise ValueError(f"reset(seed=...): the {self._cfg.backend} backend cannot reseed its envs")
         ids = self._check_ids(env_id, None)
@@ -317,12 +300,9 @@ class EnvPool(ClosedOnExit):
         resume from a checkpoint. Nothing may be in flight; only in-process backends (the native
         tasks) can be captured: worker processes and ALE hold state this process cannot copy."""
         self._check_open("snapshot")
-        capture = getattr(self._backend, "snapshot", None)
+        capture = self._backend.snapshot
         if capture is None:
-            raise NotImplementedError(
-                f"{self._cfg.task_id} runs on the {self._cfg.backend} backend, whose env state lives outside this "
-                "process; only the native backend's pools can be snapshotted"
-            )
+            self._refuse_snapshot()
         if self._num_pending or self._ready.count:
             raise RuntimeError("snapshot() needs a quiescent pool: receive every env in flight first")
         return pickle.dumps((capture(), self._last_ids))
@@ -330,10 +310,19 @@ class EnvPool(ClosedOnExit):
     def restore(self, snapshot: bytes) -> None:
         """Put back a state taken by `snapshot()` from a pool of the same task and settings."""
         self._check_open("restore")
+        put_back = self._backend.restore
+        if put_back is None:
+            self._refuse_snapshot()
         if self._num_pending or self._ready.count:
             raise RuntimeError("restore() needs a quiescent pool: receive every env in flight first")
         state, self._last_ids = pickle.loads(snapshot)
-        self._backend.restore(state)
+        put_back(state)
+
+    def _refuse_snapshot(self) -> NoReturn:
+        raise NotImplementedError(
+            f"{self._cfg.task_id} runs on the {self._cfg.backend} backend, whose env state lives outside this "
+            "process; only the native backend's pools can be snapshotted"
+        )
 
     def render(self, env_ids: Any = None) -> np.ndarray:
         """Frames of envs env_ids (an id or ids; default env 0) as (n, H, W, 3) uint8, in their
@@ -343,14 +332,17 @@ class EnvPool(ClosedOnExit):
             raise RuntimeError(
                 f"render() needs a pool made with render_mode='rgb_array' ({self._cfg.task_id} was made without one)"
             )
+        draw = self._backend.render
+        if draw is None:
+            raise RuntimeError(f"render(): the {self._cfg.backend} backend draws no frames ({self._cfg.task_id})")
         ids = np.zeros(1, np.int32) if env_ids is None else np.atleast_1d(np.asarray(env_ids))
         checked = self._check_ids(ids, None)
-        return self._backend.render(self._all_ids if checked is None else checked)
+        return draw(self._all_ids if checked is None else checked)
 
     @property
     def extra_info(self) -> dict[str, np.dtype]:
         """Task-specific info arrays beyond env_id and elapsed_step (Atari: lives, raw reward)."""
-        return dict(getattr(self._backend, "extra_info", {}))
+        return dict(self._backend.extra_info)
 
     def xla(self) -> tuple[Any, Any, Any, Any]:
         """`handle, recv, send, step` for use inside jit (EnvPool's XLA interface, envpool.readthedocs.io). JAX
@@ -358,7 +350,7 @@ class EnvPool(ClosedOnExit):
         self._check_open("xla")
         if self._players > 1:
             raise ValueError(f"xla(): {self._cfg.task_id} is multi-player (max_num_players={self._players}); its XLA interface is single-player")
-        own = getattr(self._backend, "make_xla", None)  # a backend with compiled XLA targets
+        own = self._backend.make_xla  # a backend with compiled XLA targets
         return own(self) if own is not None else make_xla(self)
 
     def close(self, **kwargs: Any) -> None:

@@ -45,7 +45,7 @@ def state_template(pool: Any, n: int) -> Any:
 
     obs = build(lambda _, space: leaf((n, *space.shape), space.dtype), pool.observation_space)
     # The env's own info keys: only the process backend has them (it builds a probe env for this).
-    fixed = {**pool.extra_info, **getattr(pool._backend, "info_dtypes", {})}
+    fixed = {**pool.extra_info, **pool._backend.info_dtypes}
     extra = {k: leaf((n, *np.dtype(dt).shape), np.dtype(dt).base) for k, dt in fixed.items()}  # (n, k): a subarray dtype
     if pool.config["env_type"] == "dm":
         observation = dm_observation_type(tuple(extra))(obs, leaf((n,), np.int32), leaf((n,), np.int32), *extra.values())

@@ -43,11 +43,12 @@ import numpy as np
 
 from envs.atari.games import check_rom
 from envs.atari.task import ALE_MAX_SEED, ATARI_INFO, AtariTask
+from envs.contract import Backend
 from envs.episodes import EpisodeBook
 from envs.ready import Batch, Chunk
 
 
-class AtariBackend:
+class AtariBackend(Backend):
     lockstep = True  # a send must name exactly the envs of the last batch received
     extra_info = ATARI_INFO  # info beyond env_id, elapsed_step
     max_seed = ALE_MAX_SEED

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from envs.atari.task import ALE_MAX_SEED, ATARI_INFO, AtariTask, require_ale
+from envs.contract import Backend
 from envs.episodes import EpisodeBook
 from envs.ready import Batch, Chunk
 
@@ -196,8 +197,7 @@ def push_frames(raw: np.ndarray, stack: np.ndarray, idx: slice | np.ndarray, res
 
 
 # --------------------------------------------------------------------------- the backend
-class AtariSingleBackend:
-    lockstep = False  # any subset of envs can be sent, reset or rendered
+class AtariSingleBackend(Backend):  # not lockstep: any subset of envs can be sent, reset or rendered
     extra_info = ATARI_INFO  # info beyond env_id, elapsed_step
     max_seed = ALE_MAX_SEED  # as the vector env's, so both backends take the same seeds
 

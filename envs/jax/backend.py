@@ -29,6 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from envs.config import INT32_MAX, PoolConfig
+from envs.contract import Backend
 from envs.jax.core import JaxEnv, Lanes, pool_key
 from envs.ready import Batch, Chunk
 
@@ -97,10 +98,9 @@ def programs(task_id: str, max_episode_steps: int | None, kwargs: dict[str, Any]
         return _Programs(make_jax_env(task_id, max_episode_steps, **kwargs))
 
 
-class JaxBackend:
-    """A pool backend (envs.pool.Backend) over a JaxEnv's lanes."""
+class JaxBackend(Backend):
+    """A pool backend (envs.contract.Backend) over a JaxEnv's lanes."""
 
-    extra_info: dict[str, np.dtype] = {}
     max_seed = INT32_MAX
 
     def __init__(self, config: PoolConfig, progs: _Programs):

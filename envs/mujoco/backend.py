@@ -24,6 +24,7 @@ import gymnasium as gym
 import numpy as np
 
 from envs.config import PoolConfig
+from envs.contract import Backend
 from envs.episodes import EpisodeBook
 from envs.mujoco.log import route_warnings
 from envs.mujoco.render import MujocoRenderer, check_render_kwargs
@@ -136,7 +137,7 @@ class _Job:
                      a(self.unstable))
 
 
-class MujocoBackend:
+class MujocoBackend(Backend):
     def __init__(self, task: MujocoTask, lib: ctypes.CDLL):
         import mujoco
 

@@ -12,6 +12,7 @@ import copy
 import numpy as np
 
 from envs.config import PoolConfig
+from envs.contract import Backend
 from envs.episodes import EpisodeBook
 from envs.native.base import NativeTask
 from envs.ready import Batch, Chunk
@@ -19,7 +20,7 @@ from envs.ready import Batch, Chunk
 _ALL = slice(None)
 
 
-class NativeBackend:
+class NativeBackend(Backend):
     def __init__(self, task_cls: type[NativeTask], config: PoolConfig):
         self.task = task_cls(config.num_envs, config.seed)
         self.book = EpisodeBook(config.num_envs, config.max_episode_steps)

@@ -22,6 +22,7 @@ import gymnasium as gym
 import numpy as np
 
 from envs.config import PoolConfig
+from envs.contract import BackendBase
 from envs.episodes import EpisodeBook
 from envs.native.base import RESETS_BUFFERED, NativeTask
 from envs.native.tasks import TASK_CODES
@@ -38,10 +39,10 @@ def _rng_words(states: list[dict[str, int]]) -> np.ndarray:
     return np.array([[s["state"] >> 64, s["state"] & _U64, s["inc"] >> 64, s["inc"] & _U64] for s in states], np.uint64)
 
 
-class KernelPool:
-    """One pool in the compiled library: its id, and buffers shared with it."""
-
-    extra_info: dict[str, np.dtype] = {}
+class KernelPool(BackendBase):
+    """One pool in the compiled library: its id, and buffers shared with it. A `BackendBase`, not a
+    `Backend`: its step interface (send, recv, step, reset) is the compiled pool's, which
+    `CompiledEnvPool` calls."""
 
     def __init__(self, lib: ctypes.CDLL, task_cls: type[NativeTask], config: PoolConfig):
         self.lib = lib

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from envs.contract import Backend
 from envs.info import batch_infos
 from envs.process.errors import WorkerError, WorkerTimeout
 from envs.process.gym_task import GymTask
@@ -61,7 +62,7 @@ def _buffer_specs(task: GymTask, n: int) -> list:
     ]
 
 
-class ProcessBackend:
+class ProcessBackend(Backend):
     def __init__(self, task: GymTask):
         config = self._config = task.config
         self.reset_options = task.reset_options  # options of reset(options=...) go to the envs' own reset
