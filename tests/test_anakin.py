@@ -317,7 +317,7 @@ def test_the_runner_trains_a_loop_config_with_a_jax_id(tmp_path):
 
 
 def test_a_stop_request_ends_the_run_after_the_call_and_saves(tmp_path):
-    """What SIGTERM and Ctrl-C do (runner.graceful_stop → request_stop): the run ends after the
+    """What SIGTERM and Ctrl-C do (signals.graceful_stop → request_stop): the run ends after the
     current call, through the same middleware as the Sebulba loop's, and saves its state."""
     ckpt = CheckpointConfig(str(tmp_path / "ckpt"), every_learner_steps=1000)
     with AnakinLoop(LinearPG(SPEC), config(1), updates_per_call=3) as loop:

@@ -163,7 +163,7 @@ def test_minibatches_compile_twice_and_never_retrace_once_warm():
 def test_default_learner_devices_leave_whole_minibatches_on_each():
     """With 4 devices, 6 envs go to 3 learner devices; as 3 minibatches they go to 2 (3 envs each)."""
     from experiments.impala import make_experiment
-    from sebulba.experiment.runner import default_devices
+    from sebulba.experiment.devices import default_devices
 
     assert default_devices(6) == ((0,), (1, 2, 3))
     assert default_devices(6, 3) == ((0,), (1, 2))

@@ -21,8 +21,10 @@ from sebulba.experiment.flag_types import define_integer
 from sebulba.experiment.peers import EXIT_PEER_LOST, abandon
 from sebulba.experiment.profiling import ProfileWindow
 from sebulba.experiment.run_log import echo, quiet_terminal
-from sebulba.experiment.runner import (CheckpointFlags, EvalFlags, RunResult, StoppedBeforeTraining, default_devices,
-                                       log_path, parse_devices, run)
+from sebulba.experiment.devices import default_devices, parse_devices
+from sebulba.experiment.run_lifecycle import log_path
+from sebulba.experiment.runner import CheckpointFlags, EvalFlags, RunResult, run
+from sebulba.experiment.signals import StoppedBeforeTraining
 from sebulba.experiment.wandb_logger import MODES as WANDB_MODES
 from sebulba.experiment.wandb_logger import WandbFlags
 from sebulba.loop.config import LoopConfig, check_env, uses_anakin

@@ -1,12 +1,15 @@
 """Resuming a run, the experiment's side of it in one place: the flags a resume takes from the
-run (`adopt_resumed_flags`), the checks before anything is built (`check_resumable`), and what a
-stopped job says to relaunch (`resume_hint`). The loop's side: `GymnasiumLoop.run(resume=True)`
-loads the checkpoint (`sebulba/loop/checkpoint.py`); the outputs go on where they stopped
-(`MetricsWriter.resume_at`)."""
+run (`adopt_resumed_flags`), what a run does with its directory and the flags (`plan_resume`:
+start, continue, extend or "already finished", checked before anything is built), what a resume
+that trains records (`record_resume`), and what a stopped job says to relaunch (`resume_hint`).
+The loop's side: `Loop.run(resume=True)` loads the checkpoint (`sebulba/loop/checkpoint.py`);
+the outputs go on where they stopped (`MetricsWriter.resume_at`, from `ResumePlan.env_steps`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import logging
 from typing import Any
 
 import jax
@@ -14,11 +17,13 @@ import numpy as np
 from absl import flags
 
 from sebulba.experiment.run_dir import RunDir
+from sebulba.experiment.run_record import resumed_record
 from sebulba.loop.checkpoint import Checkpointer, complete_steps, resume_layout
 from sebulba.loop.config import LoopConfig
 from sebulba.loop.processes import allgather, together
 
 FLAGS = flags.FLAGS
+log = logging.getLogger("sebulba")
 
 # flags a resumed run takes from its own command line
 NOT_RESUMED = ("resume", "progress", "logdir", "profile_after_s", "profile_seconds", "profile_python", "debug",
@@ -72,6 +77,67 @@ def changed_flags(run_dir: RunDir, flags: dict[str, Any]) -> dict[str, tuple[Any
 def resuming_line(changed: dict[str, tuple[Any, Any]]) -> str:
     """What a resume that changes flags says: `resuming with total_env_steps=12800 (was 6400)`."""
     return "resuming with " + ", ".join(f"{k}={now!r} (was {was!r})" for k, (was, now) in changed.items())
+
+
+@dataclasses.dataclass(frozen=True)
+class ResumePlan:
+    """What a run does with its run directory: "start" (a new run), "continue" (a resume within
+    the run's budget), "extend" (a resume whose --total_env_steps is larger than the run's own),
+    or "finished" (a resume of a run that has met its budget: nothing trains, no file changes)."""
+
+    action: str
+    meta: dict[str, Any] | None = None  # a resume's checkpoint metadata (counters, layout)
+    changed: dict[str, tuple[Any, Any]] = dataclasses.field(default_factory=dict)  # {flag: (the run's, now)}
+
+    @property
+    def resumes(self) -> bool:
+        """Whether the run goes on from a checkpoint (continue or extend)."""
+        return self.action in ("continue", "extend")
+
+    @property
+    def env_steps(self) -> int | None:
+        """Where a resume starts (the checkpoint's env steps); None for a new run."""
+        return None if self.meta is None else self.meta["env_steps"]
+
+
+def plan_resume(resume: str | None, run_dir: RunDir, checkpointer: Checkpointer | None, loop_config: LoopConfig,
+                flags: dict[str, Any], total_env_steps: int, replay_bytes: int = 0) -> ResumePlan:
+    """What this run does with `run_dir` (`resume`: the --resume directory, None for a new run),
+    with the run's `flags` (after `adopt_resumed_flags`) and its budget: the one place a resume is
+    decided. A resume is checked first (checkpoints on, every process seeing the same one, the
+    job's process count and the loop's layout the checkpoint's: `check_resumable`), and says what
+    it does in one line; one whose checkpoint lacks the replay of an agent that keeps one
+    (`replay_bytes` > 0) warns that it will not end as an uninterrupted run would. ValueError
+    (on every process together) for a resume that cannot go on."""
+    if resume is None:
+        return ResumePlan("start")
+    if checkpointer is None:
+        raise ValueError("resuming needs checkpoints: checkpoint_every must be > 0")
+    meta = check_resumable(checkpointer, run_dir, loop_config)
+    changed = changed_flags(run_dir, flags)
+    if replay_bytes and not meta["has_experience"]:
+        log.warning(f"checkpoint {meta['learner_steps']} holds no replay: the resumed run starts with an "
+                    "empty replay, so it will not end as an uninterrupted run would (checkpoints hold "
+                    "it unless --nosave_replay)")
+    if meta["env_steps"] >= total_env_steps:  # not one more cycle
+        log.info(f"{run_dir.path} is finished: {meta['env_steps']:,} env steps of its budget of "
+                 f"{total_env_steps:,}; pass a larger --total_env_steps to extend it")
+        return ResumePlan("finished", meta, changed)
+    if changed:
+        log.info(resuming_line(changed))
+    was, now = changed.get("total_env_steps", (total_env_steps, total_env_steps))
+    return ResumePlan("extend" if now > was else "continue", meta, changed)
+
+
+def record_resume(run_dir: RunDir, record: dict[str, Any], plan: ResumePlan) -> None:
+    """A resume that trains: flags.json takes the flags it changed (a later resume keeps them), and
+    config.json what the run now follows and the resume itself (`run_record.resumed_record`)."""
+    changed, meta = plan.changed, plan.meta
+    if changed:
+        saved = json.loads(run_dir.flags_path.read_text())
+        run_dir.write_flags({**saved, **{name: now for name, (_, now) in changed.items()}})
+    previous = json.loads(run_dir.config_path.read_text()) if run_dir.config_path.exists() else record
+    run_dir.write_config(resumed_record(previous, record, meta["env_steps"], meta["learner_steps"], changed))
 
 
 def check_resumable(checkpointer: Checkpointer, run_dir: RunDir, loop_config: LoopConfig) -> dict[str, Any]:

@@ -1,18 +1,16 @@
-"""The part of an experiment that is the same for every agent: devices, the run directory,
-outputs, and the loop run itself."""
+"""The part of an experiment that is the same for every agent: a run (`run`), from the checks
+before anything is built to the loop's last report: the run directory (run_lifecycle.py), the
+resume plan (resume.py), checkpoints, outputs, evaluation during training, signals (signals.py)
+and the loop itself (through its contract)."""
 
 from __future__ import annotations
 
 import contextlib
 import csv
 import dataclasses
-import json
 import logging
-import os
 import shutil
 import signal
-import socket
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,10 +24,13 @@ from sebulba.experiment.errors import user_input
 from sebulba.experiment.outputs import MetricsWriter, Outputs
 from sebulba.experiment.profiling import ProfileWindow, profiled
 from sebulba.experiment.progress import process_age_s
-from sebulba.experiment.resume import changed_flags, check_resumable, resume_hint, resuming_line
-from sebulba.experiment.run_log import LOG_FILE, log_file
-from sebulba.experiment.run_record import resumed_record, run_record
+from sebulba.experiment.resume import plan_resume, record_resume, resume_hint
 from sebulba.experiment.run_dir import RunDir
+from sebulba.experiment.run_lifecycle import (log_path, missing_dirs, open_run_dir, own_dir, removed_unless_trained,
+                                              write_processes)
+from sebulba.experiment.run_log import log_file
+from sebulba.experiment.run_record import run_record
+from sebulba.experiment.signals import Stopper, graceful_stop
 from sebulba.experiment.wandb_logger import WandbFlags, WandbLogger
 from sebulba.loop.checkpoint import CheckpointConfig, Checkpointer
 from sebulba.loop.config import LoopConfig, uses_anakin
@@ -38,34 +39,9 @@ from sebulba.loop.evaluator import Evaluator, PeriodicEvaluation
 from sebulba.loop.memory import MemoryEstimate, byte_size, check_run_fits
 from sebulba.loop.middleware import LoopContext
 from sebulba.loop.metrics import job_report
-from sebulba.loop.processes import broadcast_text, gather_texts, together
+from sebulba.loop.processes import together
 
 log = logging.getLogger("sebulba")
-
-
-def default_devices(num_envs: int, minibatches: int = 1, anakin: bool = False) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """Separate actor and learner devices when there is more than one: device 0 acts and the
-    most of the others that split num_envs evenly (into `minibatches` per device) learn; on one
-    device both share it. Anakin (acting on the learner devices): the most of all devices that
-    split num_envs evenly."""
-    n = len(jax.local_devices())
-    if anakin:
-        fits = [k for k in range(1, n + 1) if num_envs % (k * minibatches) == 0]
-        return (0,), tuple(range(max(fits) if fits else 1))
-    if n == 1:
-        return (0,), (0,)
-    learners = max(k for k in range(1, n) if num_envs % (k * minibatches) == 0) if num_envs % minibatches == 0 else 1
-    return (0,), tuple(range(1, 1 + learners))
-
-
-def parse_devices(text: str | None) -> tuple[int, ...] | None:
-    """'0,1' -> (0, 1); None or '' -> None (use the default)."""
-    if not text:
-        return None
-    try:
-        return tuple(int(x) for x in text.split(","))
-    except ValueError:
-        raise ValueError(f"devices must be comma-separated indices like '0,1', got {text!r}") from None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,81 +112,6 @@ def last_report(run_dir: RunDir) -> dict[str, Any]:
     return row
 
 
-class StoppedBeforeTraining(KeyboardInterrupt):
-    """SIGTERM or Ctrl-C while a run was being set up (its env pools built, its programs
-    compiled): the run stops there, and a new run's directory is removed."""
-
-    def __init__(self, sig: signal.Signals):
-        super().__init__(f"stopped by {sig.name} while the run was being set up, before training")
-        self.signal = sig
-
-
-class _Stopper:
-    loop: Loop | None = None  # set once the loop trains
-
-
-@contextlib.contextmanager
-def graceful_stop():
-    """Signals during a run: SIGTERM or a first Ctrl-C before the loop trains raises
-    `StoppedBeforeTraining` (the setup unwinds: pools closed, a new run's directory removed);
-    once it trains (`stopper.loop` set), they ask the loop to stop after the current learner
-    iteration (it then saves its final checkpoint); a second Ctrl-C interrupts at once. Yields
-    (a list that holds the first signal received, if any; the stopper)."""
-    received: list[signal.Signals] = []
-    stopper = _Stopper()
-    if threading.current_thread() is not threading.main_thread():
-        yield received, stopper
-        return
-
-    def handler(signum, frame):
-        sig = signal.Signals(signum)
-        loop = stopper.loop
-        if loop is None:
-            raise StoppedBeforeTraining(sig)
-        if loop.stop_requested and signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        if not received:
-            received.append(sig)
-        again = " (Ctrl-C again to abort)" if sig == signal.SIGINT else ""
-        log.warning(f"{sig.name}: stopping after this learner iteration{again}")
-        loop.request_stop()
-
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield received, stopper
-    finally:
-        for sig, h in previous.items():
-            signal.signal(sig, h)
-
-
-def open_run_dir(resume: str | None, logdir: str, experiment: str, loop_config: LoopConfig,
-                 flags: dict[str, Any], made: list[Path] | None = None) -> RunDir:
-    """The run's directory: `resume`, or a new one under logdir. In a multi-process job there is
-    one for the job, made by process 0, and every process must see it (a shared filesystem):
-    checkpoints are written into it by all of them; if one cannot, process 0 removes it and
-    `made` (the directories of logdir it created)."""
-    first, processes = jax.process_index() == 0, jax.process_count()
-    with user_input(), together("opening the run directory"):
-        if resume is not None:
-            return RunDir.open(resume) if processes == 1 else _visible(resume)
-        created = RunDir.create(logdir, experiment, loop_config.env_id, loop_config.seed, flags) if first else None
-    if processes == 1:
-        return created
-    path = broadcast_text(str(created.path) if first else "")
-    with _removed_unless_trained(created, made) if first else contextlib.nullcontext(), \
-            user_input(), together("finding the run directory"):
-        return created or _visible(path)
-
-
-def _visible(path: str) -> RunDir:
-    """RunDir.open, saying which process cannot see the directory."""
-    try:
-        return RunDir.open(path)
-    except FileNotFoundError as e:
-        raise FileNotFoundError(f"process {jax.process_index()} cannot see the run directory: {e}; every process of "
-                                "a job needs the same run directory, on a filesystem they share (--logdir)") from None
-
-
 def run(
     experiment: str,
     agent: Agent,
@@ -250,17 +151,17 @@ def run(
 def _run(experiment: str, agent: Agent, loop_config: LoopConfig, total_env_steps: int, logdir: str,
          flags: dict[str, Any], progress: bool, checkpoints: CheckpointFlags, resume: str | None,
          profile: ProfileWindow | None, evaluation: EvalFlags, wandb: WandbFlags | None, memory: MemoryEstimate,
-         received: list[signal.Signals], stopper: _Stopper) -> RunResult:
+         received: list[signal.Signals], stopper: Stopper) -> RunResult:
     """`run`, with its memory estimated and its signals handled (`graceful_stop`)."""
     multi, first = jax.process_count() > 1, jax.process_index() == 0
-    made = _missing_dirs(logdir) if resume is None and first else []
+    made = missing_dirs(logdir) if resume is None and first else []
     run_dir = open_run_dir(resume, logdir, experiment, loop_config, flags, made)
-    own_dir = run_dir.path / "processes" / f"p{jax.process_index()}" if multi else run_dir.path
-    own_dir.mkdir(parents=True, exist_ok=True)
+    own = own_dir(run_dir)
+    own.mkdir(parents=True, exist_ok=True)
     record = run_record(experiment, agent, loop_config, total_env_steps) if first else None
     if first and resume is None:
         run_dir.write_config(record)
-    with _removed_unless_trained(run_dir, made if resume is None and first else None) as setup, \
+    with removed_unless_trained(run_dir, made if resume is None and first else None) as setup, \
             log_file(log_path(run_dir), hold=resume is not None) as transcript:
         log.info(f"run directory: {run_dir.path}")
         problem = reload_problem(type(agent))
@@ -276,23 +177,10 @@ def _run(experiment: str, agent: Agent, loop_config: LoopConfig, total_env_steps
                                                         run_dir.path, type(agent).__name__)
                 checkpointer = Checkpointer(CheckpointConfig(str(run_dir.checkpoint_dir), checkpoints.every_learner_steps,
                                                              checkpoints.keep, save_replay))
-            elif resume is not None:
-                raise ValueError("resuming needs checkpoints: checkpoint_every must be > 0")
-            resume_steps = None
-            if resume is not None:
-                meta = check_resumable(checkpointer, run_dir, loop_config)
-                resume_steps, changed = meta["env_steps"], changed_flags(run_dir, flags)
-                if replay_bytes and not meta["has_experience"]:
-                    log.warning(f"checkpoint {meta['learner_steps']} holds no replay: the resumed run starts with an "
-                                "empty replay, so it will not end as an uninterrupted run would (checkpoints hold "
-                                "it unless --nosave_replay)")
-                if resume_steps >= total_env_steps:  # finished: nothing to train, not one more cycle; no file changes
-                    log.info(f"{run_dir.path} is finished: {resume_steps:,} env steps of its budget of "
-                             f"{total_env_steps:,}; pass a larger --total_env_steps to extend it")
-                    _finished()
-                    return RunResult(last_report(run_dir), run_dir, None, checkpointer.latest_step(), finished_before=True)
-                if changed:
-                    log.info(resuming_line(changed))
+            plan = plan_resume(resume, run_dir, checkpointer, loop_config, flags, total_env_steps, replay_bytes)
+            if plan.action == "finished":  # nothing to train, not one more cycle; no file changes
+                _finished()
+                return RunResult(last_report(run_dir), run_dir, None, checkpointer.latest_step(), finished_before=True)
             if multi:
                 write_processes(run_dir)
             with together("starting W&B logging"):
@@ -304,27 +192,28 @@ def _run(experiment: str, agent: Agent, loop_config: LoopConfig, total_env_steps
                     if tracker is not None:  # started first, so a bad key fails before the pools build
                         tracker.finish(failed=True)
                     raise
-        if resume is not None:  # the resume trains: its records say what the run now follows
+        if plan.resumes:  # the resume trains: its records say what the run now follows
             transcript.start()
             if first:
-                record_resume(run_dir, record, meta, changed)
+                record_resume(run_dir, record, plan)
         watch = distributed.watch()
         if watch is not None:
             watch.context = lambda: resume_hint(run_dir)
         with loop_in_setup as loop, \
-                _job_outputs(run_dir, total_env_steps, progress and first, resume_steps,
+                _job_outputs(run_dir, total_env_steps, progress and first, plan.env_steps,
                              evaluation.every_env_steps > 0, first, tracker) as outputs, \
-                _own_metrics(own_dir, resume_steps, multi) as own, profiled(profile, own_dir / "profile"), \
+                _own_metrics(own, plan.env_steps, multi) as own_writer, profiled(profile, own / "profile"), \
                 contextlib.ExitStack() as stack:
             middleware = [announce_first_update()]
             if evaluation.every_env_steps > 0 and first:  # the networks are the same everywhere
                 with user_input():
-                    evaluating = periodic_evaluation(agent, loop, evaluation, total_env_steps, outputs, resume_steps or 0)
+                    evaluating = periodic_evaluation(agent, loop, evaluation, total_env_steps, outputs,
+                                                     plan.env_steps or 0)
                 middleware.append(stack.enter_context(contextlib.closing(evaluating)))
-            report = outputs if not multi else JobReports(own, outputs)
+            report = outputs if not multi else JobReports(own_writer, outputs)
             setup.training, stopper.loop = True, loop
             loop.run(max_env_steps=total_env_steps, middleware=middleware, report=report, checkpointer=checkpointer,
-                     resume=resume is not None)
+                     resume=plan.resumes)
             final = report.last if multi and first else loop.reports[-1]
     _finished()
     early = final["env_steps"] < total_env_steps
@@ -382,23 +271,6 @@ def announce_first_update() -> Callable[[LoopContext], None]:
     return announce
 
 
-def log_path(run_dir: RunDir) -> Path:
-    """This process's log.txt: the run directory's (process 0), or processes/p<i>/log.txt."""
-    i = jax.process_index()
-    return run_dir.path / LOG_FILE if i == 0 else run_dir.path / "processes" / f"p{i}" / LOG_FILE
-
-
-def record_resume(run_dir: RunDir, record: dict[str, Any], meta: dict[str, Any],
-                  changed: dict[str, tuple[Any, Any]]) -> None:
-    """A resume that trains: flags.json takes the flags it changed (a later resume keeps them), and
-    config.json what the run now follows and the resume itself (`run_record.resumed_record`)."""
-    if changed:
-        saved = json.loads(run_dir.flags_path.read_text())
-        run_dir.write_flags({**saved, **{name: now for name, (_, now) in changed.items()}})
-    previous = json.loads(run_dir.config_path.read_text()) if run_dir.config_path.exists() else record
-    run_dir.write_config(resumed_record(previous, record, meta["env_steps"], meta["learner_steps"], changed))
-
-
 def warn_atari_on_cpu(env_id: str) -> None:
     """An Atari run with only CPU devices works but crawls: say so once, with what a GPU reaches."""
     if envs.is_atari(env_id) and all(d.platform == "cpu" for d in jax.devices()):
@@ -408,69 +280,11 @@ def warn_atari_on_cpu(env_id: str) -> None:
         )
 
 
-class _Setup:
-    training = False  # set once the loop runs: a failure from then on keeps the run directory
-
-
-@contextlib.contextmanager
-def _removed_unless_trained(run_dir: RunDir, made: list[Path] | None):
-    """A new run's directory (`made`: the directories making it created, deepest first; None: not
-    a new run, never removed) is removed with them when the run fails before the loop runs: a run
-    refused at setup leaves nothing behind."""
-    setup = _Setup()
-    try:
-        yield setup
-    except BaseException:
-        if made is not None and not setup.training:
-            _remove_new(run_dir.path, made)
-        raise
-
-
-def _missing_dirs(path: str | os.PathLike) -> list[Path]:
-    """The directories that making `path` (with its parents) creates, deepest first."""
-    out, p = [], Path(path).absolute()
-    while not p.exists() and p != p.parent:
-        out.append(p)
-        p = p.parent
-    return out
-
-
-def _remove_new(path: Path, made: list[Path]) -> None:
-    """Remove a new run directory, then those of `made` left empty."""
-    shutil.rmtree(path, ignore_errors=True)
-    for d in made:
-        try:
-            d.rmdir()
-        except OSError:  # not empty: another run's, or the user's
-            break
-    if path.exists():
-        log.warning(f"could not remove {path}, made for a run that stopped before training")
-    else:
-        log.info(f"removed {path}: the run stopped before training")
-
-
 def _finished() -> None:
     """This process ended its run cleanly: in a multi-process job, no peer may take it for lost."""
     watch = distributed.watch()
     if watch is not None:
         watch.done()
-
-
-def write_processes(run_dir: RunDir) -> None:
-    """processes.json (process 0): which process ran where, and what each wrote. A collective."""
-    me = jax.process_index()
-    texts = gather_texts(json.dumps({"host": socket.gethostname(), "pid": os.getpid(),
-                                     "devices": [d.id for d in jax.local_devices()]}))
-    if me != 0:
-        return
-    rows = []
-    for p, text in enumerate(texts):
-        row = {"process": p, **json.loads(text), "writes": [f"processes/p{p}/metrics.csv", f"processes/p{p}/events.*"]}
-        row["writes"] += (["flags.json", "config.json", "processes.json", "log.txt", "metrics.csv", "events.*",
-                           "learning_curve.png", "checkpoints/ (with every process)"] if p == 0 else
-                          [f"processes/p{p}/log.txt", "checkpoints/ (with every process)"])
-        rows.append(row)
-    (run_dir.path / "processes.json").write_text(json.dumps(rows, indent=2) + "\n")
 
 
 @contextlib.contextmanager
