@@ -11,9 +11,12 @@ Where each hook runs:
   evaluating or playing a trained agent).
 - learner devices, once per learner step (one cycle learned), inside one jitted, sharded
   program (`shard_map` over the learner devices, the pmap semantics; `learner_step` in
-  `sebulba.loop.learner`): `update_experience`, `begin_update`, then `optimize` (which calls
-  `loss`) as the agent's schedule says. The schedule's knobs (`num_minibatches`, `num_epochs`,
-  `minibatch_over`, `num_off_policy_optims_per_cycle`) and their rules are stated once, in
+  `sebulba.loop.learner`): `update_experience`, `begin_update`, then `optimize` as the
+  agent's schedule says: by default `gradient_step` of `loss` (so `loss` is required only of
+  an agent that keeps the default `optimize`); an `optimize` of its own takes the same
+  `gradient_step`, gated by `when_ready` while a replay fills (`OffPolicyAgent`, R2D2). The
+  schedule's knobs (`num_minibatches`, `num_epochs`, `minibatch_over`,
+  `num_off_policy_optims_per_cycle`) and their rules are stated once, in
   `sebulba.loop.learner.Schedule`. Experience state is per learner device: hooks see the local
   shard, and `lax.pmean(..., LEARNER_AXIS)` averages.
 
@@ -34,9 +37,10 @@ import abc
 import dataclasses
 import functools
 import inspect
-from typing import Any, Generic, TypeVar
+from typing import Any, Callable, Generic, TypeVar
 
 import jax
+import jax.numpy as jnp
 import optax
 
 import envs
@@ -69,6 +73,8 @@ class Agent(abc.ABC, Generic[N, O, E, S]):
     target_update_tau: float | None = None
 
     def __init__(self, env_spec: envs.EnvSpec):
+        if missing_loss(type(self)):
+            raise TypeError(missing_loss(type(self)))
         self.env_spec = env_spec
 
     # ---------------------------------------------------------------- state
@@ -130,9 +136,10 @@ class Agent(abc.ABC, Generic[N, O, E, S]):
     def update_experience(self, experience: E, initial_step_state: S, final_step_state: S, trajectory: Trajectory) -> E:
         """Fold one cycle's trajectory (this device's env shard) into the experience state."""
 
-    @abc.abstractmethod
     def loss(self, networks: N, experience: E, key: jax.Array) -> tuple[jax.Array, Metrics]:
-        """Scalar loss on this device's experience, and a flat dict of scalar metrics."""
+        """Scalar loss on this device's experience, and a flat dict of scalar metrics: what the
+        default `optimize` learns, so required only of an agent that keeps it (`missing_loss`)."""
+        raise NotImplementedError(missing_loss(type(self)))
 
     def num_off_policy_optims_per_cycle(self, layout: ExperienceLayout) -> int:
         """0: on-policy, one optimizer step on each trajectory, in the cycle it arrives. K > 0:
@@ -162,26 +169,16 @@ class Agent(abc.ABC, Generic[N, O, E, S]):
         return networks, experience
 
     def optimize(self, networks: N, opt_state: O, experience: E, key: jax.Array) -> tuple[N, O, E, Metrics]:
-        """One optimizer step; gradients are averaged over learner devices. With
-        `TargetNetworks`, the step learns `online` and then calls `update_target`. Override to
-        also update the experience (e.g. replay priorities)."""
-        with_target = isinstance(networks, TargetNetworks)
-        learned = networks.online if with_target else networks
-        loss_of = (lambda online: self.loss(networks._replace(online=online), experience, key)) if with_target else (
-            lambda nets: self.loss(nets, experience, key))
-        (loss, metrics), grads = jax.value_and_grad(loss_of, has_aux=True)(learned)
-        grads = jax.lax.pmean(grads, LEARNER_AXIS)
-        updates, opt_state = self.tx.update(grads, opt_state, learned)
-        learned = optax.apply_updates(learned, updates)
-        if with_target:
-            learned = self.update_target(networks._replace(online=learned, updates=networks.updates + 1))
-        metrics = dict(metrics)
-        metrics["loss"] = loss
-        metrics["grad_norm"] = optax.tree.norm(grads)
-        return learned, opt_state, experience, metrics
+        """One optimizer step: `gradient_step` of `loss` (of `online` with `TargetNetworks`, then
+        `update_target`). Override to learn from something else or to also update the experience
+        (e.g. replay priorities, `OffPolicyAgent`, R2D2): with `gradient_step`, and `when_ready`
+        to wait for a replay."""
+        networks, opt_state, metrics, step_metrics = gradient_step(
+            self.tx, lambda nets: self.loss(nets, experience, key), networks, opt_state, self.update_target)
+        return networks, opt_state, experience, {**metrics, **step_metrics}
 
     def update_target(self, networks: TargetNetworks) -> TargetNetworks:
-        """After each optimizer step of the default `optimize` (`networks.updates` counts them):
+        """After each `gradient_step` with `TargetNetworks` (`networks.updates` counts them):
         copy online into target every `target_update_period` steps, or average them with
         `target_update_tau`. Override for another rule."""
         period, tau = self.target_update_period, self.target_update_tau
@@ -194,6 +191,51 @@ class Agent(abc.ABC, Generic[N, O, E, S]):
     # ---------------------------------------------------------------- helpers
     def as_actor_output(self, out: Any) -> ActorOutput:
         return out if isinstance(out, ActorOutput) else ActorOutput(out)
+
+
+def missing_loss(cls: type) -> str | None:
+    """Why an agent of this class cannot learn (None: it can): it keeps the default `optimize`,
+    which learns `loss`, and writes no `loss`."""
+    if cls.optimize is Agent.optimize and cls.loss is Agent.loss:
+        return (f"{cls.__qualname__} neither writes loss(networks, experience, key) nor overrides optimize: write "
+                "loss for the default optimizer step, or override optimize")
+    return None
+
+
+def gradient_step(tx: optax.GradientTransformation, loss_of: Callable[[N], tuple[jax.Array, Any]], networks: N,
+                  opt_state: O, update_target: Callable[[TargetNetworks], TargetNetworks] | None = None,
+                  ) -> tuple[N, O, Any, Metrics]:
+    """The one optimizer step every agent takes: the gradient of `loss_of(networks) -> (scalar loss,
+    aux)`, averaged over the learner devices (`lax.pmean` over LEARNER_AXIS), through `tx` and
+    applied. With `TargetNetworks` the gradient is of `online` only (`loss_of` gets the whole
+    networks, `online` replaced), the step is counted in `updates` and `update_target` moves the
+    target. Returns (networks, opt_state, aux, {"loss", "grad_norm"}): `Agent.optimize` with
+    `Agent.loss`, `OffPolicyAgent` and R2D2 on their sampled batches."""
+    with_target = isinstance(networks, TargetNetworks)
+    learned = networks.online if with_target else networks
+    of_learned = (lambda online: loss_of(networks._replace(online=online))) if with_target else loss_of
+    (loss, aux), grads = jax.value_and_grad(of_learned, has_aux=True)(learned)
+    grads = jax.lax.pmean(grads, LEARNER_AXIS)
+    updates, opt_state = tx.update(grads, opt_state, learned)
+    learned = optax.apply_updates(learned, updates)
+    if with_target:
+        if update_target is None:
+            raise ValueError("gradient_step of TargetNetworks needs update_target (e.g. Agent.update_target)")
+        learned = update_target(networks._replace(online=learned, updates=networks.updates + 1))
+    return learned, opt_state, aux, {"loss": loss, "grad_norm": optax.tree.norm(grads)}
+
+
+def when_ready(ready: jax.Array, step: Callable[..., tuple], *operands: Any) -> tuple:
+    """`step(*operands) -> (*new operands, metrics)` where `ready` (a bool []; the same on every
+    learner device), else the operands as they are and the step's metrics, zero: a `lax.cond`, so
+    nothing of the step is computed (no optimizer step counted, no target moved, no priority set)
+    while e.g. a replay fills. `OffPolicyAgent` and R2D2 gate their `optimize` with it."""
+
+    def wait(*operands):  # the step's metrics, zero: no loss was computed
+        shapes = jax.eval_shape(step, *operands)[-1]
+        return (*operands, jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes))
+
+    return jax.lax.cond(ready, step, wait, *operands)
 
 
 def name_problem(name: str) -> str | None:

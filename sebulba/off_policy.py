@@ -29,11 +29,10 @@ from typing import Any, NamedTuple
 import gymnasium as gym
 import jax
 import jax.numpy as jnp
-import optax
 
 import envs
 from sebulba import observations
-from sebulba.agent import Agent
+from sebulba.agent import Agent, gradient_step, when_ready
 from sebulba.exploration import uniform_actions
 from sebulba.off_policy_config import OffPolicyConfig
 from sebulba.replay import transitions as tr
@@ -152,16 +151,10 @@ class OffPolicyAgent(Agent):
         loss = jnp.sum(weights * per_transition) / jnp.maximum(jnp.sum(weights > 0), 1)
         return loss, (metrics, td_abs)
 
-    def loss(self, networks: TargetNetworks, experience: Experience, key: jax.Array) -> tuple[jax.Array, Metrics]:
-        k_sample, k_loss = jax.random.split(key)
-        batch, _, weights = self._sample(experience.replay, k_sample)
-        loss, (metrics, _) = self._weighted_loss(networks, batch, weights, k_loss)
-        return loss, metrics
-
     def optimize(self, networks: TargetNetworks, opt_state: Any, experience: Experience, key: jax.Array):
-        """One optimizer step on a sampled batch, then `update_target`; nothing is computed (no
-        step counted, no target moved, no priority set: a `lax.cond`) until the replays of all
-        learner devices hold learning_starts transitions and each holds one."""
+        """One `gradient_step` on a sampled batch (importance-weighted), new priorities to a
+        prioritized replay; nothing is computed (`when_ready`) until the replays of all learner
+        devices hold learning_starts transitions and each holds one."""
         c, replay = self.config, experience.replay
         ready = ((jax.lax.psum(replay.size, LEARNER_AXIS) >= c.learning_starts)
                  & (jax.lax.pmin(replay.size, LEARNER_AXIS) > 0))
@@ -169,20 +162,13 @@ class OffPolicyAgent(Agent):
         def step(networks, opt_state, replay):
             k_sample, k_loss = jax.random.split(key)
             batch, idx, weights = self._sample(replay, k_sample)
-            loss_of = lambda online: self._weighted_loss(networks._replace(online=online), batch, weights, k_loss)  # noqa: E731
-            (loss, (metrics, td_abs)), grads = jax.value_and_grad(loss_of, has_aux=True)(networks.online)
-            grads = jax.lax.pmean(grads, LEARNER_AXIS)
-            updates, new_opt = self.tx.update(grads, opt_state, networks.online)
-            online = optax.apply_updates(networks.online, updates)
-            stepped = self.update_target(TargetNetworks(online, networks.target, networks.updates + 1))
+            networks, opt_state, (metrics, td_abs), step_metrics = gradient_step(
+                self.tx, lambda nets: self._weighted_loss(nets, batch, weights, k_loss), networks, opt_state,
+                self.update_target)
             if c.prioritized:
                 replay = tr.update_priorities(replay, idx, td_abs)
-            return stepped, new_opt, replay, {**metrics, "loss": loss, "grad_norm": optax.tree.norm(grads)}
+            return networks, opt_state, replay, {**metrics, **step_metrics}
 
-        def wait(networks, opt_state, replay):  # the step's metrics, zero: no loss was computed
-            shapes = jax.eval_shape(step, networks, opt_state, replay)[3]
-            return networks, opt_state, replay, jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
-
-        networks, opt_state, replay, metrics = jax.lax.cond(ready, step, wait, networks, opt_state, replay)
+        networks, opt_state, replay, metrics = when_ready(ready, step, networks, opt_state, replay)
         metrics = {**metrics, "replay_size": replay.size.astype(jnp.float32), "learning": ready.astype(jnp.float32)}
         return networks, opt_state, Experience(replay), metrics

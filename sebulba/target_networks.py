@@ -3,14 +3,15 @@
 An agent with a target network returns `TargetNetworks.of(params)` from `init_networks`. The
 framework then
 - builds the optimizer state for `online` only (`Agent.init_optimizer_state`);
-- in the default `Agent.optimize`, takes the gradient of `Agent.loss` with respect to `online`
-  only (the loss gets the whole `TargetNetworks`: bootstrap from `networks.target`), counts the
-  step in `updates` and calls `Agent.update_target`, which by default copies `online` into
-  `target` every `Agent.target_update_period` optimizer steps, or averages them (Polyak) with
+- in its optimizer step (`sebulba.agent.gradient_step`: the default `Agent.optimize`'s,
+  `OffPolicyAgent`'s and R2D2's), takes the gradient of the loss with respect to `online` only
+  (the loss gets the whole `TargetNetworks`: bootstrap from `networks.target`), counts the step
+  in `updates` and calls `Agent.update_target`, which by default copies `online` into `target`
+  every `Agent.target_update_period` optimizer steps, or averages them (Polyak) with
   `Agent.target_update_tau` after every step;
 - acts, evaluates and checkpoints with the whole `TargetNetworks` (`Agent.step` reads
   `networks.online`).
-An agent that writes its own `optimize` (R2D2) uses `periodic_copy` or `polyak` itself.
+An agent that overrides `update_target` (TD3's) may use `periodic_copy` or `polyak` for its parts.
 """
 
 from __future__ import annotations

@@ -8,10 +8,12 @@ import pytest
 
 import envs
 import sebulba
+from sebulba import keys
 from sebulba.agents import RandomAgent, SimplePolicyGradient, SPGConfig
 from sebulba.episodes import episode_stats
 from sebulba.loop.cycle import CycleFunctions
-from sebulba.types import EnvStep
+from sebulba.sharding import LEARNER_AXIS
+from sebulba.types import EnvStep, ExperienceLayout, Trajectory
 from tests.support.agents import CountingAgent
 from tests.support.reference import ReferenceCycle
 
@@ -164,3 +166,81 @@ def test_per_env_step_state_is_what_follows_num_envs_not_what_happens_to_have_it
     placed = agent.shard_step_state(agent.init_step_state((), 2, jax.random.key(0)), sharding)
     assert placed["count"].sharding.spec == jax.sharding.PartitionSpec(sebulba.LEARNER_AXIS)
     assert placed["key"].sharding.is_fully_replicated
+
+
+def test_an_agent_with_the_default_optimize_and_no_loss_is_refused_naming_it():
+    class NoLoss(CountingAgent):
+        loss = sebulba.Agent.loss  # as if it had never written one
+
+    with pytest.raises(TypeError, match="NoLoss neither writes loss.*write loss for the default optimizer step, or "
+                                        "override optimize"):
+        NoLoss(CARTPOLE)
+    with pytest.raises(NotImplementedError, match="NoLoss neither writes loss"):  # one that skips Agent.__init__
+        object.__new__(NoLoss).optimize({"w": jnp.zeros(())}, (), {}, jax.random.key(0))
+
+    class OwnStep(NoLoss):  # an optimize of its own needs no loss
+        def optimize(self, networks, opt_state, experience, key):
+            return networks, opt_state, experience, {}
+
+    OwnStep(CARTPOLE)
+    from sebulba.agents.r2d2 import R2D2
+    from sebulba.off_policy import OffPolicyAgent
+
+    assert "loss" not in vars(OffPolicyAgent) and "loss" not in vars(R2D2)  # their optimize: gradient_step
+
+
+def fake_cycle(rng, num_envs: int, steps: int, first: bool):
+    """A cycle of CartPole-shaped trajectories with random observations, actions and rewards."""
+    starts = np.zeros((steps + 1, num_envs), bool)
+    starts[0] = first
+    env_step = EnvStep(rng.normal(size=(steps + 1, num_envs, 4)).astype(np.float32),
+                       rng.normal(size=(steps + 1, num_envs)).astype(np.float32),
+                       np.zeros((steps + 1, num_envs), bool), np.zeros((steps + 1, num_envs), bool), starts)
+    return Trajectory(env_step, rng.integers(0, 2, (steps, num_envs)).astype(np.int32), (),
+                      np.full((steps, num_envs), np.nan, np.float32), np.zeros((steps, num_envs), np.int32),
+                      np.int32(0), np.int32(0))
+
+
+@pytest.mark.slow(seconds=5)
+@pytest.mark.parametrize("name", ["dqn", "r2d2"])
+def test_a_replay_agent_leaves_everything_untouched_until_its_replay_is_ready(name):
+    """OffPolicyAgent (prioritized DQN) and R2D2 on two learner devices (vmap over LEARNER_AXIS):
+    while the replays are not ready, `optimize` returns the networks, optimizer state and replay
+    (priorities included) as they came and zero loss and gradient norm; once ready, one step."""
+    from sebulba.agents.dqn import DQN, DQNConfig
+    from sebulba.agents.r2d2 import R2D2, R2D2Config
+
+    if name == "dqn":  # 4 envs x 4 steps x 2 devices a cycle, 2-step transitions: ready at the 3rd cycle
+        agent, steps = DQN(CARTPOLE, DQNConfig(hidden_sizes=(8,), batch_size=4, replay_capacity=64,
+                                                learning_starts=60, replay_ratio=1 / 32, n_step=2,
+                                                target_update_period=1, priority_exponent=0.6)), 4
+    else:  # a cycle is half a sequence: 4 sequences a device from the 2nd cycle on, ready at the 3rd
+        agent, steps = R2D2(CARTPOLE, R2D2Config(core_size=8, hidden_sizes=(8,), sequence_length=8, burn_in=2,
+                                                 n_step=2, batch_size=4, replay_capacity=16, min_replay_size=8,
+                                                 target_update_period=1)), 4
+    key = jax.random.key(0)
+    nets = agent.init_networks(key)
+    layout = ExperienceLayout(num_actors=1, num_envs=4, steps_per_cycle=steps, num_devices=2)
+    state = jax.tree.map(lambda x: jnp.stack([x, x]), (nets, agent.init_optimizer_state(nets),
+                                                       agent.init_experience(nets, layout, key)))
+    step_state = agent.init_step_state(nets, 4, key)
+
+    def learn(nets, opt_state, experience, trajectory, key):
+        experience = agent.update_experience(experience, step_state, step_state, trajectory)
+        return experience, agent.optimize(nets, opt_state, experience, key)
+
+    learn = jax.jit(jax.vmap(learn, in_axes=(0, 0, 0, None, None), axis_name=LEARNER_AXIS))
+    rng, learned = np.random.default_rng(0), []
+    for cycle in range(3):
+        filled, (nets, opt_state, experience, metrics) = learn(*state, fake_cycle(rng, 4, steps, cycle == 0), key)
+        ready = bool(metrics["learning"][0])
+        learned.append(ready)
+        if not ready:
+            jax.tree.map(np.testing.assert_array_equal, keys.raw((state[0], state[1], filled)),
+                         keys.raw((nets, opt_state, experience)))
+            assert float(metrics["loss"][0]) == 0 and float(metrics["grad_norm"][0]) == 0
+        else:
+            assert np.all(np.asarray(nets.updates) == 1) and float(metrics["grad_norm"][0]) > 0
+            assert not np.array_equal(np.asarray(filled.replay.priorities), np.asarray(experience.replay.priorities))
+        state = (nets, opt_state, experience)
+    assert learned == [False, False, True]

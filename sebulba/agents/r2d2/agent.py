@@ -19,7 +19,7 @@ import optax
 
 import envs
 from sebulba import frames, observations
-from sebulba.agent import Agent
+from sebulba.agent import Agent, gradient_step, when_ready
 from sebulba.exploration import apex_epsilons, epsilon_greedy
 from sebulba.agents.r2d2.config import R2D2Config
 from sebulba.agents.r2d2.networks import CoreState, make_network, unroll
@@ -28,8 +28,8 @@ from sebulba.replay.priorities import importance_weights
 from sebulba.agents.r2d2.returns import n_step_double_q_targets, sequence_priority
 from sebulba.schedules import linear_decay
 from sebulba.sharding import LEARNER_AXIS
-from sebulba.target_networks import TargetNetworks, periodic_copy
-from sebulba.types import EnvStep, ExperienceLayout, Metrics, Trajectory
+from sebulba.target_networks import TargetNetworks
+from sebulba.types import EnvStep, ExperienceLayout, Trajectory
 
 
 
@@ -58,6 +58,7 @@ class R2D2(Agent[Networks, optax.OptState, Experience, StepState]):
         if not isinstance(env_spec.action_space, gym.spaces.Discrete):
             raise ValueError(f"R2D2 needs a Discrete action space, got {env_spec.action_space}")
         self.config = config
+        self.target_update_period = config.target_update_period  # the default update_target's copies
         self.num_actions = int(env_spec.action_space.n)
         self.net = make_network(env_spec.observation_space, self.num_actions, config)
 
@@ -169,40 +170,24 @@ class R2D2(Agent[Networks, optax.OptState, Experience, StepState]):
                    "td_abs_mean": jnp.sum(mask * jnp.abs(td)) / jnp.maximum(mask.sum(), 1)}
         return loss, (metrics, jax.lax.stop_gradient(priorities))
 
-    def loss(self, networks: Networks, experience: Experience, key: jax.Array) -> tuple[jax.Array, Metrics]:
-        (loss, (metrics, _)), _ = self._sample_and_loss(networks.online, networks.target, experience.replay, key)
-        return loss, metrics
-
-    def _sample_and_loss(self, online, target, replay, key):
-        c = self.config
-        seqs, idx, probs = rp.sample(replay, key, c.batch_size, c.priority_exponent)
-        weights = importance_weights(probs, replay.size, c.importance_sampling_exponent)
-        return self._sequence_loss(online, target, seqs, weights), idx
-
     def num_off_policy_optims_per_cycle(self, layout: ExperienceLayout) -> int:
         return self.config.optims_per_cycle
 
     def optimize(self, networks: Networks, opt_state, experience: Experience, key: jax.Array):
-        """One step on a prioritized batch; new priorities go back to the replay, and the target
-        network is copied every target_update_period steps. Nothing changes until the replay
-        holds min_replay_size sequences."""
+        """One `gradient_step` on a prioritized batch of sequences; new priorities go back to the
+        replay, and the target network is copied every target_update_period steps. Nothing is
+        computed (`when_ready`) until every learner device's replay holds min_replay_size sequences."""
         c = self.config
-        replay = experience.replay
+        ready = jax.lax.pmin(experience.replay.size, LEARNER_AXIS) >= c.min_replay_size
 
-        def loss_fn(online):
-            (loss, aux), idx = self._sample_and_loss(online, networks.target, replay, key)
-            return loss, (aux, idx)
+        def step(networks, opt_state, replay):
+            seqs, idx, probs = rp.sample(replay, key, c.batch_size, c.priority_exponent)
+            weights = importance_weights(probs, replay.size, c.importance_sampling_exponent)
+            networks, opt_state, (metrics, priorities), step_metrics = gradient_step(
+                self.tx, lambda nets: self._sequence_loss(nets.online, nets.target, seqs, weights), networks, opt_state,
+                self.update_target)
+            return networks, opt_state, rp.update_priorities(replay, idx, priorities), {**metrics, **step_metrics}
 
-        (loss, ((metrics, priorities), idx)), grads = jax.value_and_grad(loss_fn, has_aux=True)(networks.online)
-        grads = jax.lax.pmean(grads, LEARNER_AXIS)
-        updates, new_opt = self.tx.update(grads, opt_state, networks.online)
-        online = optax.apply_updates(networks.online, updates)
-        ready = jax.lax.pmin(replay.size, LEARNER_AXIS) >= c.min_replay_size
-        pick = lambda new, old: jax.tree.map(lambda n, o: jnp.where(ready, n, o), new, old)
-        stepped = periodic_copy(TargetNetworks(online, networks.target, networks.updates + 1), c.target_update_period)
-        networks = pick(stepped, networks)  # the steps (and target copies) count only once the replay is ready
-        opt_state = pick(new_opt, opt_state)
-        replay = pick(rp.update_priorities(replay, idx, priorities), replay)
-        experience = Experience(replay)
-        metrics = {**metrics, "loss": loss, "replay_size": replay.size.astype(jnp.float32), "learning": ready.astype(jnp.float32)}
-        return networks, opt_state, experience, metrics
+        networks, opt_state, replay, metrics = when_ready(ready, step, networks, opt_state, experience.replay)
+        metrics = {**metrics, "replay_size": replay.size.astype(jnp.float32), "learning": ready.astype(jnp.float32)}
+        return networks, opt_state, Experience(replay), metrics
