@@ -14,8 +14,10 @@ from __future__ import annotations
 
 from sebulba.agents.dqn import DQN, DQNConfig
 from sebulba.experiment.env_kind import env_kind, require_discrete_actions
-from sebulba.experiment.off_policy_flags import REPLAY_FLAGS, check_replay_ratio, optimizer_steps_per_update
-from sebulba.experiment.recipe import Algorithm, Flag
+from sebulba.experiment.flags import REPLAY_FLAGS, Flag
+from sebulba.experiment.off_policy_recipe import check_replay_ratio, optimizer_steps_per_update
+from sebulba.experiment.presets import Preset
+from sebulba.experiment.recipe import Algorithm
 from sebulba.networks import TORSO_KINDS
 
 # ---------------------------------------------------------------- presets
@@ -28,7 +30,7 @@ from sebulba.networks import TORSO_KINDS
 # holds only where it holds on several seeds: batch 64 at one update per 4 env steps and a copy
 # every 100 updates ended seeds 0-2 at 490.7, 500.0, 500.0 with the sampler of 2026-11-27 and at
 # 219.3, 442.5, 500.0 with today's (the same data, other draws); Adam 5e-4 collapsed to ~10.
-CARTPOLE = dict(
+CARTPOLE = Preset(
     total_env_steps=100_000, num_envs=8, steps_per_cycle=4, async_mode=False, inferencers_per_device=1,
     log_every_s=1.0,
     agent=DQNConfig(hidden_sizes=(128, 128), learning_rate=1e-3, adam_eps=1e-8, batch_size=128, replay_ratio=0.5,
@@ -39,14 +41,14 @@ CARTPOLE = dict(
 # target every 8,000 updates) with double Q-learning and Ape-X epsilons over 32 envs, on EnvPool's
 # preprocessing with clipped rewards; 1M transitions of 4 stacked 84x84 frames is 28 GiB, so the
 # replay holds 200,000 (5.6 GiB).
-ATARI = dict(
+ATARI = Preset(
     total_env_steps=10_000_000, num_envs=32, steps_per_cycle=8, async_mode=True, inferencers_per_device=2,
     log_every_s=10.0, lr_decay=False,
     agent=DQNConfig(torso="nature_cnn", replay_capacity=200_000, max_grad_norm=None),
 )
 
 
-def preset(env_id: str, env_kwargs: dict | None = None) -> dict:
+def preset(env_id: str, env_kwargs: dict | None = None) -> Preset:
     """ATARI for Atari games, CARTPOLE for every other Discrete-action env; DQN needs Discrete
     actions: any other env is refused here, in one line, before anything is built."""
     kind = env_kind(env_id, env_kwargs)

@@ -18,6 +18,7 @@ legal moves, and reports the trained team's win rate in each (eval.json's "vs_ra
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 
@@ -28,7 +29,7 @@ from absl import flags
 from sebulba.experiment import cli
 from sebulba.experiment.env_kwargs import parse_env_kwargs
 from sebulba.experiment.errors import user_input
-from sebulba.experiment.flag_types import define_integer
+from sebulba.experiment.flags import SHARED_FLAGS, Flag, define_flags
 from sebulba.experiment.trained import build_agent, open_run, restore_networks, run_replicas
 from sebulba.experiment.video import check_video_path
 from sebulba.experiment.video import record as record_video
@@ -36,25 +37,30 @@ from sebulba.loop.evaluator import EvalResult, Evaluator
 from sebulba.loop.memory import check_evaluation_fits
 from sebulba.loop.opponents import OPPONENTS
 
-define_integer("checkpoint", None, "Learner step of the checkpoint to evaluate (default: the latest).")
-define_integer("replica", 0, "Of a run trained with --num_seeds N: which replica (0..N-1; replica r trained with seed "
-               "--seed + r).", lower_bound=0)
-define_integer("episodes", 10, "Complete episodes to play.", lower_bound=1)
-define_integer("num_envs", None, "Envs playing them side by side, at most --episodes (default: min(episodes, 8)).",
-               lower_bound=1)
-define_integer("seed", 0, "Seed of the evaluation envs and the policy's RNG.")
-flags.DEFINE_string("env_kwargs", None, "The task's kwargs over the run's own, comma-separated key=value with Python "
-                    "literals, e.g. repeat_action_probability=0.25.")
-flags.DEFINE_bool("greedy", True, "The agent's evaluation policy (greedy; R2D2: epsilon 0.001); --nogreedy: the "
-                  "behaviour policy it trained with.")
-flags.DEFINE_string("video", None, "Also write a video of one episode here (MP4, or GIF when the name ends in .gif), "
-                    "frames annotated with the step and the return so far (each player's in a multi-player env); needs pip "
-                    "install -e '.[video]'.")
-flags.DEFINE_string("opponent", "self", "Multi-player runs: who the trained policy plays: self (every player acts with "
-                    "it) or random (each team in turn acts with it, the other players uniformly at random over their "
-                    "legal actions; --episodes episodes per team). A --video stays self-play.")
-define_integer("video_fps", 30, "Frames per second of the video.", lower_bound=1)
-flags.DEFINE_bool("debug", False, "Show the whole traceback of a mistake in the input.")
+# Its own flags, and four of the training entry points' (their type, default and bound) in an
+# evaluation's words.
+define_flags({
+    "checkpoint": Flag(int, "Learner step of the checkpoint to evaluate (default: the latest)."),
+    "replica": Flag(int, "Of a run trained with --num_seeds N: which replica (0..N-1; replica r trained with seed "
+                    "--seed + r).", lower_bound=0, default=0),
+    "episodes": Flag(int, "Complete episodes to play.", lower_bound=1, default=10),
+    "num_envs": dataclasses.replace(SHARED_FLAGS["num_envs"], help="Envs playing them side by side, at most --episodes "
+                                    "(default: min(episodes, 8))."),
+    "seed": dataclasses.replace(SHARED_FLAGS["seed"], help="Seed of the evaluation envs and the policy's RNG."),
+    "env_kwargs": dataclasses.replace(SHARED_FLAGS["env_kwargs"], help="The task's kwargs over the run's own, "
+                                      "comma-separated key=value with Python literals, e.g. "
+                                      "repeat_action_probability=0.25."),
+    "greedy": Flag(bool, "The agent's evaluation policy (greedy; R2D2: epsilon 0.001); --nogreedy: the behaviour "
+                   "policy it trained with.", default=True),
+    "video": Flag(str, "Also write a video of one episode here (MP4, or GIF when the name ends in .gif), frames "
+                  "annotated with the step and the return so far (each player's in a multi-player env); needs pip "
+                  "install -e '.[video]'."),
+    "opponent": Flag(str, "Multi-player runs: who the trained policy plays: self (every player acts with it) or random "
+                     "(each team in turn acts with it, the other players uniformly at random over their legal "
+                     "actions; --episodes episodes per team). A --video stays self-play.", default="self"),
+    "video_fps": Flag(int, "Frames per second of the video.", lower_bound=1, default=30),
+    "debug": dataclasses.replace(SHARED_FLAGS["debug"], help="Show the whole traceback of a mistake in the input."),
+})
 FLAGS = flags.FLAGS
 
 

@@ -15,7 +15,9 @@ import dataclasses
 from sebulba.agents.impala import Impala, ImpalaConfig
 from sebulba.distributions import check_action_space
 from sebulba.experiment.env_kind import env_kind
-from sebulba.experiment.recipe import Algorithm, Flag
+from sebulba.experiment.flags import Flag
+from sebulba.experiment.presets import Preset
+from sebulba.experiment.recipe import Algorithm
 from sebulba.networks import TORSO_KINDS
 
 # ---------------------------------------------------------------- presets
@@ -24,7 +26,7 @@ from sebulba.networks import TORSO_KINDS
 # 200-250k (BENCHMARKS.md), so the budget leaves margin. Sync mode: on 2 CPU cores acting and learning share the cores anyway,
 # and sync runs are bit-reproducible, so the bar is tested, not sampled. A separate value torso:
 # the shared one let large baseline gradients (unscaled returns up to 100) stall the policy.
-CARTPOLE = dict(
+CARTPOLE = Preset(
     total_env_steps=400_000, num_envs=32, steps_per_cycle=20, async_mode=False, inferencers_per_device=1,
     log_every_s=0.5, agent=ImpalaConfig(learning_rate=6e-3, hidden_sizes=(64, 64), separate_value_torso=True),
 )
@@ -35,7 +37,7 @@ CARTPOLE = dict(
 # root) stalls the steps: the policy stayed uniform (entropy ln 4, return 0.05 after 500k steps).
 # Summed, FrozenLake-v1 (is_slippery=False) reaches 0.9 by 21k env steps and ends at 1.0 on seeds
 # 0-2 (epsilon after the square root instead: 108-116k). 200k env steps.
-TABULAR = dict(CARTPOLE, total_env_steps=200_000, agent=dataclasses.replace(CARTPOLE["agent"], loss_reduction="sum"))
+TABULAR = CARTPOLE.replace(total_env_steps=200_000, agent=dataclasses.replace(CARTPOLE.agent, loss_reduction="sum"))
 # Structured (Dict/Tuple) observations, e.g. MiniGrid's grid view + direction, get TABULAR too, for
 # the same reason (sparse rewards). MiniGrid-Empty-5x5-v0 (drop_observation_keys=['mission']) with the
 # CartPole preset stayed at the random policy's 0.2 after 100k env steps; with summed losses the
@@ -48,7 +50,7 @@ TABULAR = dict(CARTPOLE, total_env_steps=200_000, agent=dataclasses.replace(CART
 # root: the paper's 0.01 inside it turned the small mean gradients into tiny steps), gradient clip
 # 0.5, 500k env steps; the Gaussian's mean is kept inside the bounds (networks.py). Seeds 0-2
 # ended at -194, -179 and -190; the sweep is in BENCHMARKS.md.
-CONTROL = dict(
+CONTROL = Preset(
     total_env_steps=500_000, num_envs=8, steps_per_cycle=8, async_mode=False, inferencers_per_device=1,
     log_every_s=0.5,
     agent=ImpalaConfig(learning_rate=7e-4, discount=0.9, lambda_=0.9, entropy_cost=0.0, separate_value_torso=True,
@@ -61,7 +63,7 @@ CONTROL = dict(
 # 2 inferencers steps 64 envs (on the GPU host 2 x 64 envs act 1.3x faster than 2 x 32,
 # BENCHMARKS.md), learned as 2 minibatches of 32: the paper's batch, and the Cleanba peer's.
 # On one H100 it took Pong to +17.2 by 7.7M frames at 54k frames/s (3 inferencers: 59.6k).
-ATARI = dict(
+ATARI = Preset(
     total_env_steps=50_000_000, num_envs=64, steps_per_cycle=20, async_mode=True, inferencers_per_device=2,
     log_every_s=10.0, env_kwargs=dict(reward_clip=True, episodic_life=True),
     agent=ImpalaConfig(torso="impala_resnet", learning_rate=6e-4, entropy_cost=0.01, loss_reduction="sum",
@@ -71,10 +73,10 @@ ATARI = dict(
 # Multi-player Atari (Combat, Joust, MazeCraze, Warlords): ATARI with every player sharing the one
 # network, each row marked with its player's indicator plane (add_player_id: every player sees the
 # same screen), no episodic_life (a player leaves when its lives run out). Not measured yet.
-MULTIPLAYER_ATARI = dict(ATARI, env_kwargs=dict(reward_clip=True, add_player_id=True))
+MULTIPLAYER_ATARI = ATARI.replace(env_kwargs=dict(reward_clip=True, add_player_id=True))
 
 
-def preset(env_id: str, env_kwargs: dict | None = None) -> dict:
+def preset(env_id: str, env_kwargs: dict | None = None) -> Preset:
     """The preset for the env's kind (sebulba.experiment.env_kind): Atari games get ATARI, envs
     with continuous actions CONTROL, envs with vector or image observations CARTPOLE, tabular
     (Discrete-state) and structured (Dict/Tuple) ones TABULAR, multi-player Atari games

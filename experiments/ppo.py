@@ -20,7 +20,9 @@ from sebulba.agents.ppo import PPO, PPOConfig
 from sebulba.distributions import check_action_space
 from sebulba.experiment.cli import Experiment
 from sebulba.experiment.env_kind import env_kind
-from sebulba.experiment.recipe import Algorithm, Flag
+from sebulba.experiment.flags import Flag
+from sebulba.experiment.presets import Preset
+from sebulba.experiment.recipe import Algorithm
 from sebulba.networks import TORSO_KINDS
 
 # ---------------------------------------------------------------- presets
@@ -29,14 +31,14 @@ from sebulba.networks import TORSO_KINDS
 # with 8 envs x 128 steps and a 10x larger learning rate (2.5e-3, decayed linearly): seeds 0-2 hold
 # 500 from 155-165k env steps on (BENCHMARKS.md); CleanRL's 2.5e-4 was at 316 after 100k. Sync
 # mode: bit-reproducible, so the learning bar is tested, not sampled.
-CARTPOLE = dict(
+CARTPOLE = Preset(
     total_env_steps=200_000, num_envs=8, steps_per_cycle=128, async_mode=False, inferencers_per_device=1,
     log_every_s=0.5, agent=PPOConfig(learning_rate=2.5e-3),
 )
 # Gymnasium's continuous tasks (MuJoCo): CleanRL's ppo_continuous_action.py: 2048 steps per
 # update (here 8 envs x 256), 32 minibatches of 64, 10 epochs, Adam 3e-4 decayed, no entropy bonus,
 # observations normalised and rewards scaled by the discounted return's spread, 1M env steps.
-MUJOCO = dict(
+MUJOCO = Preset(
     total_env_steps=1_000_000, num_envs=8, steps_per_cycle=256, async_mode=False, inferencers_per_device=1,
     log_every_s=5.0,
     agent=PPOConfig(learning_rate=3e-4, entropy_cost=0.0, num_epochs=10, num_minibatches=32,
@@ -46,12 +48,12 @@ MUJOCO = dict(
 # (BENCHMARKS.md) they ended Pendulum at -134, -146 and -154 (seeds 0-2), ahead of SB3's tuned
 # Pendulum values (gamma 0.9, 10 epochs of 8 minibatches, 1e-3: -226) and with no task-specific
 # discount.
-CONTROL = dict(MUJOCO, total_env_steps=200_000, log_every_s=0.5)
+CONTROL = MUJOCO.replace(total_env_steps=200_000, log_every_s=0.5)
 # Atari: Cleanba's PPO settings (128 steps, 4 epochs of 4 minibatches, clip 0.1, entropy 0.01,
 # Adam 2.5e-4 decayed, gradient clip 0.5, IMPALA ResNet shared by policy and value) on the paper
 # preprocessing (84x84 gray, 4 frames, reward clip, life loss as episode end), 2 inferencers x 64
 # envs per actor device, async. For a GPU host; not measured yet (BENCHMARKS.md).
-ATARI = dict(
+ATARI = Preset(
     total_env_steps=50_000_000, num_envs=64, steps_per_cycle=128, async_mode=True, inferencers_per_device=2,
     log_every_s=10.0, env_kwargs=dict(reward_clip=True, episodic_life=True),
     agent=PPOConfig(torso="impala_resnet", separate_critic=False, activation="relu", learning_rate=2.5e-4,
@@ -65,15 +67,15 @@ ATARI = dict(
 # 0.5, tanh MLPs 64-64, Adam decayed linearly) with a 4x larger learning rate, 1e-3, for a 1M
 # env-step budget (JaxMARL's: 2M-10M at 2.5e-4). On spread at 150k env steps (one seed each):
 # 2.5e-4 at -23, 1e-3 at -19 to -21 (random: -26.4), 2.5e-3 collapsed its entropy at -27.
-MULTIPLAYER = dict(
+MULTIPLAYER = Preset(
     total_env_steps=1_000_000, num_envs=16, steps_per_cycle=128, async_mode=False, inferencers_per_device=1,
     log_every_s=5.0, env_kwargs=dict(add_player_id=True), agent=PPOConfig(learning_rate=1e-3),
 )
 # MAPPO (Yu et al. 2022): the IPPO settings with a centralised critic, which reads the env's global
 # state (PettingZoo's state(), the pool's global_state=True) next to the player's observation;
 # picked when the env kwargs ask for the global state.
-MULTIPLAYER_MAPPO = dict(MULTIPLAYER, env_kwargs=dict(add_player_id=True, global_state=True),
-                         agent=PPOConfig(learning_rate=1e-3, critic_state=True))
+MULTIPLAYER_MAPPO = MULTIPLAYER.replace(env_kwargs=dict(add_player_id=True, global_state=True),
+                                       agent=PPOConfig(learning_rate=1e-3, critic_state=True))
 
 # Turn-based games with PettingZoo's action mask (its classic family, e.g. connect_four_v3): self-play,
 # every player acting with the one network (an observation is already its player's view: no
@@ -87,8 +89,8 @@ MULTIPLAYER_MAPPO = dict(MULTIPLAYER, env_kwargs=dict(add_player_id=True, global
 # seeds 0-2 at 75%, 83%, 61%): its result swung with the host's floating point; Adam 1e-3 at 200k
 # left seed 2 at 70%, 128-128 MLPs did no better. tictactoe_v3 learns less here: the first seat
 # wins 89-96% against random, the second 56-74% (its best possible: 94%) at 100k-200k env steps.
-BOARD_GAME = dict(
-    MULTIPLAYER, total_env_steps=300_000, num_envs=32, steps_per_cycle=32, log_every_s=2.0, env_kwargs={},
+BOARD_GAME = MULTIPLAYER.replace(
+    total_env_steps=300_000, num_envs=32, steps_per_cycle=32, log_every_s=2.0, env_kwargs={},
     agent=PPOConfig(learning_rate=1e-3, num_epochs=4, num_minibatches=4, discount=0.97),
 )
 
@@ -96,10 +98,10 @@ BOARD_GAME = dict(
 # the one network, each row's frame stack marked with its player's indicator plane (add_player_id:
 # every player sees the same screen) and no episodic_life (a player leaves when its lives run out).
 # Not measured yet (BENCHMARKS.md: none).
-MULTIPLAYER_ATARI = dict(ATARI, env_kwargs=dict(reward_clip=True, add_player_id=True))
+MULTIPLAYER_ATARI = ATARI.replace(env_kwargs=dict(reward_clip=True, add_player_id=True))
 
 
-def preset(env_id: str, env_kwargs: dict | None = None) -> dict:
+def preset(env_id: str, env_kwargs: dict | None = None) -> Preset:
     """The preset for the env's kind (sebulba.experiment.env_kind): Atari games get ATARI; other
     discrete-action tasks (Discrete or MultiDiscrete) CARTPOLE; continuous actions CONTROL for the
     built-in tasks and MUJOCO for Gymnasium's; multi-player tasks MULTIPLAYER (IPPO), or with

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from sebulba.agents.r2d2 import R2D2, R2D2Config
 from sebulba.experiment.env_kind import env_kind, require_discrete_actions
-from sebulba.experiment.recipe import Algorithm, Flag
+from sebulba.experiment.flags import Flag
+from sebulba.experiment.presets import Preset
+from sebulba.experiment.recipe import Algorithm
 
 # ---------------------------------------------------------------- presets
 # CartPole-v1: the paper's values scaled down to a 2-core CPU budget:
@@ -36,7 +38,7 @@ from sebulba.experiment.recipe import Algorithm, Flag
 # CartPole (in-process sweeps, 2026-11-26), and the CLI runs of seeds 0-2 at 500.0 on gymnax and
 # the built-in CartPole with --loop anakin.
 # 500k env steps; bar: >= 400 over the last 20 episodes. BENCHMARKS.md has the runs behind it.
-CARTPOLE = dict(
+CARTPOLE = Preset(
     total_env_steps=500_000, num_envs=16, async_mode=False, inferencers_per_device=1, log_every_s=1.0,
     agent=R2D2Config(core_size=64, hidden_sizes=(64,), sequence_length=20, burn_in=4, n_step=3, discount=0.99,
                      learning_rate=1e-3, batch_size=16, optims_per_cycle=8, target_update_period=150,
@@ -63,7 +65,7 @@ CARTPOLE = dict(
 # back (seeds 1 and 2 ended near 300 after 500s), so the ratio's margin rests on the MLP's ~75 cap.
 # On the AVX-512 host of the CartPole retune: 500.0, 415.9, 500.0 vs 63.3, 68.1, 70.8 = 7.9x,
 # 6.1x, 7.1x; about 97 s + 35 s.
-MEMORY = dict(
+MEMORY = Preset(
     total_env_steps=500_000, num_envs=16, async_mode=False, inferencers_per_device=1, log_every_s=1.0,
     agent=R2D2Config(core_size=128, hidden_sizes=(64,), sequence_length=20, burn_in=4, n_step=5, discount=0.99,
                      learning_rate=1e-3, batch_size=16, optims_per_cycle=8, target_update_period=300,
@@ -75,14 +77,14 @@ MEMORY = dict(
 # ends, which are EnvPool's defaults; 84x84 gray, 4 stacked frames, frame skip 4, 30 noops. The
 # frames are stacked on the actor device and the replay keeps single frames: its 25,000
 # sequences take 13.9 GiB per learner device instead of 53.4 GiB (--nostack_on_device).
-ATARI = dict(
+ATARI = Preset(
     total_env_steps=50_000_000, num_envs=32, async_mode=True, inferencers_per_device=2, log_every_s=10.0,
     env_kwargs=dict(reward_clip=False, episodic_life=False), stack_on_device=True, lr_decay=False,
     agent=R2D2Config(torso="nature_cnn", replay_capacity=25_000, min_replay_size=1_000, td_reduction="sum"),
 )
 
 
-def preset(env_id: str, env_kwargs: dict | None = None) -> dict:
+def preset(env_id: str, env_kwargs: dict | None = None) -> Preset:
     """The preset for the env's kind (sebulba.experiment.env_kind): Atari games get ATARI, the
     memory task MEMORY, every other env (vector, image or tabular observations) CARTPOLE. R2D2
     needs Discrete actions: any other env is refused here, in one line, before anything is built."""

@@ -14,24 +14,26 @@ learning_curve.png.
 from __future__ import annotations
 
 from sebulba.agents.sac import SAC, SACConfig
-from sebulba.experiment.off_policy_flags import (CONTINUOUS_FLAGS, CONTROL_LOOP, MUJOCO_LOOP, REPLAY_FLAGS,
-                                                 check_replay_ratio, continuous_preset, optimizer_steps_per_update)
-from sebulba.experiment.recipe import Algorithm, Flag
+from sebulba.experiment.flags import CONTINUOUS_FLAGS, REPLAY_FLAGS, Flag
+from sebulba.experiment.off_policy_recipe import (CONTROL_LOOP, MUJOCO_LOOP, check_replay_ratio, continuous_preset,
+                                                  optimizer_steps_per_update)
+from sebulba.experiment.presets import Preset
+from sebulba.experiment.recipe import Algorithm
 
 # ---------------------------------------------------------------- presets
 # Built-in continuous tasks (Pendulum-v1): 20k env steps, bar >= -250 over the last 20 episodes.
 # 64-64 MLPs and batch 128 (256-256 x 256 costs ~10 ms an update on 2 cores: 20k updates would take
 # minutes), Adam 1e-3 (SB3 zoo's Pendulum value), 1,000 random steps, one update per env step, actor and
 # temperature every step (policy_frequency 1, SB3's). Seed 0 ended at -121.0 in about 25 s of training.
-CONTROL = dict(
-    CONTROL_LOOP,
+CONTROL = Preset(
+    **CONTROL_LOOP,
     agent=SACConfig(hidden_sizes=(64, 64), batch_size=128, learning_starts=1_000, replay_capacity=20_000, policy_lr=1e-3,
                     q_lr=1e-3, policy_frequency=1),
 )
 # MuJoCo (Gymnasium's, on the native pool): CleanRL's sac_continuous_action.py (256-256 MLPs,
 # Adam 3e-4 actor / 1e-3 critics and temperature, tau 0.005, batch 256, 5,000 random steps, one
 # update per env step) over 4 envs x 8 steps a cycle, 1M env steps.
-MUJOCO = dict(MUJOCO_LOOP, agent=SACConfig())
+MUJOCO = Preset(**MUJOCO_LOOP, agent=SACConfig())
 
 
 preset = continuous_preset("SAC", CONTROL, MUJOCO)

@@ -13,17 +13,19 @@ learning_curve.png.
 from __future__ import annotations
 
 from sebulba.agents.td3 import TD3, TD3Config
-from sebulba.experiment.off_policy_flags import (CONTINUOUS_FLAGS, CONTROL_LOOP, MUJOCO_LOOP, REPLAY_FLAGS,
-                                                 check_replay_ratio, continuous_preset, optimizer_steps_per_update)
-from sebulba.experiment.recipe import Algorithm, Flag
+from sebulba.experiment.flags import CONTINUOUS_FLAGS, REPLAY_FLAGS, Flag
+from sebulba.experiment.off_policy_recipe import (CONTROL_LOOP, MUJOCO_LOOP, check_replay_ratio, continuous_preset,
+                                                  optimizer_steps_per_update)
+from sebulba.experiment.presets import Preset
+from sebulba.experiment.recipe import Algorithm
 
 # ---------------------------------------------------------------- presets
 # Built-in continuous tasks (Pendulum-v1): 20k env steps, bar >= -250 over the last 20 episodes.
 # 64-64 MLPs and batch 128 (256-256 x 256 costs ~10 ms an update on 2 cores: 20k updates would take
 # minutes), Adam 1e-3 (SB3 zoo's Pendulum value), 1,000 random steps, one update per env step, the actor every
 # 2 critic steps. Seed 0 ended at -129.2 in about 25 s of training.
-CONTROL = dict(
-    CONTROL_LOOP,
+CONTROL = Preset(
+    **CONTROL_LOOP,
     agent=TD3Config(hidden_sizes=(64, 64), batch_size=128, learning_starts=1_000, replay_capacity=20_000,
                     learning_rate=1e-3),
 )
@@ -31,7 +33,7 @@ CONTROL = dict(
 # 3e-4, tau 0.005, batch 256, 25,000 random steps, exploration noise 0.1, target smoothing 0.2
 # clipped at 0.5, actor every 2 critic steps, one update per env step) over 4 envs x 8 steps a
 # cycle, 1M env steps.
-MUJOCO = dict(MUJOCO_LOOP, agent=TD3Config())
+MUJOCO = Preset(**MUJOCO_LOOP, agent=TD3Config())
 
 
 preset = continuous_preset("TD3", CONTROL, MUJOCO)

@@ -1,14 +1,19 @@
 """Every entry point picks its preset from the env's kind (Atari / image / tabular / vector
 observations; discrete or continuous actions), so any id the pool serves runs with defaults that
 suit it, and an agent that cannot take the env's actions says so in one line. The learning bars
-of the no-flag presets on tasks beyond CartPole, through the real CLI."""
+of the no-flag presets on tasks beyond CartPole, through the real CLI. A preset is typed
+(sebulba.experiment.presets.Preset): a misspelled key is an error naming the right one."""
 
+import dataclasses
 import json
+import re
 import subprocess
 import sys
 
 import pytest
 
+from sebulba.agents.ppo import PPOConfig
+from sebulba.experiment.presets import Preset
 from tests.support.cli import ROOT, child_env, last_metrics, run_experiment
 
 KINDS = [  # env, its kwargs, IMPALA's preset, R2D2's preset, PPO's preset
@@ -29,12 +34,53 @@ KINDS = [  # env, its kwargs, IMPALA's preset, R2D2's preset, PPO's preset
     ("pettingzoo/classic/connect_four_v3", None, "TABULAR", "CARTPOLE", "BOARD_GAME"),  # an action mask: self-play
     ("Combat-v5", None, "MULTIPLAYER_ATARI", "ATARI", "MULTIPLAYER_ATARI"),  # one screen: each row marked by player
 ]
+LOOP = dict(total_env_steps=1000, num_envs=4, steps_per_cycle=8, async_mode=False, inferencers_per_device=1,
+            log_every_s=1.0)
+
+
+@pytest.mark.parametrize("make", [lambda: Preset(**LOOP, num_env=8, agent=PPOConfig()),
+                                  lambda: Preset(**LOOP, agent=PPOConfig()).replace(num_env=8),
+                                  lambda: dataclasses.replace(Preset(**LOOP, agent=PPOConfig()), num_env=8)],
+                         ids=["constructor", "replace", "dataclasses.replace"])
+def test_a_misspelled_preset_key_is_an_error_naming_the_right_one(make):
+    with pytest.raises(TypeError, match=r"^Preset has no field 'num_env'; did you mean 'num_envs'\?$"):
+        make()
+
+
+def test_a_preset_key_like_no_field_lists_the_fields():
+    with pytest.raises(TypeError, match=r"^Preset has no field 'frames'; its fields: total_env_steps, .*, agent$"):
+        Preset(**LOOP, frames=8, agent=PPOConfig())
+
+
+@pytest.mark.parametrize("change, error", [
+    ({"num_envs": 0}, "num_envs must be a positive int, got 0"),
+    ({"total_env_steps": 1.5}, "total_env_steps must be a positive int, got 1.5"),
+    ({"steps_per_cycle": 0}, "steps_per_cycle must be a positive int or None"),
+    ({"async_mode": "yes"}, "async_mode must be a bool, got 'yes'"),
+    ({"log_every_s": 0}, "log_every_s must be a number > 0"),
+    ({"env_threads": -1}, "env_threads must be an int >= 0 or None"),
+    ({"agent": PPOConfig}, "agent must be an agent's config"),
+])
+def test_a_preset_value_out_of_its_range_is_refused(change, error):
+    with pytest.raises(ValueError, match=re.escape(f"Preset: {error}")):
+        Preset(**{**LOOP, "agent": PPOConfig(), **change})
+
+
+def test_a_preset_says_which_loop_values_it_sets():
+    """What --help lists as the presets' values: a loop value other than Preset's default."""
+    p = Preset(**LOOP, agent=PPOConfig(), stack_on_device=True)
+    assert p.sets("num_envs") and p.sets("stack_on_device")
+    assert not any(p.sets(f) for f in ("env_threads", "lr_decay", "env_kwargs", "agent", "learning_rate"))
+    assert not p.replace(stack_on_device=False).sets("stack_on_device")
+
+
 # The entry points define their flags on import, so each is imported in a process of its own.
 SCRIPT = """
 import json, sys
 import envs
+from sebulba.experiment.presets import Preset
 module = __import__("experiments." + sys.argv[1], fromlist=["preset"])
-names = {id(v): k for k, v in vars(module).items() if k.isupper() and isinstance(v, dict)}
+names = {id(v): k for k, v in vars(module).items() if k.isupper() and isinstance(v, Preset)}
 out = []
 for env, kwargs in json.loads(sys.argv[2]):
     try:
@@ -43,7 +89,7 @@ for env, kwargs in json.loads(sys.argv[2]):
         out.append("ValueError: " + str(e))
         continue
     try:  # the preset's env kwargs, under the user's, make a pool of this task
-        envs.make_spec(env, **{**(picked.get("env_kwargs") or {}), **(kwargs or {})})
+        envs.make_spec(env, **{**picked.env_kwargs, **(kwargs or {})})
         out.append(names[id(picked)])
     except Exception as e:
         out.append(f"{names[id(picked)]} builds no pool: {type(e).__name__}: {e}")

@@ -14,10 +14,11 @@ from tests.support.cli import ROOT, child_env
 SCRIPT = """
 import json, sys
 from sebulba.experiment import cli
+from sebulba.experiment.presets import Preset
 from sebulba.experiment.recipe import Algorithm
 module = __import__("experiments." + sys.argv[1], fromlist=["ALGORITHM"])
 algorithm = module.ALGORITHM
-presets = [v for k, v in vars(module).items() if k.isupper() and isinstance(v, dict)]
+presets = [v for k, v in vars(module).items() if k.isupper() and isinstance(v, Preset)]
 key_flags = {f.name for f in cli.FLAGS.get_key_flags_for_module(module.__name__)}
 print(json.dumps({
     "recipe": isinstance(algorithm, Algorithm) and module.make_experiment == algorithm.make_experiment

@@ -17,15 +17,15 @@ from sebulba.agent import Agent
 from sebulba.experiment import distributed
 from sebulba.experiment.env_kwargs import parse_env_kwargs
 from sebulba.experiment.errors import UserError, user_input
-from sebulba.experiment.flag_types import define_integer
-from sebulba.experiment.peers import EXIT_PEER_LOST, abandon
+from sebulba.experiment.flags import SHARED_FLAGS, define_flags
+from sebulba.experiment.peers import abandon
+from sebulba.experiment.presets import Preset
 from sebulba.experiment.profiling import ProfileWindow
 from sebulba.experiment.run_log import echo, quiet_terminal
 from sebulba.experiment.devices import default_devices, parse_devices
 from sebulba.experiment.run_lifecycle import log_path
 from sebulba.experiment.runner import CheckpointFlags, EvalFlags, RunResult, run
 from sebulba.experiment.signals import StoppedBeforeTraining
-from sebulba.experiment.wandb_logger import MODES as WANDB_MODES
 from sebulba.experiment.wandb_logger import WandbFlags
 from sebulba.loop.config import LoopConfig, check_env, uses_anakin
 from sebulba.loop.learner import NonFiniteError
@@ -39,77 +39,9 @@ LOOP_FLAGS = ("num_envs", "total_env_steps", "inferencers_per_device", "env_thre
 
 
 def define_loop_flags(default_env: str) -> None:
-    """The flags every experiment has (defaults None mean: the env's preset)."""
-    flags.DEFINE_string("env", default_env, "Task id of the env pool (envs.list_all_envs()), or of a JAX-native env "
-                        "(SUITE/ID, e.g. gymnax/CartPole-v1), which trains in the Anakin loop.")
-    flags.DEFINE_enum("loop", "auto", ["auto", "sebulba", "anakin"], "Which loop trains: sebulba (host envs, actor "
-                      "threads), anakin (acting, JAX env steps and learning in one compiled program per call: "
-                      "JAX-native envs), or auto: anakin for a SUITE/ID env, else sebulba.")
-    define_integer("num_seeds", 1, "The Anakin loop: train this many independent replicas (seeds --seed, --seed + 1, "
-                   "...) in one program; each replica takes --total_env_steps; metrics are their mean, with each "
-                   "one's episode_return_mean_seed<i> and their min and max.", lower_bound=1)
-    flags.DEFINE_string("env_kwargs", None, "The task's own kwargs for envs.make, comma-separated key=value with "
-                        "Python literals (strings in quotes), e.g. is_slippery=False or "
-                        "map_name='8x8',is_slippery=False or \"drop_observation_keys=['mission','direction']\".")
-    define_integer("num_envs", None, "Envs per inferencer (default: the env's preset).", lower_bound=1)
-    define_integer("total_env_steps", None, "Stop after this many env steps (default: the preset's budget).",
-                         lower_bound=1)
-    flags.DEFINE_string("actor_devices", None, "Comma-separated jax device indices that act (default: 0).")
-    flags.DEFINE_string("learner_devices", None, "Comma-separated device indices that learn (default: the others, or 0).")
-    define_integer("inferencers_per_device", None, "Inferencer threads per actor device.", lower_bound=1)
-    define_integer("env_threads", None, "Threads (worker processes for the process backend) of each env pool, "
-                         "i.e. of each inferencer's: EnvPool's num_threads (default: the backend's; ALE: "
-                         "min(envs, cores), and at most one per core).", lower_bound=0)
-    flags.DEFINE_bool("stack_on_device", None, "Atari: the envs send single frames and each inferencer stacks them on "
-                      "its device (the agent sees the same stacks; 1/stack_num of the bytes cross to it).")
-    define_integer("seed", 0, "Seed of networks, actors and envs.")
-    flags.DEFINE_string("logdir", "runs", "Parent directory of run directories.")
-    flags.DEFINE_bool("async_mode", None, "Sebulba actors in threads (True) or one cycle then one update, reproducible (False).")
-    flags.DEFINE_float("log_every_s", None, "Seconds between metrics rows (CSV, TensorBoard, progress line).")
-    flags.DEFINE_bool("progress", True, "Show a live progress line.")
-    flags.DEFINE_bool("compilation_cache", True, "Keep the compiled programs on disk (JAX's persistent compilation "
-                      "cache, in $JAX_COMPILATION_CACHE_DIR or ~/.cache/sebulba/jax): a task run before starts "
-                      "training in seconds.")
-    flags.DEFINE_string("coordinator_address", None, "Multi-process training: host:port of process 0's coordinator "
-                        "(or SEBULBA_COORDINATOR_ADDRESS).")
-    define_integer("num_processes", None, "Multi-process training: how many processes (or SEBULBA_NUM_PROCESSES).")
-    define_integer("process_id", None, "Multi-process training: this process's id (or SEBULBA_PROCESS_ID).")
-    flags.DEFINE_bool("distributed", False, "Multi-process training with JAX's cluster detection (e.g. SLURM).")
-    flags.DEFINE_float("peer_timeout_s", 60.0, "Multi-process training: when another process has sent no heartbeat "
-                       "for this many seconds (it died, hung, or its host cannot be reached), every other process stops "
-                       f"with an error naming it (exit status {EXIT_PEER_LOST}); relaunch all with --resume.",
-                       lower_bound=1.0)
-    define_integer("checkpoint_every", 1000, "Learner steps between checkpoints (also saved at the end and on "
-                         "SIGTERM / Ctrl-C); 0 turns checkpoints off.")
-    define_integer("keep_checkpoints", 3, "How many of the latest checkpoints to keep.")
-    flags.DEFINE_bool("save_replay", None, "Include the agent's replay in checkpoints (default: for the off-policy "
-                      "agents, DQN, SAC, TD3 and R2D2, whose replay carries over from cycle to cycle; the run's first "
-                      "lines say its size): a resume in sync mode then ends bit-identical to an uninterrupted run. "
-                      "--nosave_replay leaves it out: a resume starts with an empty replay. On-policy agents (IMPALA, "
-                      "PPO) learn from each cycle's trajectory and need none.")
-    flags.DEFINE_string("resume", None, "A run directory to continue from its latest complete checkpoint, with the "
-                        "flags it was started with (flags.json).")
-    flags.DEFINE_float("profile_after_s", None, "Record a JAX profiler trace (XProf and Perfetto, in the run directory's "
-                       "profile/) starting this many seconds after the loop starts; python -m sebulba.experiment.trace_summary "
-                       "RUN_DIR/profile summarizes it.")
-    flags.DEFINE_float("profile_seconds", 3.0, "Length of the profiler trace, in seconds.")
-    flags.DEFINE_bool("debug", False, "Show the whole traceback of a mistake in the run's input (an error message "
-                      "is one line without it).")
-    define_integer("eval_every", 0, "Evaluate every this many env steps (0: never): --eval_episodes complete "
-                         "episodes with the agent's evaluation policy (greedy; R2D2: epsilon 0.001) on envs of their own, "
-                         "in a thread beside training; logged as eval_return_mean/std, eval_length_mean.", lower_bound=0)
-    define_integer("eval_episodes", 10, "Episodes per evaluation.", lower_bound=1)
-    flags.DEFINE_bool("profile_python", False, "Also trace every Python call in the profile (names the Python code, "
-                      "but slows it).")
-    flags.DEFINE_bool("wandb", False, "Also log the run to Weights & Biases: every metrics row, config.json as its "
-                      "config, and the learning curve (pip install 'sebulba[wandb]'; `wandb login` first, or "
-                      "--wandb_mode=offline).")
-    flags.DEFINE_string("wandb_project", None, "With --wandb: the W&B project (default: $WANDB_PROJECT, else sebulba).")
-    flags.DEFINE_string("wandb_entity", None, "With --wandb: the W&B entity, a user or team (default: your default "
-                        "entity).")
-    flags.DEFINE_enum("wandb_mode", None, list(WANDB_MODES), "With --wandb: online; offline (no network: files in the "
-                      "run directory's wandb/, uploaded later by `wandb sync`); disabled (default: $WANDB_MODE, else "
-                      "online).")
+    """The flags every experiment has (sebulba.experiment.flags.SHARED_FLAGS; defaults None mean:
+    the env's preset), --env's default `default_env`."""
+    define_flags({**SHARED_FLAGS, "env": dataclasses.replace(SHARED_FLAGS["env"], default=default_env)})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,17 +51,17 @@ class Experiment:
     total_env_steps: int
 
 
-def build(env: str, seed: int, preset: dict, overrides: dict, steps_per_cycle: Callable[[Any], int],
+def build(env: str, seed: int, preset: Preset, overrides: dict, steps_per_cycle: Callable[[Any], int],
           minibatches_of_envs: bool = True) -> Experiment:
-    """preset (loop values, optional `env_kwargs` for envs.make, and `agent`, a config dataclass)
-    updated by the non-None overrides;
+    """preset (loop values, `env_kwargs` for envs.make, and `agent`, a config dataclass) updated
+    by the non-None overrides;
     agent-config fields among the overrides go to the agent config. `minibatches_of_envs`: the
     agent's num_minibatches splits the envs (so the default learner devices must leave each a
     multiple of it), not the steps (PPO)."""
     o = {k: v for k, v in overrides.items() if v is not None}
-    get = lambda k: o.get(k, preset.get(k))
-    fields = {f.name for f in dataclasses.fields(preset["agent"])}
-    agent = dataclasses.replace(preset["agent"], **{k: v for k, v in o.items() if k in fields})
+    get = lambda k: o.get(k, getattr(preset, k))
+    fields = {f.name for f in dataclasses.fields(preset.agent)}
+    agent = dataclasses.replace(preset.agent, **{k: v for k, v in o.items() if k in fields})
     loop_kind = o.get("loop") or "auto"
     check_env(LoopConfig(env_id=env, loop=loop_kind))
     anakin = uses_anakin(LoopConfig(env_id=env, loop=loop_kind))
@@ -139,7 +71,7 @@ def build(env: str, seed: int, preset: dict, overrides: dict, steps_per_cycle: C
     actors, learners = default_devices(get("num_envs"), getattr(agent, "num_minibatches", 1) if minibatches_of_envs else 1,
                                        anakin)
     threads = get("env_threads")
-    env_kwargs = {**preset.get("env_kwargs", {}), **o.get("env_kwargs", {}), **({} if threads is None else {"num_threads": threads})}
+    env_kwargs = {**preset.env_kwargs, **o.get("env_kwargs", {}), **({} if threads is None else {"num_threads": threads})}
     loop = LoopConfig(
         env_id=env, env_kwargs=env_kwargs, num_envs=get("num_envs"), steps_per_cycle=steps_per_cycle(agent), seed=seed,
         actor_devices=o.get("actor_devices") or actors, learner_devices=o.get("learner_devices") or learners,
@@ -198,17 +130,18 @@ def start_distributed() -> bool:
                                       FLAGS.peer_timeout_s)
 
 
-def describe_presets(presets: dict[str, dict], agent_flags: dict[str, str]) -> None:
+def describe_presets(presets: dict[str, Preset], agent_flags: dict[str, str]) -> None:
     """Append to each flag's help the value every preset gives it, by env kind (what the flag's
-    default None stands for), e.g. `[presets: vector/image 0.006; Atari 0.0006]`."""
+    default None stands for), e.g. `[presets: vector/image 0.006; Atari 0.0006]`: a loop value
+    the preset sets (`Preset.sets`), else its agent config's field."""
     for flag in (*LOOP_FLAGS, *agent_flags):
         field = agent_flags.get(flag, flag)
         values = []
         for kind, p in presets.items():
-            if field in p:
-                values.append(f"{kind} {p[field]}")
-            elif hasattr(p["agent"], field):
-                value = getattr(p["agent"], field)
+            if p.sets(field):
+                values.append(f"{kind} {getattr(p, field)}")
+            elif hasattr(p.agent, field):
+                value = getattr(p.agent, field)
                 values.append(f"{kind} {','.join(map(str, value)) if isinstance(value, tuple) else value}")
         if values and "[presets: " not in FLAGS[flag].help:
             FLAGS[flag].help += f" [presets: {'; '.join(values)}]"

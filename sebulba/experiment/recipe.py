@@ -27,35 +27,14 @@ from sebulba.agent import Agent
 from sebulba.experiment import cli, compile_cache
 from sebulba.experiment.cli import Experiment
 from sebulba.experiment.errors import user_input
-from sebulba.experiment.flag_types import define_integer
+from sebulba.experiment.flags import SHARED_FLAGS, Flag, define_flags
+from sebulba.experiment.presets import Preset
 from sebulba.experiment.resume import adopt_resumed_flags
 
 # The flags define_flags() defines belong to the entry point that calls it (its --help lists them).
 flags.disclaim_key_flags()
 
-DEFAULT_ENV = "CartPole-v1"
-
-
-@dataclasses.dataclass(frozen=True)
-class Flag:
-    """An agent flag (default None: the preset's value): its type (int, float, bool, list for
-    comma-separated ints, or a tuple of an enum's choices), its help, the agent-config field it
-    sets (default: its own name; a loop value such as steps_per_cycle is set the same way), and
-    for int and float flags a lower bound."""
-
-    type: type | tuple[str, ...]
-    help: str
-    field: str | None = None
-    lower_bound: float | None = None
-
-    def define(self, name: str) -> None:
-        if isinstance(self.type, tuple):
-            flags.DEFINE_enum(name, None, list(self.type), self.help)
-        elif self.type in (int, float):
-            define = define_integer if self.type is int else flags.DEFINE_float
-            define(name, None, self.help, lower_bound=self.lower_bound)
-        else:
-            {bool: flags.DEFINE_bool, list: flags.DEFINE_list}[self.type](name, None, self.help)
+DEFAULT_ENV = SHARED_FLAGS["env"].default  # CartPole-v1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,11 +42,10 @@ class Algorithm:
     """What an entry point's algorithm declares.
 
     name: the run directories' prefix. agent: `agent(env_spec, config)` builds it. preset: the
-    preset for `(env_id, env_kwargs)`, a dict of loop values (num_envs, steps_per_cycle,
-    total_env_steps, ...), optional `env_kwargs` for envs.make, `agent` (its config dataclass)
-    and optional `lr_decay` (False: a constant learning rate; otherwise it decays linearly to 0
-    over the run's optimizer steps, sebulba.schedules.linear_decay). presets: every preset, by
-    the kind of env it is for (listed in each flag's --help). flags: the agent's flags.
+    `Preset` for `(env_id, env_kwargs)` (sebulba.experiment.presets: loop values, env kwargs for
+    envs.make, the agent's config and whether its learning rate decays). presets: every preset,
+    by the kind of env it is for (listed in each flag's --help). flags: the agent's flags
+    (`Flag`s, sebulba.experiment.flags).
     optimizer_steps_per_update: optimizer steps per learner update (one per inferencer cycle)
     of an experiment. steps_per_cycle: a config's cycle length; None: the steps_per_cycle flag or
     preset value. minibatches_of_envs: the config's num_minibatches splits the envs (the default
@@ -76,8 +54,8 @@ class Algorithm:
 
     name: str
     agent: Callable[[envs.EnvSpec, Any], Agent]
-    preset: Callable[[str, dict | None], dict]
-    presets: dict[str, dict]
+    preset: Callable[[str, dict | None], Preset]
+    presets: dict[str, Preset]
     flags: dict[str, Flag]
     optimizer_steps_per_update: Callable[[Experiment], int]
     steps_per_cycle: Callable[[Any], int] | None = None
@@ -94,8 +72,7 @@ class Algorithm:
         """The loop's flags and the agent's, each agent flag's help ending with its presets' values."""
         cli.define_loop_flags(self.default_env)
         flags.adopt_module_key_flags(cli)  # list the shared flags in --help
-        for name, flag in self.flags.items():
-            flag.define(name)
+        define_flags(self.flags)
         cli.describe_presets(self.presets, self.flag_fields)
 
     def make_experiment(self, env: str, seed: int = 0, **overrides) -> Experiment:
@@ -103,12 +80,12 @@ class Algorithm:
         p = self.preset(env, overrides.get("env_kwargs"))
         steps_per_cycle = self.steps_per_cycle
         if steps_per_cycle is None:
-            T = overrides.get("steps_per_cycle") or p["steps_per_cycle"]
+            T = overrides.get("steps_per_cycle") or p.steps_per_cycle
             steps_per_cycle = lambda config: T  # noqa: E731
         exp = cli.build(env, seed, p, overrides, steps_per_cycle, self.minibatches_of_envs)
         if self.check is not None:
             self.check(exp)
-        if not p.get("lr_decay", True):
+        if not p.lr_decay:
             return exp
         decay_steps = cli.learner_updates(exp, jax.process_count()) * self.optimizer_steps_per_update(exp)
         return dataclasses.replace(exp, agent=dataclasses.replace(exp.agent, lr_decay_steps=decay_steps))
