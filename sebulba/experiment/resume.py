@@ -16,6 +16,7 @@ import jax
 import numpy as np
 from absl import flags
 
+from sebulba.experiment.flags import NOT_RESUMED, RESUME_OVERRIDES
 from sebulba.experiment.run_dir import RunDir
 from sebulba.experiment.run_record import resumed_record
 from sebulba.loop.checkpoint import Checkpointer, complete_steps, resume_layout
@@ -24,15 +25,6 @@ from sebulba.loop.processes import allgather, together
 
 FLAGS = flags.FLAGS
 log = logging.getLogger("sebulba")
-
-# flags a resumed run takes from its own command line
-NOT_RESUMED = ("resume", "progress", "logdir", "profile_after_s", "profile_seconds", "profile_python", "debug",
-               "coordinator_address", "num_processes", "process_id", "distributed", "peer_timeout_s")
-# flags that, given with --resume, replace the run's own: they change how long it runs and what it
-# writes, not what it is (its networks, optimizer, envs and layout are in the checkpoint)
-RESUME_OVERRIDES = ("total_env_steps", "log_every_s", "checkpoint_every", "keep_checkpoints", "save_replay",
-                    "eval_every", "eval_episodes", "wandb", "wandb_project", "wandb_entity", "wandb_mode")
-
 
 
 def adopt_resumed_flags() -> None:
