@@ -7,6 +7,7 @@ import envs
 import sebulba
 from sebulba.agents import SimplePolicyGradient, SPGConfig
 from sebulba.loop.anakin import AnakinLoop
+from sebulba.loop.checkpoint import CheckpointConfig, Checkpointer
 from sebulba.loop.contract import Loop, make_loop
 from sebulba.loop.loop import GymnasiumLoop
 
@@ -19,7 +20,7 @@ CASES = [  # (config, the loop it gets, synchronous)
 
 
 @pytest.mark.parametrize("kw, kind, synchronous", CASES, ids=["sync", "async", "anakin", "auto-jax"])
-def test_make_loop_builds_the_loop_a_config_asks_for_and_both_keep_the_contract(kw, kind, synchronous):
+def test_make_loop_builds_the_loop_a_config_asks_for_and_both_keep_the_contract(kw, kind, synchronous, tmp_path):
     agent = SimplePolicyGradient(envs.make_spec(kw["env_id"]), SPGConfig(hidden_sizes=(8,)))
     config = sebulba.LoopConfig(num_envs=4, steps_per_cycle=4, inferencers_per_device=1, log_every_s=1e3, **kw)
     with make_loop(agent, config) as loop:
@@ -29,6 +30,10 @@ def test_make_loop_builds_the_loop_a_config_asks_for_and_both_keep_the_contract(
         loop.run(max_cycles=2)
         loop.request_stop()
         assert loop.stop_requested and len(loop.reports) >= 1
+        checkpointer = Checkpointer(CheckpointConfig(str(tmp_path / "ckpt")))
+        loop.save(checkpointer, 32, 2)
+        assert checkpointer.latest_step() == 2 and loop.restore(checkpointer)["learner_steps"] == 2
+        checkpointer.close()
     assert loop.closed
     with pytest.raises(RuntimeError, match="closed"):
         loop.run(max_cycles=1)

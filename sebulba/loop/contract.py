@@ -35,6 +35,10 @@ class Loop(Protocol):
     def request_stop(self) -> None:
         """Stop at the end of the current learner iteration (a run with a checkpointer then saves)."""
 
+    def save(self, checkpointer: Checkpointer, env_steps: int, learner_steps: int) -> None:
+        """A checkpoint of the loop's state at learner_steps (every process of a job calls it at
+        the same learner step); `run` saves through it."""
+
     def restore(self, checkpointer: Checkpointer, step: int | None = None) -> dict:
         """Load a checkpoint into the loop; its metadata (counters)."""
 

@@ -152,7 +152,7 @@ class GymnasiumLoop:
         stops on `request_stop()`; `resume` first loads its latest complete checkpoint.
         """
         ctx = start_run(self, max_env_steps, max_cycles, checkpointer, resume)
-        save = None if checkpointer is None else (lambda c: checkpointer.save(self.state, c.env_steps, c.learner_steps))
+        save = None if checkpointer is None else (lambda c: self.save(checkpointer, c.env_steps, c.learner_steps))
         async_mode = self.config.async_mode
         with self.task.start(async_mode=async_mode, ctx=ctx):
             steps = (fetch_trajectories(self.learner, self.inferencers, self.pop_result if async_mode else None,
@@ -177,6 +177,11 @@ class GymnasiumLoop:
         if save is not None:
             save(ctx)  # a clean end: the final state
         return ctx
+
+    def save(self, checkpointer: Checkpointer, env_steps: int, learner_steps: int) -> None:
+        """A checkpoint at learner_steps (`Checkpointer.save`: skipped in sync mode before every
+        inferencer ran a cycle)."""
+        checkpointer.save(self.state, env_steps, learner_steps)
 
     def restore(self, checkpointer: Checkpointer, step: int | None = None) -> dict:
         """Load the checkpointer's latest complete checkpoint (or `step`) into this loop; returns
