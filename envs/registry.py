@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import hashlib
 import importlib.util
 import io
 import json
@@ -13,7 +14,7 @@ import re
 import subprocess
 import sys
 import warnings
-from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -32,6 +33,7 @@ from envs.jax.registry import close_suite, installed_suites, is_jax_id, served_i
 from envs.mujoco import MUJOCO_TASKS
 from envs.native.base import NativeTask
 from envs.native.tasks import NATIVE_TASKS
+from envs.native_stderr import captured_stderr
 
 # Gymnasium id -> (the EnvSpec probed, whether it builds); re-probed when the id is re-registered.
 _BUILDS: dict[str, tuple[gym.envs.registration.EnvSpec, bool]] = {}
@@ -80,27 +82,11 @@ def _needs_jax(entry_point: Any) -> bool:
     return isinstance(module, str) and module.startswith(_JAX_ENV_PACKAGES)
 
 
-@contextlib.contextmanager
-def _quiet_stderr() -> Iterator[None]:
-    """File descriptor 2 to /dev/null: what an env's C code prints while it is built (MuJoCo 4 warns
-    about Gymnasium's XML files on every build) stays off a probe's caller's terminal."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    try:
-        with open(os.devnull, "w") as null:
-            os.dup2(null.fileno(), 2)
-        yield
-    finally:
-        sys.stderr.flush()
-        os.dup2(saved, 2)
-        os.close(saved)
-
-
 def _probe_builds(task_id: str) -> bool:
     """Whether `make_spec(task_id)` succeeds with default kwargs (it builds one env in this process)."""
     from envs.process import gym_task
 
-    with warnings.catch_warnings(), _quiet_stderr():
+    with warnings.catch_warnings(), captured_stderr():
         warnings.simplefilter("ignore")  # deprecation warnings of old versions, env checker notes
         try:
             gym_task.configure(task_id, "gymnasium", {})
@@ -180,7 +166,7 @@ def pettingzoo_envs() -> list[str]:
 
     for task_id in _pettingzoo_candidates():
         if task_id not in _PETTINGZOO_BUILDS:
-            with warnings.catch_warnings(), _quiet_stderr():
+            with warnings.catch_warnings(), captured_stderr():
                 warnings.simplefilter("ignore")
                 _PETTINGZOO_BUILDS[task_id] = any(_pettingzoo_builds(pettingzoo_task, task_id, kwargs)
                                                   for kwargs in ({}, {"pad_observations": True}))
@@ -204,14 +190,46 @@ def jax_envs_here() -> list[str]:
 _JAX_IDS: dict[str, list[str]] = {}  # jax_envs' answer, read once per process
 
 
+def _jax_ids_key() -> str:
+    """What the JAX suites' ids depend on here, as a digest: the Python, each installed suite's
+    package (where it is found, and when its entry file last changed: an upgrade rewrites it) and
+    our adapters' sources (the ids each refuses)."""
+    from envs.jax.registry import SUITES
+
+    digest = hashlib.sha256(f"{sys.executable}\n{sys.version}".encode())
+    for suite in installed_suites():
+        spec = importlib.util.find_spec(SUITES[suite].module)
+        origin = (spec.origin if spec is not None else None) or ""
+        stamp = os.stat(origin).st_mtime_ns if origin and os.path.exists(origin) else 0
+        digest.update(f"\n{suite}\n{origin}\n{stamp}".encode())
+    for source in sorted(Path(__file__).parent.joinpath("jax").glob("*.py")):
+        digest.update(source.read_bytes())
+    return digest.hexdigest()[:32]
+
+
+def _jax_ids_cache() -> Path:
+    """Where `jax_envs` keeps its answer between processes: `$SEBULBA_CACHE_DIR`, else
+    `~/.cache/sebulba` (the compiled kernels' cache), under jax_ids/, one file per `_jax_ids_key`."""
+    root = os.environ.get("SEBULBA_CACHE_DIR") or Path.home() / ".cache" / "sebulba"
+    return Path(root) / "jax_ids" / f"{_jax_ids_key()}.json"
+
+
 def jax_envs() -> list[str]:
-    """`jax_envs_here()`, read once per process in a child process on the CPU, so that listing ids
-    neither starts this process's JAX backends (after which XLA_FLAGS and jax.distributed.initialize
-    no longer apply) nor imports the suites into it. Nothing is started where no suite is installed."""
+    """`jax_envs_here()`, read in a child process on the CPU, so that listing ids neither starts
+    this process's JAX backends (after which XLA_FLAGS and jax.distributed.initialize no longer
+    apply) nor imports the suites into it; kept once per process, and on disk for the next ones
+    while the installed suites and our adapters are the same (`_jax_ids_cache`: the child imports
+    every suite, about 12 s on 2 cores). Nothing is started where no suite is installed."""
     if not installed_suites():
         return []
     if "ids" in _JAX_IDS:
         return list(_JAX_IDS["ids"])
+    cache = _jax_ids_cache()
+    try:
+        _JAX_IDS["ids"] = json.loads(cache.read_text())
+        return list(_JAX_IDS["ids"])
+    except (OSError, ValueError):
+        pass
     code = "import json; from envs.registry import jax_envs_here; print(json.dumps(jax_envs_here()))"
     env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": os.pathsep.join(p or os.getcwd() for p in sys.path)}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False, timeout=600)
@@ -220,6 +238,13 @@ def jax_envs() -> list[str]:
         tail = (out.stderr.strip().splitlines() or ["no output"])[-1]
         raise RuntimeError(f"listing the JAX suites' ids failed in a child process: {tail}")
     _JAX_IDS["ids"] = json.loads(lines[-1])
+    try:  # written whole, then renamed: a concurrent reader sees the old answer or the new one
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        partial = cache.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_text(json.dumps(_JAX_IDS["ids"]))
+        os.replace(partial, cache)
+    except OSError:  # a read-only home: the next process asks its own child
+        pass
     return list(_JAX_IDS["ids"])
 
 

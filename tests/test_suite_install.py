@@ -83,6 +83,7 @@ def test_a_missing_suite_names_its_extra_as_the_docs_install_it(tmp_path):
 @pytest.mark.slow(seconds=12)
 def test_list_all_envs_has_every_installed_suites_ids_and_pettingzoos():
     import envs
+    from envs import registry
     from envs.jax.registry import served_ids
 
     ids = envs.list_all_envs()
@@ -93,6 +94,7 @@ def test_list_all_envs_has_every_installed_suites_ids_and_pettingzoos():
         served = served_ids(suite)
         assert served and set(served) <= set(ids), suite
     assert "gymnax/CartPole-v1" in ids and "jaxmarl/MPE_simple_spread_v3" in ids
+    assert json.loads(registry._jax_ids_cache().read_text()) == registry.jax_envs()  # kept for the next process
     assert "gymnax/MNISTBandit-bsuite" not in ids and "jumanji/Sokoban-v0" not in ids  # refused by make
     assert {"CartPole-v1", "pettingzoo/mpe2/simple_spread_v3", "pettingzoo/classic/tictactoe_v3"} <= set(ids)
     assert "pettingzoo/mpe2/simple_tag_v3" in ids  # with pad_observations=True
@@ -121,3 +123,19 @@ def test_listing_imports_no_suite_here_and_a_broken_suite_is_left_out():
     assert out.returncode == 0, out.stderr[-3000:]
     counts = json.loads(out.stdout.splitlines()[-1])
     assert counts["gymnax"] == 0 and counts["xminigrid"] > 0, counts  # listed with six: the test above
+
+
+def test_the_jax_ids_are_read_from_the_cache_an_earlier_listing_left(tmp_path, monkeypatch):
+    """A process lists the JAX suites' ids from the file an earlier process left under
+    $SEBULBA_CACHE_DIR (keyed by the Python, the installed suites and our adapters): no child
+    process, no suite imported."""
+    from envs import registry
+
+    monkeypatch.setenv("SEBULBA_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(registry, "_JAX_IDS", {})
+    cache = registry._jax_ids_cache()
+    assert cache.parent.parent == tmp_path and cache.name == registry._jax_ids_key() + ".json"
+    cache.parent.mkdir(parents=True)
+    cache.write_text(json.dumps(["gymnax/Kept-v0"]))
+    assert registry.jax_envs() == ["gymnax/Kept-v0"]
+    assert registry.jax_envs() == ["gymnax/Kept-v0"]  # then from this process's memory

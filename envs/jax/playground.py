@@ -17,12 +17,7 @@ iterations limit reached") is native stdout, which the entry points read into th
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
-import sys
-import tempfile
-from collections.abc import Iterator
 from typing import Any
 
 import gymnasium as gym
@@ -32,6 +27,7 @@ import numpy as np
 
 from envs.jax.gymnax import check_kwargs
 from envs.mujoco.log import route_warnings
+from envs.native_stderr import captured_stderr
 
 
 WARP_LOG = logging.getLogger("warp")
@@ -63,22 +59,6 @@ class _WarpLog:
         self._say(logging.ERROR, message)
 
 
-@contextlib.contextmanager
-def _native_stderr(lines: list[str]) -> Iterator[None]:
-    """What native code writes to file descriptor 2 while inside, appended to lines."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with tempfile.TemporaryFile() as f:
-        os.dup2(f.fileno(), 2)
-        try:
-            yield
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-            f.seek(0)
-            lines += f.read().decode(errors="replace").splitlines()
-
-
 def warp_output_to_logging() -> None:
     """Warp's lines as records of the logger `warp`, and Warp started: its native start-up line
     (no CUDA driver found, on a host without one) an INFO record too. Idempotent."""
@@ -92,7 +72,7 @@ def warp_output_to_logging() -> None:
     logger.held = []
     warp.set_logger(logger)
     try:
-        with _native_stderr(native):
+        with captured_stderr(native):
             warp.init()
     finally:
         held, logger.held = logger.held, None
