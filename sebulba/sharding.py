@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
+import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from sebulba.types import Trajectory
@@ -60,22 +61,34 @@ class LearnerSharding:
         global array has num_envs x process_count rows along its env axis, this process's rows on
         its learner devices; a replicated leaf (policy version, inferencer index) holds each
         process's own value."""
-        def place(axis: int, subtree: Any) -> Any:
-            return jax.tree.map(lambda x: self._put_leaf(x, axis), subtree)
+        axes = jax.tree.map(lambda axis, subtree: jax.tree.map(lambda _: axis, subtree), env_axes, tree)
+        if jax.process_count() > 1:
+            return jax.tree.map(self._put_leaf, tree, axes)
+        # One process: every leaf in one batched device_put (one dispatch a call, not one a leaf:
+        # the sync loop puts a trajectory and two step states every cycle).
+        leaves, treedef = jax.tree.flatten(tree)
+        leaf_axes = treedef.flatten_up_to(axes)
+        placed = [self._checked(x, axis) for x, axis in zip(leaves, leaf_axes)]
+        shardings = {axis: self.envs(axis) if axis >= 0 else self.replicated for axis in set(leaf_axes)}
+        return treedef.unflatten(jax.device_put(placed, [shardings[axis] for axis in leaf_axes]))
 
-        return jax.tree.map(place, env_axes, tree)
+    def _checked(self, x: Any, axis: int) -> Any:
+        """x as an array (host arrays stay on the host until put), refused when a per-env leaf
+        does not have the inferencer's envs along its axis."""
+        if not isinstance(x, (jax.Array, np.ndarray)):
+            x = jax.numpy.asarray(x)
+        if axis >= 0 and x.shape[axis] != self.num_envs:
+            raise ValueError(f"a per-env leaf of shape {x.shape} has {x.shape[axis]} envs along axis {axis}, "
+                             f"not the inferencer's {self.num_envs}")
+        return x
 
     def trajectory(self, traj: Trajectory) -> Trajectory:
         """A trajectory placed as the learner takes it: per-env leaves split along axis 1."""
         return self.put(traj, TRAJECTORY_ENV_AXES)
 
     def _put_leaf(self, x: Any, axis: int) -> jax.Array:
-        x = jax.numpy.asarray(x) if not isinstance(x, jax.Array) else x
-        if axis >= 0 and x.shape[axis] != self.num_envs:
-            raise ValueError(f"a per-env leaf of shape {x.shape} has {x.shape[axis]} envs along axis {axis}, "
-                             f"not the inferencer's {self.num_envs}")
-        if jax.process_count() == 1:
-            return jax.device_put(x, self.envs(axis) if axis >= 0 else self.replicated)
+        """One leaf of a multi-process job: this process's rows on its learner devices."""
+        x = self._checked(jax.numpy.asarray(x) if not isinstance(x, jax.Array) else x, axis)
         local = self.local_devices
         if axis >= 0:
             pieces = jax.numpy.split(x, len(local), axis=axis)
@@ -107,9 +120,6 @@ def env_axes_of(make: Callable[..., Any], num_envs: int, *args: Any) -> Any:
 
 def local_copy(tree, device: jax.Device):
     """tree on one local device; a global (multi-process) replicated array gives its local copy."""
-    def put(x):
-        if isinstance(x, jax.Array) and not x.is_fully_addressable:
-            x = x.addressable_data(0)
-        return jax.device_put(x, device)
-
-    return jax.tree.map(put, tree)
+    leaves, treedef = jax.tree.flatten(tree)
+    local = [x.addressable_data(0) if isinstance(x, jax.Array) and not x.is_fully_addressable else x for x in leaves]
+    return treedef.unflatten(jax.device_put(local, device))  # one batched put, not one a leaf
