@@ -15,7 +15,7 @@ import dataclasses
 from sebulba.agents.impala import Impala, ImpalaConfig
 from sebulba.distributions import check_action_space
 from sebulba.experiment.env_kind import env_kind
-from sebulba.experiment.flags import Flag
+from sebulba.experiment.flags import CORE_FLAGS, Flag
 from sebulba.experiment.presets import Preset
 from sebulba.experiment.recipe import Algorithm
 from sebulba.networks import TORSO_KINDS
@@ -114,6 +114,7 @@ ALGORITHM = Algorithm(
         "num_minibatches": Flag(int, "Learn each trajectory as this many minibatches of its envs, one optimizer step "
                                 "each (must divide num_envs / learner devices)."),
         "reward_scale": Flag(float, "Multiply rewards by this in the loss (large dense rewards, e.g. Pendulum's)."),
+        **CORE_FLAGS,
     },
     optimizer_steps_per_update=lambda exp: exp.agent.num_minibatches,
 )

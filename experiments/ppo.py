@@ -20,7 +20,7 @@ from sebulba.agents.ppo import PPO, PPOConfig
 from sebulba.distributions import check_action_space
 from sebulba.experiment.cli import Experiment
 from sebulba.experiment.env_kind import env_kind
-from sebulba.experiment.flags import Flag
+from sebulba.experiment.flags import CORE_FLAGS, Flag
 from sebulba.experiment.presets import Preset
 from sebulba.experiment.recipe import Algorithm
 from sebulba.networks import TORSO_KINDS
@@ -124,11 +124,20 @@ def preset(env_id: str, env_kwargs: dict | None = None) -> Preset:
 
 
 def check_minibatches(exp: Experiment) -> None:
-    """Each minibatch takes an equal share of every env's steps."""
-    T, minibatches = exp.loop.steps_per_cycle, exp.agent.num_minibatches
-    if T % minibatches:
-        raise ValueError(f"--num_minibatches={minibatches} must divide --steps_per_cycle={T}: each "
-                         "minibatch takes an equal share of every env's steps")
+    """Each minibatch takes an equal share of every env's steps; with a recurrent core, of each
+    learner device's envs (whole sequences)."""
+    minibatches = exp.agent.num_minibatches
+    if exp.agent.core == "none":
+        T = exp.loop.steps_per_cycle
+        if T % minibatches:
+            raise ValueError(f"--num_minibatches={minibatches} must divide --steps_per_cycle={T}: each "
+                             "minibatch takes an equal share of every env's steps")
+        return
+    envs_per_learner = exp.loop.num_envs // len(exp.loop.learner_devices)
+    if envs_per_learner % minibatches:
+        raise ValueError(f"--num_minibatches={minibatches} must divide each learner device's {envs_per_learner} envs "
+                         f"(--num_envs / learner devices): with --core {exp.agent.core} a minibatch takes whole envs' "
+                         "sequences")
 
 
 # ---------------------------------------------------------------- the recipe (sebulba.experiment.recipe)
@@ -142,7 +151,9 @@ ALGORITHM = Algorithm(
         "learning_rate": Flag(float, "Adam learning rate (decays linearly to 0 over the run)."),
         "num_epochs": Flag(int, "Passes over each rollout (update_epochs).", lower_bound=1),
         "num_minibatches": Flag(int, "Minibatches per epoch; each takes steps_per_cycle / num_minibatches of every "
-                                "env's steps, so it must divide steps_per_cycle.", lower_bound=1),
+                                "env's steps, so it must divide steps_per_cycle (with --core: a share of the envs, "
+                                "each env's sequence whole, so it must divide num_envs / learner devices).",
+                                lower_bound=1),
         "clip_coef": Flag(float, "The surrogate's ratio clip epsilon (> 0)."),
         "clip_value_loss": Flag(bool, "Clip the value's change around its value before the update."),
         "entropy_cost": Flag(float, "Weight of the entropy bonus."),
@@ -159,9 +170,10 @@ ALGORITHM = Algorithm(
                             "classic games: only legal moves)."),
         "critic_state": Flag(bool, "MAPPO: the critic reads the env's global state (a Dict observation's 'state': "
                              "--env_kwargs global_state=True) next to the player's observation ('obs')."),
+        **CORE_FLAGS,
     },
     optimizer_steps_per_update=lambda exp: exp.agent.num_epochs * exp.agent.num_minibatches,
-    minibatches_of_envs=False,  # PPO's minibatches split each env's steps
+    minibatches_of_envs=lambda config: config.core != "none",  # without a core, minibatches split each env's steps
     check=check_minibatches,
 )
 ALGORITHM.define_flags()

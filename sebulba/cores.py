@@ -107,3 +107,36 @@ def unroll(core_apply: CoreApply, params, state: PyTree, xs: jax.Array, firsts: 
         return core_apply(params, state, x, first)
 
     return jax.lax.scan(body, state, (xs, firsts))
+
+
+def initial_states(kind: str, size: int, batch: int, cores: int = 1) -> PyTree:
+    """The state an episode starts from for `cores` cores of a network (see `through_cores`):
+    one core's state, or a tuple of one per core; `()` for "none"."""
+    if kind == "none":
+        return ()
+    state = RecurrentCore(kind, size, parent=None).initial_state(batch)
+    return state if cores == 1 else (state,) * cores
+
+
+def through_cores(kind: str, size: int, state: PyTree, features: tuple[jax.Array, ...], first: jax.Array | None,
+                  sequence: tuple[int, int] | None = None,
+                  names: tuple[str, ...] = ("core", "value_core")) -> tuple[PyTree, tuple[jax.Array, ...]]:
+    """Inside a parent module's compact method: each of `features` (one per torso, [N, F]) through
+    a core of its own (named by `names`), from `state` (one core's state, or a tuple of one per
+    core, as `initial_states` builds it). One step of a batch ([N] = [B] rows, `first` [B]), or with
+    `sequence = (T, B)` the rows of a [T, B] sequence in time-major order (`first` [T, B]), each core
+    unrolled over it. Returns (state, outputs [N, size] per torso); "none" returns both unchanged."""
+    if kind == "none":
+        return state, features
+    several = len(features) > 1
+    states, outs = [], []
+    for name, s, x in zip(names, state if several else (state,), features):
+        core = RecurrentCore(kind, size, name=name)
+        if sequence is None:
+            s, y = core(s, x, first)
+        else:
+            s, y = core.unroll(s, x.reshape(*sequence, -1), first)
+            y = y.reshape(-1, y.shape[-1])
+        states.append(s)
+        outs.append(y)
+    return (tuple(states) if several else states[0]), tuple(outs)

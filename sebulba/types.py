@@ -53,6 +53,15 @@ class Trajectory(NamedTuple):
     obs_history: PyTree = ()
 
 
+class Rollout(NamedTuple):
+    """An on-policy agent's experience with a recurrent core (PPO's, IMPALA's): the cycle's
+    trajectory and the core's state its first step was taken from ([B, ...] per leaf; () without
+    a core), which the learner re-unrolls the core from (sebulba/cores.py)."""
+
+    trajectory: Trajectory
+    core: PyTree
+
+
 class ExperienceLayout(NamedTuple):
     """What one learner device's experience state must hold room for."""
 

@@ -85,8 +85,8 @@ def test_step_records_behaviour_logits():
     agent = Impala(CARTPOLE)
     nets = agent.init_networks(jax.random.key(0))
     obs = jnp.ones((5, 4))
-    out, key = agent.step(nets, jax.random.key(2), EnvStep(obs, None, None, None, None))
-    logits, _ = agent.net.apply(nets, obs)
+    out, key = agent.step(nets, agent.init_step_state(nets, 5, jax.random.key(2)), EnvStep(obs, None, None, None, None))
+    logits, _, _ = agent.net.apply(nets, obs)
     np.testing.assert_array_equal(np.asarray(out.extras), np.asarray(logits))
     assert out.action.shape == (5,)
 
@@ -134,7 +134,7 @@ def test_gaussian_policy_records_its_distribution_and_unclipped_sample():
     np.testing.assert_array_equal(out.action, np.clip(sample, -2.0, 2.0))
     # the mean stays inside the bounds however large the head's output (tanh), unlike the samples
     big = jax.tree.map(lambda x: x * 1000.0, networks)
-    policy, _ = agent.net.apply(big, jnp.ones((32, 3)) * jnp.arange(32)[:, None])
+    policy, _, _ = agent.net.apply(big, jnp.ones((32, 3)) * jnp.arange(32)[:, None])
     assert np.abs(np.asarray(policy.mean)).max() <= 2.0 and np.abs(np.asarray(policy.mean)).max() > 1.9
 
 

@@ -113,7 +113,7 @@ def test_mappo_critic_reads_the_global_state_the_policy_does_not():
     rng = np.random.default_rng(0)
     obs = {"obs": rng.normal(size=(4, 21)).astype(np.float32), "state": rng.normal(size=(4, 54)).astype(np.float32)}
     other = {"obs": obs["obs"], "state": rng.normal(size=(4, 54)).astype(np.float32)}
-    (p1, v1), (p2, v2) = (agent.net.apply(nets["params"], o) for o in (obs, other))
+    (p1, v1, _), (p2, v2, _) = (agent.net.apply(nets["params"], o) for o in (obs, other))
     np.testing.assert_array_equal(p1.logits, p2.logits)
     assert not np.allclose(v1, v2)
     with pytest.raises(ValueError, match="critic_state=True \\(MAPPO\\) needs a Dict observation of 'obs' and 'state'"):

@@ -140,14 +140,14 @@ def test_agents_act_and_act_greedily_in_the_space_and_record_joint_log_probs(age
     assert all(spec.action_space.contains(a.astype(np.int64)) for a in action)
     assert {0, 1} <= set(action[:, 2] - 5)  # a near-uniform first policy draws several values
     params = networks["params"] if agent_cls is PPO else networks
-    policy, _ = agent.net.apply(params, jnp.asarray(obs))
+    policy, _, _ = agent.net.apply(params, jnp.asarray(obs))
     assert isinstance(policy, MultiCategorical) and policy.logits.shape == (64, 3, 4)
     index = action - spec.action_space.start
     if agent_cls is PPO:
         np.testing.assert_allclose(out.extras["log_prob"], policy.log_prob(jnp.asarray(index)), rtol=1e-5)
     else:  # IMPALA records the behaviour distribution itself
         np.testing.assert_array_equal(out.extras.logits, policy.logits)
-    greedy, _ = jax.jit(agent.evaluation_step)(networks, None, es)
+    greedy, _ = jax.jit(agent.evaluation_step)(networks, agent.init_step_state(networks, 64, jax.random.key(1)), es)
     np.testing.assert_array_equal(greedy, np.asarray(policy.mode()) + spec.action_space.start)
 
 

@@ -260,7 +260,8 @@ def test_the_epochs_api_is_validated():
 
     class NotSamples(PPO):
         def begin_update(self, networks, experience, key):
-            return networks, {"steps": experience.action, "total": experience.action.sum()}
+            action = experience.trajectory.action
+            return networks, {"steps": action, "total": action.sum()}
 
     cfg = sebulba.LoopConfig(num_envs=4, steps_per_cycle=8, async_mode=False, log_every_s=1000.0)
     with pytest.raises(ValueError, match=r"EpochsOverEnvs: num_epochs\(\) > 1 needs minibatch_over='steps'"):
@@ -280,7 +281,7 @@ def test_gaussian_actions_are_clipped_for_the_env_and_the_sample_is_learned():
     assert out.action.shape == (64, 1) and out.action.dtype == jnp.float32
     assert np.abs(sample).max() > 2.0  # some samples fall outside the bounds ...
     np.testing.assert_array_equal(out.action, np.clip(sample, -2.0, 2.0))  # ... and reach the env clipped
-    policy, _ = agent.net.apply(networks["params"], obs)
+    policy, _, _ = agent.net.apply(networks["params"], obs)
     np.testing.assert_allclose(out.extras["log_prob"], policy.log_prob(sample), rtol=1e-6)
 
 

@@ -17,7 +17,7 @@ from sebulba.agent import Agent
 from sebulba.experiment import distributed
 from sebulba.experiment.env_kwargs import parse_env_kwargs
 from sebulba.experiment.errors import UserError, user_input
-from sebulba.experiment.flags import SHARED_FLAGS, define_flags
+from sebulba.experiment.flags import CORE_FLAGS, SHARED_FLAGS, define_flags
 from sebulba.experiment.peers import abandon
 from sebulba.experiment.presets import Preset
 from sebulba.experiment.profiling import ProfileWindow
@@ -52,12 +52,12 @@ class Experiment:
 
 
 def build(env: str, seed: int, preset: Preset, overrides: dict, steps_per_cycle: Callable[[Any], int],
-          minibatches_of_envs: bool = True) -> Experiment:
+          minibatches_of_envs: Callable[[Any], bool] = lambda config: True) -> Experiment:
     """preset (loop values, `env_kwargs` for envs.make, and `agent`, a config dataclass) updated
     by the non-None overrides;
-    agent-config fields among the overrides go to the agent config. `minibatches_of_envs`: the
-    agent's num_minibatches splits the envs (so the default learner devices must leave each a
-    multiple of it), not the steps (PPO)."""
+    agent-config fields among the overrides go to the agent config. `minibatches_of_envs(config)`:
+    whether the agent's num_minibatches splits the envs (so the default learner devices must leave
+    each a multiple of it), not the steps (PPO without a core)."""
     o = {k: v for k, v in overrides.items() if v is not None}
     get = lambda k: o.get(k, getattr(preset, k))
     fields = {f.name for f in dataclasses.fields(preset.agent)}
@@ -68,7 +68,7 @@ def build(env: str, seed: int, preset: Preset, overrides: dict, steps_per_cycle:
     if o.get("num_seeds", 1) > 1 and not anakin:
         raise ValueError(f"--num_seeds {o['num_seeds']} trains replicas in one program: the Anakin loop's (a JAX-native "
                          f"env, SUITE/ID, or --loop anakin); the Sebulba loop trains one seed")
-    actors, learners = default_devices(get("num_envs"), getattr(agent, "num_minibatches", 1) if minibatches_of_envs else 1,
+    actors, learners = default_devices(get("num_envs"), getattr(agent, "num_minibatches", 1) if minibatches_of_envs(agent) else 1,
                                        anakin)
     threads = get("env_threads")
     env_kwargs = {**preset.env_kwargs, **o.get("env_kwargs", {}), **({} if threads is None else {"num_threads": threads})}
@@ -180,6 +180,9 @@ def run_main(main: Callable[[list[str]], None]) -> None:
         try:
             return FLAGS(argv)
         except flags.Error as e:  # a bad flag or value: one line, as any other mistake in the input
+            if isinstance(e, flags.UnrecognizedFlagError) and e.flagname in CORE_FLAGS:
+                e = (f"--{e.flagname}: this agent takes no recurrent core; experiments.ppo and experiments.impala take "
+                     "--core lstm or --core gru (experiments.r2d2 has an LSTM of its own)")
             print(f"error: {e} (--helpshort lists the flags)", file=sys.stderr)
             raise SystemExit(2) from None
 

@@ -2,8 +2,8 @@
 default, help, lower bound and what a resumed run does with it), and defined from its
 declaration (`Flag.define`, `define_flags`): the flags every training entry point has
 (`SHARED_FLAGS`, defined by `cli.define_loop_flags`; `experiments.evaluate` takes a few of
-them), the replay flags of the off-policy agents (`REPLAY_FLAGS`) and the actor-critics'
-(`CONTINUOUS_FLAGS`). An algorithm's own flags stay in its entry point, a table of `Flag`s
+them), the replay flags of the off-policy agents (`REPLAY_FLAGS`), the actor-critics'
+(`CONTINUOUS_FLAGS`) and the recurrent core's (`CORE_FLAGS`). An algorithm's own flags stay in its entry point, a table of `Flag`s
 (sebulba.experiment.recipe.Algorithm). Counts take the ways people write them: 100000,
 100_000, 1e5, 2.5e6 (`define_integer`).
 
@@ -20,6 +20,7 @@ from typing import Any
 
 from absl import flags
 
+from sebulba.cores import CORES
 from sebulba.experiment.peers import EXIT_PEER_LOST
 from sebulba.experiment.wandb_logger import MODES as WANDB_MODES
 
@@ -202,3 +203,18 @@ CONTINUOUS_FLAGS = {
     "tau": Flag(float, "Polyak averaging of the targets: target <- tau * online + (1 - tau) * target."),
     "hidden_sizes": Flag(list, "The actor's and each critic's MLP layer sizes, e.g. 256,256."),
 }
+
+# The recurrent core's flags (experiments.ppo, impala): their configs' `core` and `core_size`.
+CORE_FLAGS = {
+    "core": Flag(CORES, "A recurrent core between the torso and the heads, the memory a partially observed task "
+                 "needs: lstm, gru, or none (no memory)."),
+    "core_size": Flag(int, "The recurrent core's units (default 128); it needs --core lstm or --core gru.",
+                      lower_bound=1),
+}
+
+
+def check_core_size(given_size: int | None, core: str) -> None:
+    """A ValueError for --core_size given where the run has no core (--core none, or a preset's)."""
+    if given_size is not None and core == "none":
+        raise ValueError(f"--core_size {given_size} sizes a recurrent core and this run has none: add --core lstm or "
+                         "--core gru")

@@ -27,7 +27,7 @@ from sebulba.agent import Agent
 from sebulba.experiment import cli, compile_cache
 from sebulba.experiment.cli import Experiment
 from sebulba.experiment.errors import user_input
-from sebulba.experiment.flags import SHARED_FLAGS, Flag, define_flags
+from sebulba.experiment.flags import SHARED_FLAGS, Flag, check_core_size, define_flags
 from sebulba.experiment.presets import Preset
 from sebulba.experiment.resume import adopt_resumed_flags
 
@@ -48,8 +48,8 @@ class Algorithm:
     (`Flag`s, sebulba.experiment.flags).
     optimizer_steps_per_update: optimizer steps per learner update (one per inferencer cycle)
     of an experiment. steps_per_cycle: a config's cycle length; None: the steps_per_cycle flag or
-    preset value. minibatches_of_envs: the config's num_minibatches splits the envs (the default
-    learner devices leave each a multiple of it), not the steps. check: raises a ValueError for
+    preset value. minibatches_of_envs: whether a config's num_minibatches splits the envs (the
+    default learner devices leave each a multiple of it), not the steps. check: raises a ValueError for
     an experiment the agent cannot run. default_env: --env's default."""
 
     name: str
@@ -59,7 +59,7 @@ class Algorithm:
     flags: dict[str, Flag]
     optimizer_steps_per_update: Callable[[Experiment], int]
     steps_per_cycle: Callable[[Any], int] | None = None
-    minibatches_of_envs: bool = True
+    minibatches_of_envs: Callable[[Any], bool] = lambda config: True
     check: Callable[[Experiment], None] | None = None
     default_env: str = DEFAULT_ENV  # the --env a run without it trains on
 
@@ -83,6 +83,8 @@ class Algorithm:
             T = overrides.get("steps_per_cycle") or p.steps_per_cycle
             steps_per_cycle = lambda config: T  # noqa: E731
         exp = cli.build(env, seed, p, overrides, steps_per_cycle, self.minibatches_of_envs)
+        if "core_size" in self.flags:
+            check_core_size(overrides.get("core_size"), exp.agent.core)
         if self.check is not None:
             self.check(exp)
         if not p.lr_decay:

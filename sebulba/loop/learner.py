@@ -54,6 +54,9 @@ def _minibatch(tree, env_axes, index: jax.Array, count: int):
     return jax.tree.map(take, tree, env_axes)
 
 
+MINIBATCH_OVER = ("envs", "steps", "sequences")  # Agent.minibatch_over's values
+
+
 @dataclasses.dataclass(frozen=True)
 class Schedule:
     """How a learner step turns one cycle into optimizer steps: the agent's four knobs
@@ -66,20 +69,23 @@ class Schedule:
     - on-policy, minibatches of steps (`minibatch_over="steps"`, PPO): one call, one
       `update_experience` and `begin_update`, then `epochs` passes of `minibatches` freshly
       shuffled minibatches of every env's steps, one optimizer step each;
+    - on-policy, minibatches of sequences (`minibatch_over="sequences"`, PPO with a recurrent
+      core): as "steps", but each minibatch is a shuffled share of the envs, each env's sequence
+      whole and in order (what begin_update returns has the env axis first);
     - off-policy (`num_off_policy_optims_per_cycle(layout) = K > 0`): one call, `update_experience`,
       `begin_update`, then K optimizer steps on the experience state (the agent samples its own
       batches).
 
     Rules: (1) `num_minibatches()` and `num_epochs()` are positive ints and
-    `num_off_policy_optims_per_cycle(layout)` a non-negative int; (2) `minibatch_over` is "envs" or
-    "steps"; (3) an off-policy agent uses none of the on-policy knobs; (4) `num_epochs() > 1`
-    needs minibatches of steps; (5) minibatches divide what they split: the cycle's steps, or each
-    learner device's envs.
+    `num_off_policy_optims_per_cycle(layout)` a non-negative int; (2) `minibatch_over` is one of
+    MINIBATCH_OVER; (3) an off-policy agent uses none of the on-policy knobs; (4) `num_epochs() > 1`
+    needs one call a cycle ("steps" or "sequences"); (5) minibatches divide what they split: the
+    cycle's steps, or each learner device's envs.
     """
 
-    minibatches: int  # M: of envs (one call each) or of steps (all in one call)
+    minibatches: int  # M: of envs (one call each), or of steps or sequences (all in one call)
     epochs: int
-    over_steps: bool
+    over: str  # what a minibatch is a share of: one of MINIBATCH_OVER
     optims: int  # off-policy optimizer steps per call; 0 on-policy
 
     @staticmethod
@@ -91,29 +97,35 @@ class Schedule:
             if not isinstance(value, int) or isinstance(value, bool) or value < least:
                 kind = "a positive" if least else "a non-negative"
                 raise ValueError(f"{name}.{hook}() must be {kind} int, got {value!r}")
-        if agent.minibatch_over not in ("envs", "steps"):
-            raise ValueError(f"{name}.minibatch_over must be 'envs' or 'steps', got {agent.minibatch_over!r}")
-        over_steps = agent.minibatch_over == "steps"
+        over = agent.minibatch_over
+        if over not in MINIBATCH_OVER:
+            raise ValueError(f"{name}.minibatch_over must be one of {', '.join(map(repr, MINIBATCH_OVER))}, got {over!r}")
         on_policy_only = [what for what, used in (("num_minibatches() > 1", m > 1), ("num_epochs() > 1", epochs > 1),
-                                                  ("minibatch_over='steps'", over_steps)) if used]
+                                                  (f"minibatch_over={over!r}", over != "envs")) if used]
         if on_policy_only and optims > 0:
             raise ValueError(f"{name}: {' and '.join(on_policy_only)} is for on-policy agents; an off-policy agent "
                              "samples its own batches from its experience state")
-        if epochs > 1 and not over_steps:
-            raise ValueError(f"{name}: num_epochs() > 1 needs minibatch_over='steps' (several passes over minibatches "
-                             "of envs, for sequence agents, are not supported yet)")
-        if over_steps and layout.steps_per_cycle % m:
+        if epochs > 1 and over == "envs":
+            raise ValueError(f"{name}: num_epochs() > 1 needs minibatch_over='steps' or 'sequences' (one learner call "
+                             "a cycle, its passes over freshly shuffled minibatches); 'envs' learns each minibatch in "
+                             "a call of its own, once")
+        if over == "steps" and layout.steps_per_cycle % m:
             raise ValueError(f"num_minibatches={m} must divide the {layout.steps_per_cycle} steps of a trajectory "
                              "(steps_per_cycle): each minibatch takes an equal share of every env's steps")
-        if not over_steps and layout.num_envs % m:
+        if over != "steps" and layout.num_envs % m:
             raise ValueError(f"num_minibatches={m} must divide each learner device's {layout.num_envs} envs of a "
                              "trajectory (num_envs / learner devices)")
-        return Schedule(m, epochs, over_steps, optims)
+        return Schedule(m, epochs, over, optims)
+
+    @property
+    def one_call(self) -> bool:
+        """Whether a cycle is learned in one learner call (its minibatches inside it)."""
+        return self.over != "envs"
 
     @property
     def calls(self) -> int:
         """Learner calls per cycle: one per minibatch of envs, else one."""
-        return 1 if self.over_steps else self.minibatches
+        return 1 if self.one_call else self.minibatches
 
     @property
     def optimizer_steps(self) -> int:
@@ -144,6 +156,28 @@ def _shuffled_minibatches(samples, key: jax.Array, minibatches: int):
     return jax.tree.map(take, samples)
 
 
+def _shuffled_sequences(samples, key: jax.Array, minibatches: int):
+    """samples (leaves [B, ...], this device's envs first) as [M, B / M, ...]: each minibatch takes
+    one env of every block of M consecutive envs, the blocks' orders drawn from `key` and the
+    block's index over all learner devices, so that any number of learner devices (each holding
+    whole blocks: M divides its envs) forms the same minibatches. Each env's leaves are kept
+    whole: a sequence stays in order."""
+    leaves = jax.tree.leaves(samples)
+    B = leaves[0].shape[0]
+    for x in leaves:
+        if x.shape[0] != B:
+            raise ValueError(f"with minibatch_over='sequences', every leaf of the experience that begin_update returns "
+                             f"must have the envs first, [B, ...]; got leaves of shapes {[x.shape for x in leaves]}")
+    blocks = B // minibatches
+    block_ids = jax.lax.axis_index(LEARNER_AXIS) * blocks + jnp.arange(blocks)
+    order = jax.vmap(lambda b: jax.random.permutation(jax.random.fold_in(key, b), minibatches))(block_ids)  # [blocks, M]
+    rows = (jnp.arange(blocks)[:, None] * minibatches + order).T  # [M, blocks]: the env each minibatch takes
+    return jax.tree.map(lambda x: x[rows], samples)
+
+
+SHUFFLES = {"steps": _shuffled_minibatches, "sequences": _shuffled_sequences}
+
+
 def _unroll_for_cpu(step: Callable, carry: Any, key: jax.Array) -> bool | int:
     """How far to unroll a scan of optimizer steps: fully on XLA:CPU when the step has a
     convolution, whose gradients run 10-15x slower inside a loop body (jax-ml/jax#12868: 1.3 s
@@ -171,7 +205,7 @@ def learner_step(agent: Agent, schedule: Schedule, networks: Any, opt_state: Any
     next_key, key = jax.random.split(key)  # in the jitted call: no eager op per update
     # begin_update's key differs per device; the shuffle's is the same on every device
     begin_key, shuffle_key = jax.random.split(jax.random.fold_in(key, 1 << 30))
-    if schedule.minibatches > 1 and not schedule.over_steps:
+    if schedule.minibatches > 1 and not schedule.one_call:
         initial, final, traj = _minibatch((initial, final, traj), env_axes, minibatch, schedule.minibatches)
     if not agent.accepts_frames:  # stacked on the actor device: the agent sees the stacks
         traj = framestack.restacked(traj)
@@ -184,11 +218,13 @@ def learner_step(agent: Agent, schedule: Schedule, networks: Any, opt_state: Any
         networks, opt_state, experience, metrics = agent.optimize(*carry, k)
         return (networks, opt_state, experience), metrics
 
-    if schedule.over_steps:
-        # Epochs of shuffled minibatches of steps; the experience state kept is what begin_update
-        # returned (the optimizer steps see minibatches of it).
+    if schedule.one_call:
+        # Epochs of shuffled minibatches of steps or sequences; the experience state kept is what
+        # begin_update returned (the optimizer steps see minibatches of it).
+        shuffle = SHUFFLES[schedule.over]
+
         def epoch(carry, e):
-            batches = _shuffled_minibatches(experience, jax.random.fold_in(shuffle_key, e), schedule.minibatches)
+            batches = shuffle(experience, jax.random.fold_in(shuffle_key, e), schedule.minibatches)
 
             def minibatch_step(carry, xs):
                 batch, k = xs

@@ -1,11 +1,14 @@
 """IMPALA (Espeholt et al. 2018) as a Sebulba agent: on-policy actor-critic whose V-trace
 targets correct for the policy lag between the actors' networks and the learner's. Discrete,
 MultiDiscrete (one categorical per dimension: rho is the joint ratio, the product of the
-dimensions') and Box (a Gaussian) actions."""
+dimensions') and Box (a Gaussian) actions. With a recurrent core (`ImpalaConfig.core`), the
+actors carry its state in the step state and the learner re-unrolls it from the state each
+trajectory started from, so V-trace sees the re-unrolled policy."""
 
 from __future__ import annotations
 
 import functools
+from typing import NamedTuple
 
 import gymnasium as gym
 import jax
@@ -21,11 +24,17 @@ from sebulba.agents.impala.networks import make_network
 from sebulba.distributions import as_distribution, check_action_space, from_env_action, to_env_action
 from sebulba.schedules import linear_decay
 from sebulba.sharding import LEARNER_AXIS
-from sebulba.types import ActorOutput, EnvStep, Metrics, Trajectory
+from sebulba.types import ActorOutput, EnvStep, Metrics, PyTree, Rollout, Trajectory
 
 
-class Impala(Agent[dict, optax.OptState, Trajectory, jax.Array]):
-    """Step state: one RNG key for the inferencer's batch. Experience: the latest trajectory."""
+class StepState(NamedTuple):
+    key: jax.Array  # one key for the inferencer's batch
+    core: PyTree = ()  # the recurrent core's state before the next step, [B, ...] per leaf; () without one
+
+
+class Impala(Agent[dict, optax.OptState, Rollout, StepState]):
+    """Step state: one RNG key for the inferencer's batch and the recurrent state. Experience: the
+    latest trajectory and the recurrent state it started from."""
 
     def __init__(self, env_spec: envs.EnvSpec, config: ImpalaConfig = ImpalaConfig()):
         super().__init__(env_spec)
@@ -45,7 +54,7 @@ class Impala(Agent[dict, optax.OptState, Trajectory, jax.Array]):
 
     def init_networks(self, key: jax.Array) -> dict:
         space = self.env_spec.observation_space
-        return self.net.init(key, observations.zeros(space))
+        return self.net.init(key, observations.zeros(space), self.net.initial_state(1), jnp.ones(1, bool))
 
     def optimizer(self) -> optax.GradientTransformation:
         c = self.config
@@ -59,35 +68,35 @@ class Impala(Agent[dict, optax.OptState, Trajectory, jax.Array]):
     def num_minibatches(self) -> int:
         return self.config.num_minibatches
 
-    def init_step_state(self, networks: dict, num_envs: int, key: jax.Array) -> jax.Array:
-        return key
+    def init_step_state(self, networks: dict, num_envs: int, key: jax.Array) -> StepState:
+        return StepState(key, self.net.initial_state(num_envs))
 
-    def step(self, networks: dict, step_state: jax.Array, env_step: EnvStep) -> tuple[ActorOutput, jax.Array]:
-        key, sample = jax.random.split(step_state)
-        policy, _ = self.net.apply(networks, env_step.obs)
+    def step(self, networks: dict, step_state: StepState, env_step: EnvStep) -> tuple[ActorOutput, StepState]:
+        key, sample = jax.random.split(step_state.key)
+        policy, _, core = self.net.apply(networks, env_step.obs, step_state.core, env_step.first)
         action = as_distribution(policy).sample(sample)
         if self.continuous:  # the env gets the sample clipped to its bounds; the sample is learned
             extras = {"policy": policy, "sample": action}
-            return ActorOutput(to_env_action(action, self.env_spec.action_space), extras), key
+            return ActorOutput(to_env_action(action, self.env_spec.action_space), extras), StepState(key, core)
         # The behaviour policy is recorded: logits [B, A], or a MultiCategorical's [B, D, K].
-        return ActorOutput(to_env_action(action, self.env_spec.action_space), extras=policy), key
+        return ActorOutput(to_env_action(action, self.env_spec.action_space), extras=policy), StepState(key, core)
 
-    def evaluation_step(self, networks: dict, step_state: jax.Array, env_step: EnvStep) -> tuple[jax.Array, jax.Array]:
+    def evaluation_step(self, networks: dict, step_state: StepState, env_step: EnvStep) -> tuple[jax.Array, StepState]:
         """Greedy: the most likely action (in each dimension of a MultiDiscrete space), or the
-        Gaussian's mean (clipped to the bounds)."""
-        policy, _ = self.net.apply(networks, env_step.obs)
-        return to_env_action(as_distribution(policy).mode(), self.env_spec.action_space), step_state
+        Gaussian's mean (clipped to the bounds); the recurrent state carried as in `step`."""
+        policy, _, core = self.net.apply(networks, env_step.obs, step_state.core, env_step.first)
+        return to_env_action(as_distribution(policy).mode(), self.env_spec.action_space), step_state._replace(core=core)
 
-    def update_experience(self, experience, initial_step_state, final_step_state, trajectory: Trajectory) -> Trajectory:
-        return trajectory  # on-policy: each trajectory is learned from once
+    def update_experience(self, experience, initial_step_state: StepState, final_step_state,
+                          trajectory: Trajectory) -> Rollout:
+        return Rollout(trajectory, initial_step_state.core)  # on-policy: each trajectory is learned from once
 
-    def loss(self, networks: dict, experience: Trajectory, key: jax.Array) -> tuple[jax.Array, Metrics]:
+    def loss(self, networks: dict, experience: Rollout, key: jax.Array) -> tuple[jax.Array, Metrics]:
+        experience, core = experience
         es = experience.env_step
-        T, B = experience.action.shape[:2]
-        obs = observations.merge_leading(es.obs)
-        policy, values = self.net.apply(networks, obs)
-        policy = jax.tree.map(lambda x: x.reshape(T + 1, B, *x.shape[1:]), policy)
-        values = values.reshape(T + 1, B)
+        # The whole trajectory, T + 1 steps (the last one's value bootstraps), the core re-unrolled
+        # from the state its first step was taken from.
+        policy, values, _ = self.net.apply(networks, es.obs, core, es.first, sequence=True)
         discounts = self.config.discount * (1.0 - es.terminated[1:].astype(jnp.float32))
         mask = ~(es.terminated[:-1] | es.truncated[:-1])  # the step after a final state resets: not a transition
         if self.continuous:
@@ -97,7 +106,10 @@ class Impala(Agent[dict, optax.OptState, Trajectory, jax.Array]):
         total, sums, count = jax.vmap(self._loss_fn, in_axes=1)(
             policy, behaviour, actions, values, es.reward[1:] * self.config.reward_scale, discounts, mask
         )
-        n = jnp.maximum(count.sum(), 1.0)
+        # Means over the valid steps of every learner device's share: optimize() (and the metrics')
+        # pmean averages the devices, so each device divides its sums by the mean count per device.
+        count, devices = jax.lax.psum((count.sum(), 1.0), LEARNER_AXIS)
+        n = jnp.maximum(count, 1.0) / devices
         metrics = {k: v.sum() / n for k, v in sums.items()}
         if self.continuous:
             metrics["policy_std"] = jnp.mean(jnp.exp(policy.log_std))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from sebulba.cores import check_core
 from sebulba.schedules import check_decay_steps
 
 
@@ -40,6 +41,11 @@ class ImpalaConfig:
     # Rewards are multiplied by this in the loss: keeps returns (and the baseline's targets) near
     # unit scale on tasks with large dense rewards (Pendulum's are -16..0 per step).
     reward_scale: float = 1.0
+    # A recurrent core between the torso and the heads (sebulba/cores.py): "lstm", "gru", or "none"
+    # (no memory). The learner re-unrolls it over each trajectory from the state it started from;
+    # minibatches take whole envs' sequences, as they always do here.
+    core: str = "none"
+    core_size: int = 128  # the core's units
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "hidden_sizes", tuple(self.hidden_sizes))
@@ -63,3 +69,4 @@ class ImpalaConfig:
         if not 0.0 < self.rmsprop_decay < 1.0:
             raise ValueError(f"rmsprop_decay must be in (0, 1), got {self.rmsprop_decay}")
         check_decay_steps(self.lr_decay_steps)
+        check_core(self.core, self.core_size)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from sebulba.cores import check_core
 from sebulba.networks import TORSO_KINDS
 from sebulba.schedules import check_decay_steps
 
@@ -44,6 +45,12 @@ class PPOConfig:
     # Mask the policy with the observation's "action_mask" where it has one (PettingZoo's classic
     # games: a Dict observation whose "action_mask" marks the legal moves of a Discrete space).
     action_mask: bool = True
+    # A recurrent core between each torso and the heads (sebulba/cores.py): "lstm", "gru", or "none"
+    # (no memory, the feed-forward network). With one, minibatches take whole envs' sequences, so
+    # num_minibatches must divide each learner device's envs, and the learner re-unrolls the core
+    # from the state each trajectory starts with.
+    core: str = "none"
+    core_size: int = 128  # the core's units (CleanRL's LSTM PPO and PureJaxRL's GRU PPO: 128)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "hidden_sizes", tuple(self.hidden_sizes))
@@ -67,3 +74,4 @@ class PPOConfig:
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         check_decay_steps(self.lr_decay_steps)
+        check_core(self.core, self.core_size)

@@ -7,7 +7,13 @@ whole Dict (the env's global state next to the player's observation: MAPPO's age
 global state). An observation that carries PettingZoo's `action_mask` (a Dict with an
 "action_mask" of one entry per action of a Discrete space: the classic board games) masks the
 policy's logits with it (`sebulba.distributions.masked_logits`): illegal moves are never sampled
-nor the mode; the torso reads the mask as any other input."""
+nor the mode; the torso reads the mask as any other input.
+
+With a recurrent core (`PPOConfig.core`, sebulba/cores.py), each torso is followed by a core of
+its own (the critic's too, where it has a torso of its own) and the heads read the cores'
+outputs; the state is the actor core's, or (actor's, critic's). The network takes one step of a
+batch, or (`sequence=True`) a [T, B] sequence, the torsos and heads applied to all T x B rows at
+once and only the cores stepped in order; with core "none" both are the feed-forward network."""
 
 from __future__ import annotations
 
@@ -17,9 +23,12 @@ import flax.linen as nn
 import gymnasium as gym
 import jax
 
+from sebulba import observations
 from sebulba.agents.ppo.config import PPOConfig
+from sebulba.cores import initial_states, through_cores
 from sebulba.distributions import Categorical, Distribution, MultiCategorical, masked_logits
 from sebulba.networks import GaussianHead, MLPTorso, torso_for
+from sebulba.types import PyTree
 
 
 class PPONet(nn.Module):
@@ -32,12 +41,26 @@ class PPONet(nn.Module):
     actor_key: str | None = None  # the policy reads obs[actor_key] (MAPPO: "obs"), the critic all of obs
     mask_key: str | None = None  # the policy's observation's action mask (its legal actions), if any
 
+    core: str = "none"  # the cores' kind (sebulba.cores.CORES; "none": no memory) ...
+    core_size: int = 1  # ... and units
+
+    def initial_state(self, batch: int) -> PyTree:
+        """The recurrent state an episode starts from, for `batch` rows: `()` without a core."""
+        return initial_states(self.core, self.core_size, batch, 1 + (self.critic_torso is not None))
+
     @nn.compact
-    def __call__(self, obs: jax.Array) -> tuple[Distribution, jax.Array]:
-        """obs [B, ...] (normalised if the agent normalises) -> (policy [B], values [B])."""
-        actor_obs = obs if self.actor_key is None else obs[self.actor_key]
-        h = self.torso(actor_obs)
-        hv = h if self.critic_torso is None else self.critic_torso(obs)
+    def __call__(self, obs: jax.Array, state: PyTree = (), first: jax.Array | None = None,
+                 sequence: bool = False) -> tuple[Distribution, jax.Array, PyTree]:
+        """obs [B, ...] (normalised if the agent normalises), the state before it and `first` [B]
+        (the rows that start an episode: their state resets) -> (policy [B], values [B], state
+        after it). With `sequence`, obs and first are [T, B, ...] and the policy and values [T, B]."""
+        lead = jax.tree.leaves(obs)[0].shape[:2] if sequence else None
+        rows = observations.merge_leading(obs) if sequence else obs
+        actor_obs = rows if self.actor_key is None else rows[self.actor_key]
+        features = (self.torso(actor_obs),) + (() if self.critic_torso is None else (self.critic_torso(rows),))
+        state, features = through_cores(self.core, self.core_size, state, features, first, lead,
+                                        names=("core", "critic_core"))
+        h, hv = features[0], features[-1]
         small = nn.initializers.orthogonal(0.01)
         if self.continuous:
             policy = GaussianHead(self.num_outputs, self.log_std_init, small, name="policy")(h)
@@ -47,7 +70,9 @@ class PPONet(nn.Module):
                 logits = masked_logits(logits, actor_obs[self.mask_key])
             policy = Categorical(logits) if self.nvec is None else MultiCategorical.from_flat(logits, self.nvec)
         value = nn.Dense(1, kernel_init=nn.initializers.orthogonal(1.0), name="value")(hv)[:, 0]
-        return policy, value
+        if sequence:
+            policy, value = jax.tree.map(lambda x: x.reshape(*lead, *x.shape[1:]), (policy, value))
+        return policy, value, state
 
 
 MASK_KEY = "action_mask"  # PettingZoo's name for the legal actions in a Dict observation
@@ -93,4 +118,5 @@ def make_network(observation_space: gym.spaces.Space, action_space: gym.spaces.S
     outputs = action_space.shape[0] if continuous else sum(nvec) if nvec else int(action_space.n)
     actor_space = observation_space if actor_key is None else observation_space[actor_key]
     mask_key = action_mask_key(actor_space, action_space) if config.action_mask else None
-    return PPONet(torso, critic, outputs, continuous, config.log_std_init, nvec, actor_key, mask_key)
+    return PPONet(torso, critic, outputs, continuous, config.log_std_init, nvec, actor_key, mask_key,
+                  config.core, config.core_size)

@@ -1,0 +1,162 @@
+"""Recurrent cores in PPO and IMPALA (issue 53): the actors' states are what the learner's
+re-unroll computes, step for step, resets mid-rollout included; minibatches of sequences keep each
+env's sequence whole and in order, the same on any number of learner devices; and a recurrent
+run is the same run on 1 and 4 devices and in both loops, never retraces once warm, resumes
+exactly with the actors' recurrent state, and carries that state when evaluated or loaded."""
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import envs
+import sebulba
+from sebulba.agents.impala import Impala, ImpalaConfig
+from sebulba.agents.ppo import PPO, PPOConfig
+from sebulba.distributions import as_distribution
+from sebulba.loop.learner import Learner, _shuffled_sequences
+from sebulba.sharding import LEARNER_AXIS, LearnerSharding
+from sebulba.types import EnvStep, ExperienceLayout
+
+CARTPOLE = envs.make_spec("CartPole-v1")
+PENDULUM = envs.make_spec("Pendulum-v1")
+T, B = 9, 4
+
+AGENTS = {
+    "ppo-gru": lambda: PPO(CARTPOLE, PPOConfig(hidden_sizes=(16,), core="gru", core_size=8, num_minibatches=2)),
+    "ppo-lstm-continuous": lambda: PPO(PENDULUM, PPOConfig(hidden_sizes=(16,), core="lstm", core_size=8,
+                                                           num_minibatches=2, normalize_observations=True)),
+    "impala-lstm": lambda: Impala(CARTPOLE, ImpalaConfig(hidden_sizes=(16,), core="lstm", core_size=8)),
+    "impala-gru-separate": lambda: Impala(CARTPOLE, ImpalaConfig(hidden_sizes=(16,), core="gru", core_size=8,
+                                                                 separate_value_torso=True)),
+}
+
+
+def stream(spec, seed=0):
+    """A hand-built stream of T + 1 env steps of B envs: row 0 starts an episode at t = 0 and t = 4,
+    row 1 at t = 6, row 2 at t = 0 only, row 3 never (it started before the rollout)."""
+    rng = np.random.default_rng(seed)
+    obs = rng.normal(size=(T + 1, B, *spec.observation_space.shape)).astype(np.float32)
+    first = np.zeros((T + 1, B), bool)
+    first[[0, 4], 0] = first[6, 1] = first[0, 2] = True
+    zeros = np.zeros((T + 1, B), np.float32)
+    return EnvStep(jnp.asarray(obs), jnp.asarray(zeros), jnp.asarray(first & False), jnp.asarray(first & False),
+                   jnp.asarray(first))
+
+
+def params_of(agent, networks):
+    return networks["params"] if isinstance(agent, PPO) else networks
+
+
+@pytest.mark.parametrize("name", list(AGENTS))
+def test_the_learners_re_unroll_gives_the_actors_states_and_outputs(name):
+    """The actor steps T + 1 times from a non-zero state (resets at `first` mid-rollout); the
+    learner's one call over the whole sequence from the first state gives the same policies,
+    values and final state, and a reset row's outputs do not depend on what came before."""
+    agent = AGENTS[name]()
+    networks = agent.init_networks(jax.random.key(0))
+    params = params_of(agent, networks)
+    es = stream(agent.env_spec)
+    start = jax.tree.map(lambda z: jnp.asarray(np.random.default_rng(1).normal(size=z.shape), jnp.float32),
+                         agent.net.initial_state(B))
+    apply = jax.jit(agent.net.apply, static_argnames="sequence")
+    state, policies, values = start, [], []
+    for t in range(T + 1):  # what the actors compute, one step at a time
+        policy, value, state = apply(params, es.obs[t], state, es.first[t])
+        policies.append(as_distribution(policy))
+        values.append(value)
+    policy, value, final = apply(params, es.obs, start, es.first, sequence=True)
+    stacked = jax.tree.map(lambda *xs: jnp.stack(xs), *policies)
+    for a, b in zip(jax.tree.leaves((as_distribution(policy), value, final)),
+                    jax.tree.leaves((stacked, jnp.stack(values), state)), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    # the reset matters: from zeros (no earlier state) row 0 from t = 4 and row 1 from t = 6 are
+    # the same; rows that never reset differ
+    _, fresh, _ = apply(params, es.obs, agent.net.initial_state(B), es.first, sequence=True)
+    np.testing.assert_allclose(fresh[4:, 0], value[4:, 0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(fresh[6:, 1], value[6:, 1], rtol=1e-5, atol=1e-6)
+    assert not np.allclose(fresh[:, 3], value[:, 3])
+
+
+def test_the_step_state_carries_the_core_and_evaluation_carries_it_too():
+    agent = AGENTS["ppo-gru"]()
+    networks = agent.init_networks(jax.random.key(0))
+    es = stream(CARTPOLE)
+    state = agent.init_step_state(networks, B, jax.random.key(1))
+    # separate actor and critic torsos (CleanRL's MLP PPO): a core each
+    assert [x.shape for x in jax.tree.leaves(state.core)] == [(B, 8), (B, 8)]
+    assert not any(np.any(x) for x in jax.tree.leaves(state.core))
+    for step in (agent.step, agent.evaluation_step):
+        s = state
+        for t in range(3):
+            _, s = jax.jit(step)(networks, s, jax.tree.map(lambda x: x[t], es))
+        _, _, want = agent.net.apply(networks["params"], es.obs[:3], state.core, es.first[:3], sequence=True)
+        for a, b in zip(jax.tree.leaves(s.core), jax.tree.leaves(want), strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def minibatches_on(devices: int, samples, key, M: int):
+    mesh = LearnerSharding.create(jax.devices()[:devices], B * 4).mesh
+    P = jax.sharding.PartitionSpec
+    run = jax.jit(jax.shard_map(lambda s: jax.tree.map(lambda x: x[None], _shuffled_sequences(s, key, M)),
+                                mesh=mesh, in_specs=P(LEARNER_AXIS), out_specs=P(LEARNER_AXIS), check_vma=False))
+    return jax.tree.map(np.asarray, run(samples))  # [D, M, envs per device / M, ...]
+
+
+def test_sequence_minibatches_keep_each_envs_sequence_whole_and_are_the_same_on_any_device_count():
+    n, M = 16, 4  # 16 envs in minibatches of 4
+    samples = {"env": jnp.broadcast_to(jnp.arange(n)[:, None], (n, T)), "t": jnp.broadcast_to(jnp.arange(T), (n, T)),
+               "state": jnp.arange(n, dtype=jnp.float32)}  # a per-env leaf with no time axis
+    sets = {}
+    for devices in (1, 2, 4):
+        epochs = [minibatches_on(devices, samples, jax.random.key(e), M) for e in range(2)]
+        for got in epochs:
+            assert got["env"].shape == (devices, M, n // devices // M, T)
+            assert (got["t"] == np.arange(T)).all()  # every sequence whole and in order ...
+            assert (got["env"] == got["env"][..., :1]).all() and (got["state"] == got["env"][..., 0]).all()  # ... of one env
+            per_minibatch = [sorted(got["env"][:, m, :, 0].ravel()) for m in range(M)]
+            assert sorted(sum(per_minibatch, [])) == list(range(n))  # each env once per epoch
+        sets[devices] = [[sorted(e["env"][:, m, :, 0].ravel()) for m in range(M)] for e in epochs]
+    assert sets[1] == sets[2] == sets[4]  # the same minibatches whatever the device count
+    assert sets[1][0] != sets[1][1]  # and fresh ones each epoch
+
+
+def one_cycle(agent, num_envs=8, steps=16, seed=3):
+    cfg = sebulba.LoopConfig(env_id=agent.env_spec.id, num_envs=num_envs, steps_per_cycle=steps, async_mode=False,
+                             inferencers_per_device=1, log_every_s=1000.0, seed=seed)
+    with sebulba.GymnasiumLoop(agent, cfg) as loop:
+        loop.start_inferencers()
+        for _ in range(3):  # some episodes end inside the trajectory, and the state is not zero
+            r = loop.inferencers[0].run_cycle(loop.learner.version, loop.learner.networks)
+        host = lambda x: x if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key) else np.asarray(x)  # noqa: E731
+        return jax.tree.map(host, (r.initial_step_state, r.final_step_state, r.trajectory))
+
+
+def update_on(devices, agent, cycle, num_envs=8, steps=16):
+    sharding = LearnerSharding.create([jax.devices()[i] for i in devices], num_envs)
+    learner = Learner(agent, sharding, ExperienceLayout(1, num_envs // len(devices), steps), jax.random.key(0))
+    initial, final, traj = cycle
+    metrics = learner.update(agent.shard_step_state(initial, sharding), agent.shard_step_state(final, sharding),
+                             sharding.trajectory(traj))
+    return jax.tree.map(np.asarray, (learner.networks, learner.opt_state, metrics))
+
+
+@pytest.mark.slow(seconds=10)
+@pytest.mark.parametrize("name", ["ppo-gru", "impala-lstm"])
+def test_one_and_four_learner_devices_give_the_same_update(name):
+    agent = AGENTS[name]()
+    if isinstance(agent, PPO):
+        agent = PPO(CARTPOLE, dataclasses.replace(agent.config, num_epochs=2))
+    cycle = one_cycle(agent)
+    initial, _, traj = cycle
+    assert max(np.abs(x).max() for x in jax.tree.leaves(initial.core)) > 0.05  # a real starting state
+    assert traj.env_step.first[1:].any()  # an episode starts mid-rollout
+    one, four = update_on((0,), agent, cycle), update_on((0, 1, 2, 3), agent, cycle)
+    for a, b in zip(jax.tree.leaves(one), jax.tree.leaves(four), strict=True):
+        np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-6)
+    # the starting state is learned from: a zero one gives another update
+    zeroed = (initial._replace(core=jax.tree.map(np.zeros_like, initial.core)), *cycle[1:])
+    other = update_on((0,), agent, zeroed)
+    assert not all(np.allclose(a, b) for a, b in zip(jax.tree.leaves(one[0]), jax.tree.leaves(other[0])))
