@@ -189,3 +189,20 @@ def test_num_seeds_on_the_sebulba_loop_is_one_line(tmp_path):
     assert "--num_seeds 2 trains replicas in one program: the Anakin loop's" in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
     assert not list(tmp_path.iterdir())
+
+
+def test_the_band_of_a_job_is_over_its_joined_replica_means_not_a_mean_of_each_process_band():
+    """Two processes see different episodes of the same two replicas: the job's per-replica means
+    are their averages, and its min and max are taken over those (a mean of each process's min would
+    mix replicas: 28.425 where the job's lowest replica mean is 28.55, found by the two-process test)."""
+    from sebulba.loop.metrics import seed_band
+
+    assert seed_band({"sps": 1.0}) == {"sps": 1.0}
+    band = seed_band({"episode_return_mean_seed0": 1.0, "episode_return_mean_seed1": float("nan"),
+                      "episode_return_mean_seed2": 3.0})
+    assert (band["episode_return_mean"], band["episode_return_mean_min"], band["episode_return_mean_max"]) == (2.0, 1.0, 3.0)
+    p0, p1 = {"episode_return_mean_seed0": 10.0, "episode_return_mean_seed1": 30.0}, \
+        {"episode_return_mean_seed0": 40.0, "episode_return_mean_seed1": 20.0}
+    joined = seed_band({k: (p0[k] + p1[k]) / 2 for k in p0})
+    assert joined["episode_return_mean_min"] == 25.0 and joined["episode_return_mean_max"] == 25.0
+    assert (seed_band(p0)["episode_return_mean_min"] + seed_band(p1)["episode_return_mean_min"]) / 2 == 15.0  # the old figure

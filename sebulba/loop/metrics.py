@@ -139,16 +139,11 @@ class SeedWindows:
         (`episode_return_mean`, the learning curve's), min and max (its band)."""
         if not self.windows:
             return {}
-        out, means = {}, []
+        out = {}
         for s, (window, returns) in enumerate(zip(self.windows, seed_returns)):
             window.returns.extend(np.asarray(returns).tolist())
-            means.append(float(np.mean(window.returns)) if window.returns else float("nan"))
-            out[f"episode_return_mean_seed{s}"] = means[-1]
-        finite = [m for m in means if np.isfinite(m)]
-        nan = float("nan")
-        out.update(episode_return_mean=float(np.mean(finite)) if finite else nan,
-                   episode_return_mean_min=min(finite, default=nan), episode_return_mean_max=max(finite, default=nan))
-        return out
+            out[f"episode_return_mean_seed{s}"] = float(np.mean(window.returns)) if window.returns else float("nan")
+        return seed_band(out)
 
     def state(self) -> list[dict[str, np.ndarray]]:
         return [w.state() for w in self.windows]
@@ -156,6 +151,22 @@ class SeedWindows:
     def load(self, states: Sequence[dict[str, Any]]) -> None:
         for window, state in zip(self.windows, states):
             window.load(state)
+
+
+SEED_MEAN = "episode_return_mean_seed"  # + the replica's index: its mean return (SeedWindows)
+
+
+def seed_band(report: dict[str, Any]) -> dict[str, Any]:
+    """`report` with `episode_return_mean` and its `_min` and `_max` over the replicas'
+    `episode_return_mean_seed<s>` (NaN ones left out); unchanged without them. A band is a min and
+    a max of the replicas' means: in a job it is taken after the processes' means are joined."""
+    means = [v for k, v in report.items() if k.startswith(SEED_MEAN) and k[len(SEED_MEAN):].isdigit()]
+    if not means:
+        return report
+    finite = [m for m in means if np.isfinite(m)]
+    nan = float("nan")
+    return {**report, "episode_return_mean": float(np.mean(finite)) if finite else nan,
+            "episode_return_mean_min": min(finite, default=nan), "episode_return_mean_max": max(finite, default=nan)}
 
 
 def per_player_means(returns: list[deque], lengths: list[deque]) -> dict[str, float]:
@@ -185,4 +196,4 @@ def job_report(report: dict[str, Any]) -> dict[str, float] | None:
     for k in ("env_steps", "learner_steps", "episodes"):
         if k in totals:
             totals[k] = int(totals[k])
-    return {k: totals[k] for k in report if k in totals}
+    return seed_band({k: totals[k] for k in report if k in totals})  # the band of the job's replica means
