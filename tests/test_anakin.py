@@ -45,6 +45,7 @@ AGENTS = {
                                           batch_size=4, replay_capacity=64, min_replay_size=4)),
     "dqn": lambda: DQN(SPEC, DQNConfig(hidden_sizes=(8,), batch_size=4, replay_capacity=256, learning_starts=64,
                                        replay_ratio=1 / 16, n_step=2, target_update_period=3)),
+    "ppo-gru": lambda: PPO(SPEC, PPOConfig(hidden_sizes=(16,), num_minibatches=2, num_epochs=2, core="gru", core_size=8)),
     "random": lambda: RandomAgent(SPEC),
     "custom": lambda: LinearPG(SPEC),
 }
@@ -379,17 +380,25 @@ def test_evaluation_during_an_anakin_run_plays_the_staged_networks(tmp_path):
     assert int(rows[-1]["eval_env_steps"]) == 256  # the last evaluation is of the final networks
 
 
-@pytest.mark.parametrize("env_id", ["CartPole-v1", "gymnax/CartPole-v1"])
-def test_anakin_and_sebulba_sync_learn_the_same_networks_on_the_same_envs(env_id):
+@pytest.mark.parametrize("env_id, name", [("CartPole-v1", "ppo"), ("gymnax/CartPole-v1", "ppo"), ("CartPole-v1", "dqn"),
+                                          ("CartPole-v1", "ppo-gru")])
+def test_anakin_and_sebulba_sync_learn_the_same_networks_on_the_same_envs(env_id, name):
     """One device, one inferencer, the same seed: the Anakin loop starts from the Sebulba loop's
     keys and envs (the built-in CartPole: the stateless compiled env against the pool's own
     kernel; gymnax: the JAX pool over the same env), so both step identical env streams, see the
-    same episodes and learn bit-identical networks."""
+    same episodes and learn bit-identical networks: on-policy, from a replay (DQN: its learning bar
+    runs in the Anakin loop for this), and with a recurrent core."""
     from sebulba.loop.loop import GymnasiumLoop
 
     spec = envs.make_spec(env_id)
     cfg = dict(env_id=env_id, num_envs=8, steps_per_cycle=16, seed=3, log_every_s=1000.0)
-    agent = lambda: PPO(spec, PPOConfig(hidden_sizes=(16,), num_minibatches=2, num_epochs=2))  # noqa: E731
+    agent = {
+        "ppo": lambda: PPO(spec, PPOConfig(hidden_sizes=(16,), num_minibatches=2, num_epochs=2)),
+        "ppo-gru": lambda: PPO(spec, PPOConfig(hidden_sizes=(16,), num_minibatches=2, num_epochs=2, core="gru",
+                                               core_size=8)),
+        "dqn": lambda: DQN(spec, DQNConfig(hidden_sizes=(8,), batch_size=4, replay_capacity=256, learning_starts=64,
+                                           replay_ratio=1 / 16, n_step=2, target_update_period=3)),
+    }[name]
     anakin = AnakinLoop(agent(), sebulba.LoopConfig(loop="anakin", **cfg), updates_per_call=4)
     _, result = anakin.call()
     with GymnasiumLoop(agent(), sebulba.LoopConfig(async_mode=False, inferencers_per_device=1, loop="sebulba",
