@@ -160,3 +160,59 @@ def test_one_and_four_learner_devices_give_the_same_update(name):
     zeroed = (initial._replace(core=jax.tree.map(np.zeros_like, initial.core)), *cycle[1:])
     other = update_on((0,), agent, zeroed)
     assert not all(np.allclose(a, b) for a, b in zip(jax.tree.leaves(one[0]), jax.tree.leaves(other[0])))
+
+
+@pytest.mark.slow(seconds=15)
+def test_an_interrupted_run_resumes_exactly_with_the_actors_recurrent_state(tmp_path, monkeypatch):
+    """Sync mode on 2 learner devices: a run checkpointed mid-episode and resumed ends bit-identical
+    to an uninterrupted one, and would not if the actors' recurrent state were not saved (the same
+    resume with the restored state zeroed, the episode start's, ends elsewhere)."""
+    from sebulba.loop.checkpoint import CheckpointConfig, Checkpointer
+    from sebulba.loop.loop import GymnasiumLoop
+
+    spec = envs.make_spec("CartPoleNoVelocity-v1")
+
+    def make_loop():
+        agent = Impala(spec, ImpalaConfig(hidden_sizes=(16,), core="lstm", core_size=8))
+        cfg = sebulba.LoopConfig(env_id=spec.id, num_envs=4, steps_per_cycle=8, async_mode=False,
+                                 inferencers_per_device=1, learner_devices=(1, 2), seed=3, log_every_s=1000.0)
+        return GymnasiumLoop(agent, cfg)
+
+    with make_loop() as loop:
+        loop.run(max_cycles=6)
+        straight = jax.tree.map(np.asarray, loop.learner.networks)
+    ckpt = CheckpointConfig(str(tmp_path / "ckpt"), every_learner_steps=3, keep=2)
+    with make_loop() as loop:
+        loop.run(max_cycles=4, checkpointer=Checkpointer(ckpt))
+    with make_loop() as loop:
+        loop.run(max_cycles=6, checkpointer=Checkpointer(ckpt), resume=True)
+        resumed = jax.tree.map(np.asarray, loop.learner.networks)
+    jax.tree.map(np.testing.assert_array_equal, straight, resumed)
+
+    restore, restored = GymnasiumLoop.restore, []
+
+    def without_the_core(self, checkpointer, step=None):
+        out = restore(self, checkpointer, step)
+        for inf in self.inferencers:
+            restored.append(jax.tree.map(np.asarray, inf.step_state.core))
+            inf.step_state = inf.step_state._replace(core=jax.tree.map(jnp.zeros_like, inf.step_state.core))
+        return out
+
+    monkeypatch.setattr(GymnasiumLoop, "restore", without_the_core)
+    with make_loop() as loop:
+        loop.run(max_cycles=6, checkpointer=Checkpointer(ckpt), resume=True)
+        forgetful = jax.tree.map(np.asarray, loop.learner.networks)
+    assert max(np.abs(x).max() for x in jax.tree.leaves(restored)) > 0.05  # mid-episode: a state worth saving
+    assert not all(np.array_equal(a, b) for a, b in zip(jax.tree.leaves(straight), jax.tree.leaves(forgetful)))
+
+
+@pytest.mark.slow(seconds=8)
+def test_the_sebulba_loop_never_retraces_a_recurrent_agent_once_warm():
+    cfg = sebulba.LoopConfig(num_envs=4, steps_per_cycle=5, async_mode=False, log_every_s=1e3)
+    with sebulba.GymnasiumLoop(AGENTS["impala-lstm"](), cfg) as loop:
+        loop.run(max_cycles=4)
+        c = loop.cycle
+        fns = [c.step_and_record, c.finish, c.new_buffers, c.cycle_start, c.from_carry, *loop.learner._compiled.values()]
+        sizes, compiled = [f._cache_size() for f in fns], len(loop.learner._compiled)
+        loop.run(max_cycles=6)
+        assert [f._cache_size() for f in fns] == sizes and len(loop.learner._compiled) == compiled
