@@ -76,8 +76,18 @@ ATARI = Preset(
 MULTIPLAYER_ATARI = ATARI.replace(env_kwargs=dict(reward_clip=True, add_player_id=True))
 
 
+# Memory tasks (partially observed; issue 53), by env id: CARTPOLE's settings with an LSTM of 128
+# after the policy's torso and another after the baseline's, RMSProp 1e-2 (6e-3 ended seed 0 at 459,
+# 3e-3 at 209), 500k env steps. CartPoleNoVelocity-v1: seeds 0-2 end at 500, 500, 476 (BENCHMARKS.md);
+# with --core none, 54.
+MEMORY = CARTPOLE.replace(total_env_steps=500_000, agent=dataclasses.replace(CARTPOLE.agent, learning_rate=1e-2,
+                                                                              core="lstm"))
+MEMORY_TASKS = {"CartPoleNoVelocity-v1": MEMORY}
+
+
 def preset(env_id: str, env_kwargs: dict | None = None) -> Preset:
-    """The preset for the env's kind (sebulba.experiment.env_kind): Atari games get ATARI, envs
+    """The preset for the env's kind (sebulba.experiment.env_kind): memory tasks (MEMORY_TASKS)
+    theirs, with a recurrent core; Atari games get ATARI, envs
     with continuous actions CONTROL, envs with vector or image observations CARTPOLE, tabular
     (Discrete-state) and structured (Dict/Tuple) ones TABULAR, multi-player Atari games
     MULTIPLAYER_ATARI, whether their actions are Discrete or
@@ -85,6 +95,8 @@ def preset(env_id: str, env_kwargs: dict | None = None) -> Preset:
     Box) is refused here, in one line, before anything is built."""
     kind = env_kind(env_id, env_kwargs)
     check_action_space(kind.action_space, f"IMPALA ({env_id})")
+    if env_id in MEMORY_TASKS:
+        return MEMORY_TASKS[env_id]
     if kind.actions == "continuous":
         return CONTROL
     if kind.observations == "atari" and kind.num_players > 1:
@@ -96,7 +108,7 @@ def preset(env_id: str, env_kwargs: dict | None = None) -> Preset:
 ALGORITHM = Algorithm(
     "impala", Impala, preset,
     presets={"vector/image": CARTPOLE, "tabular/structured": TABULAR, "continuous": CONTROL, "Atari": ATARI,
-             "multi-player Atari": MULTIPLAYER_ATARI},
+             "multi-player Atari": MULTIPLAYER_ATARI, "memory (CartPoleNoVelocity)": MEMORY},
     flags={
         "steps_per_cycle": Flag(int, "Unroll length T of each trajectory."),
         "learning_rate": Flag(float, "RMSProp learning rate (decays linearly to 0 over the run)."),

@@ -16,6 +16,8 @@ learning_curve.png.
 
 from __future__ import annotations
 
+import dataclasses
+
 from sebulba.agents.ppo import PPO, PPOConfig
 from sebulba.distributions import check_action_space
 from sebulba.experiment.cli import Experiment
@@ -100,9 +102,64 @@ BOARD_GAME = MULTIPLAYER.replace(
 # Not measured yet (BENCHMARKS.md: none).
 MULTIPLAYER_ATARI = ATARI.replace(env_kwargs=dict(reward_clip=True, add_player_id=True))
 
+# Memory tasks (partially observed; issue 53), picked by env id (MEMORY_TASKS): a GRU of 128 between
+# the torsos and the heads (one each for the actor and the critic), 16 envs x 32 steps (the learner
+# re-unrolls 32 steps from each trajectory's first state; the actors carry the state across
+# cycles), 4 epochs of 2 minibatches of 8 envs' whole sequences (on a CPU a minibatch's unroll in
+# time, not its width, is the cost: CARTPOLE's 4 x 4 minibatches of 128 steps ran at half the
+# speed), Adam 1e-3 decayed, observations normalised (CartPoleNoVelocity's angles are ~0.1 rad:
+# unnormalised, at 1e-3 and 2.5e-3, seed 0 plateaued near 300), 500k env steps. CartPoleNoVelocity-v1
+# (cart position and pole angle only): seeds 0-2 end at 500 (BENCHMARKS.md); with --core none, 46.
+MEMORY = Preset(
+    total_env_steps=500_000, num_envs=16, steps_per_cycle=32, async_mode=False, inferencers_per_device=1,
+    log_every_s=1.0, agent=PPOConfig(learning_rate=1e-3, num_minibatches=2, normalize_observations=True, core="gru"),
+)
+# gymnax's MemoryChain-bsuite (recall a bit shown 5 steps back): MEMORY with an LSTM, 150k env steps.
+MEMORY_CHAIN = MEMORY.replace(total_env_steps=150_000, agent=dataclasses.replace(MEMORY.agent, core="lstm"))
+# XLand-MiniGrid's grids (uint8 views: not normalised): MEMORY's settings; Empty-6x6 in 100k env steps
+# (XLand-MiniGrid's CPU debug config says 0.8+ by 1e5), DoorKey and the Memory grids in 1M (not measured yet).
+MINIGRID = MEMORY.replace(total_env_steps=100_000, agent=dataclasses.replace(MEMORY.agent, normalize_observations=False))
+MINIGRID_HARDER = MINIGRID.replace(total_env_steps=1_000_000)
+# Craftax-Symbolic (the Craftax baseline's PPO-RNN: GRU 512, 4 epochs of 8 minibatches, Adam 2e-4,
+# gamma 0.99, GAE 0.8, entropy 0.01, 64 steps) scaled to a CPU: 64 envs, not 1,024; 1M env steps,
+# where the published PPO-RNN scores 2.3% of the maximum. Needs `pip install craftax`; not measured yet.
+CRAFTAX = Preset(
+    total_env_steps=1_000_000, num_envs=64, steps_per_cycle=64, async_mode=False, inferencers_per_device=1,
+    log_every_s=10.0,
+    agent=PPOConfig(learning_rate=2e-4, num_epochs=4, num_minibatches=8, gae_lambda=0.8, entropy_cost=0.01,
+                    core="gru", core_size=512, hidden_sizes=(512, 512), activation="relu"),
+)
+# Atari with --core (lstm or gru): CleanRL's ppo_atari_lstm.py (8 envs x 128 steps, 4 epochs of 4
+# minibatches of whole sequences, clip 0.1, entropy 0.01, Adam 2.5e-4 decayed, Nature CNN shared by
+# the policy and the value, LSTM 128, one frame a step: the core is the memory, not a frame stack).
+# CleanRL's 10M-step results: Breakout 128.9, Pong 19.8 (3 seeds). For a GPU host; not measured yet.
+ATARI_RECURRENT = ATARI.replace(
+    num_envs=8, async_mode=False, inferencers_per_device=1, total_env_steps=10_000_000,
+    env_kwargs=dict(reward_clip=True, episodic_life=True, stack_num=1),
+    agent=PPOConfig(torso="nature_cnn", separate_critic=False, activation="relu", learning_rate=2.5e-4, clip_coef=0.1,
+                    entropy_cost=0.01, num_epochs=4, num_minibatches=4, core="lstm"),
+)
+
+MEMORY_TASKS = {"CartPoleNoVelocity-v1": MEMORY, "gymnax/MemoryChain-bsuite": MEMORY_CHAIN,
+                "craftax/Craftax-Symbolic-v1": CRAFTAX}
+MINIGRID_TASKS = (("xminigrid/MiniGrid-Empty-", MINIGRID), ("xminigrid/MiniGrid-DoorKey-", MINIGRID_HARDER),
+                  ("xminigrid/MiniGrid-Memory", MINIGRID_HARDER))
+
+
+def memory_preset(env_id: str) -> Preset | None:
+    """A memory task's preset (a recurrent core in it), by its id; None for other envs."""
+    return MEMORY_TASKS.get(env_id) or next((p for prefix, p in MINIGRID_TASKS if env_id.startswith(prefix)), None)
+
+
+def core_preset(env_id: str, env_kwargs: dict | None, core: str) -> Preset | None:
+    """The preset when --core names a core: Atari's own (one frame a step, CleanRL's LSTM PPO);
+    None (the env's preset, with the core) for other envs."""
+    return ATARI_RECURRENT if env_kind(env_id, env_kwargs).observations == "atari" else None
+
 
 def preset(env_id: str, env_kwargs: dict | None = None) -> Preset:
-    """The preset for the env's kind (sebulba.experiment.env_kind): Atari games get ATARI; other
+    """The preset for the env's kind (sebulba.experiment.env_kind): memory tasks (MEMORY_TASKS,
+    MINIGRID_TASKS) theirs, with a recurrent core; Atari games get ATARI; other
     discrete-action tasks (Discrete or MultiDiscrete) CARTPOLE; continuous actions CONTROL for the
     built-in tasks and MUJOCO for Gymnasium's; multi-player tasks MULTIPLAYER (IPPO), or with
     `global_state=True` in the env kwargs MULTIPLAYER_MAPPO, or BOARD_GAME (self-play) where the
@@ -110,6 +167,8 @@ def preset(env_id: str, env_kwargs: dict | None = None) -> Preset:
     refused here, before anything is built."""
     kind = env_kind(env_id, env_kwargs)
     check_action_space(kind.action_space, f"PPO ({env_id})")
+    if memory_preset(env_id) is not None:
+        return memory_preset(env_id)
     if kind.num_players > 1 and kind.action_mask:
         return BOARD_GAME
     if kind.num_players > 1 and kind.observations == "atari":
@@ -145,7 +204,10 @@ ALGORITHM = Algorithm(
     "ppo", PPO, preset,
     presets={"discrete": CARTPOLE, "built-in continuous": CONTROL, "MuJoCo": MUJOCO, "Atari": ATARI,
              "multi-player (IPPO)": MULTIPLAYER, "multi-player with global_state=True (MAPPO)": MULTIPLAYER_MAPPO,
-             "turn-based game with an action mask (self-play)": BOARD_GAME, "multi-player Atari": MULTIPLAYER_ATARI},
+             "turn-based game with an action mask (self-play)": BOARD_GAME, "multi-player Atari": MULTIPLAYER_ATARI,
+             "memory (CartPoleNoVelocity)": MEMORY, "memory (MemoryChain)": MEMORY_CHAIN,
+             "memory (XLand-MiniGrid Empty)": MINIGRID, "memory (XLand-MiniGrid DoorKey, Memory)": MINIGRID_HARDER,
+             "Craftax-Symbolic": CRAFTAX, "Atari with --core": ATARI_RECURRENT},
     flags={
         "steps_per_cycle": Flag(int, "Steps per env in each rollout (PPO's num_steps).", lower_bound=1),
         "learning_rate": Flag(float, "Adam learning rate (decays linearly to 0 over the run)."),
@@ -175,6 +237,7 @@ ALGORITHM = Algorithm(
     optimizer_steps_per_update=lambda exp: exp.agent.num_epochs * exp.agent.num_minibatches,
     minibatches_of_envs=lambda config: config.core != "none",  # without a core, minibatches split each env's steps
     check=check_minibatches,
+    core_preset=core_preset,
 )
 ALGORITHM.define_flags()
 make_experiment = ALGORITHM.make_experiment

@@ -50,7 +50,9 @@ class Algorithm:
     of an experiment. steps_per_cycle: a config's cycle length; None: the steps_per_cycle flag or
     preset value. minibatches_of_envs: whether a config's num_minibatches splits the envs (the
     default learner devices leave each a multiple of it), not the steps. check: raises a ValueError for
-    an experiment the agent cannot run. default_env: --env's default."""
+    an experiment the agent cannot run. default_env: --env's default. core_preset: the preset for
+    `(env_id, env_kwargs, core)` when the core flag names a recurrent core, where the env's kind has
+    one of its own for that (PPO: Atari's, one frame a step); None: the env's preset, with the core."""
 
     name: str
     agent: Callable[[envs.EnvSpec, Any], Agent]
@@ -61,6 +63,7 @@ class Algorithm:
     steps_per_cycle: Callable[[Any], int] | None = None
     minibatches_of_envs: Callable[[Any], bool] = lambda config: True
     check: Callable[[Experiment], None] | None = None
+    core_preset: Callable[[str, dict | None, str], Preset | None] | None = None
     default_env: str = DEFAULT_ENV  # the --env a run without it trains on
 
     @property
@@ -78,6 +81,8 @@ class Algorithm:
     def make_experiment(self, env: str, seed: int = 0, **overrides) -> Experiment:
         """The preset for env with overrides (None values are ignored); what the flags map onto."""
         p = self.preset(env, overrides.get("env_kwargs"))
+        if overrides.get("core") not in (None, "none") and self.core_preset is not None:
+            p = self.core_preset(env, overrides.get("env_kwargs"), overrides["core"]) or p
         steps_per_cycle = self.steps_per_cycle
         if steps_per_cycle is None:
             T = overrides.get("steps_per_cycle") or p.steps_per_cycle
