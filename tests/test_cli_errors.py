@@ -29,6 +29,13 @@ CASES = [
     ("experiments.impala", ["--num_envs=100000000"], 2, "this run needs at least"),
     ("experiments.ppo", ["--env=gymnax/CartPole-v1", "--num_envs=10000000"], 2, "fewer envs (--num_envs, 10,000,000 now)"),
     ("experiments.dqn", ["--replay_capacity=1e11"], 2, "a smaller replay (--replay_capacity)"),
+    # recurrent cores (issue 53): a size without a core, a core on an agent without one, a minibatch
+    # count that would cut the envs' sequences unevenly
+    ("experiments.ppo", ["--core_size=16"], 2, "--core_size 16 sizes a recurrent core and this run has none: add --core"),
+    ("experiments.dqn", ["--core=lstm"], 2, "--core: this agent takes no recurrent core; experiments.ppo and "
+                                            "experiments.impala take --core lstm or --core gru"),
+    ("experiments.ppo", ["--core=gru", "--num_minibatches=3"], 2, "--num_minibatches=3 must divide each learner "
+                                                                  "device's 8 envs (--num_envs / learner devices)"),
 ]
 
 

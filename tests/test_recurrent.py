@@ -5,6 +5,7 @@ run is the same run on 1 and 4 devices and in both loops, never retraces once wa
 exactly with the actors' recurrent state, and carries that state when evaluated or loaded."""
 
 import dataclasses
+import json
 
 import jax
 import jax.numpy as jnp
@@ -216,3 +217,31 @@ def test_the_sebulba_loop_never_retraces_a_recurrent_agent_once_warm():
         sizes, compiled = [f._cache_size() for f in fns], len(loop.learner._compiled)
         loop.run(max_cycles=6)
         assert [f._cache_size() for f in fns] == sizes and len(loop.learner._compiled) == compiled
+
+
+# ---------------------------------------------------------------- learning bars (seed 0; seeds 0-2 with and
+# without the core: benchmarks/bench_recurrent.py, BENCHMARKS.md)
+@pytest.mark.slow(seconds=35)
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("module, env, extra, core, bar", [
+    ("experiments.ppo", "gymnax/MemoryChain-bsuite", [], "lstm", 0.9),
+    ("experiments.ppo", "CartPoleNoVelocity-v1", ["--loop=anakin"], "gru", 475.0),
+    ("experiments.impala", "CartPoleNoVelocity-v1", ["--loop=anakin"], "lstm", 475.0),
+    ("experiments.ppo", "xminigrid/MiniGrid-Empty-6x6", [], "gru", 0.8),
+], ids=["ppo-lstm-memory-chain", "ppo-gru-cartpole-no-velocity", "impala-lstm-cartpole-no-velocity",
+        "ppo-gru-minigrid-empty-6x6"])
+def test_learning_bar_of_a_memory_task_with_its_preset(module, env, extra, core, bar, tmp_path):
+    """`python -m experiments.<agent> --env ID`: the memory task's own preset (its recurrent core
+    included), mean return over the last 20 episodes at or above the bar within its budget
+    (MemoryChain 150k, CartPoleNoVelocity 500k, MiniGrid-Empty-6x6 100k env steps). The built-in
+    CartPoleNoVelocity runs with --loop anakin, the preset's run with the same envs and seeds
+    (PPO's is the Sebulba loop's, bit for bit: tests/test_anakin.py's loops' equality test, with a
+    GRU), in about half the time."""
+    from tests.support.cli import last_metrics, run_experiment
+
+    out = run_experiment(module, f"--env={env}", "--seed=0", *extra, f"--logdir={tmp_path}", "--noprogress",
+                         "--checkpoint_every=0")
+    assert out.returncode == 0, out.stderr[-3000:]
+    run_dir, last = last_metrics(tmp_path)
+    assert json.loads((run_dir / "config.json").read_text())["agent"]["config"]["core"] == core  # the preset's
+    assert float(last["episode_return_mean"]) >= bar, last
