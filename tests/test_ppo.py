@@ -20,6 +20,7 @@ from sebulba.loop.learner import Learner, _shuffled_minibatches
 from sebulba.sharding import LEARNER_AXIS, LearnerSharding
 from sebulba.types import ExperienceLayout
 from tests.support.cli import last_metrics, run_experiment
+from tests.support.learner_runs import one_cycle, straight_and_resumed, update_on
 
 CARTPOLE = envs.make_spec("CartPole-v1")
 PENDULUM = envs.make_spec("Pendulum-v1")
@@ -159,27 +160,6 @@ def test_running_statistics_equal_numpy_over_all_batches_and_devices():
 
 
 # ---------------------------------------------------------------- the agent in the loop
-def one_cycle(spec, agent, num_envs=8, steps=16, seed=3):
-    cfg = sebulba.LoopConfig(env_id=spec.id, num_envs=num_envs, steps_per_cycle=steps, async_mode=False,
-                             inferencers_per_device=1, log_every_s=1000.0, seed=seed)
-    with sebulba.GymnasiumLoop(agent, cfg) as loop:
-        loop.start_inferencers()
-        for _ in range(3):  # some episodes end inside the trajectory
-            r = loop.inferencers[0].run_cycle(loop.learner.version, loop.learner.networks)
-        host = lambda x: x if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key) else np.asarray(x)  # noqa: E731
-        return jax.tree.map(host, (r.initial_step_state, r.final_step_state, r.trajectory))
-
-
-def update_on(devices, agent, cycle, num_envs=8, steps=16):
-    sharding = LearnerSharding.create([jax.devices()[i] for i in devices], num_envs)
-    layout = ExperienceLayout(1, num_envs // len(devices), steps)
-    learner = Learner(agent, sharding, layout, jax.random.key(0))
-    initial, final, traj = cycle
-    metrics = learner.update(agent.shard_step_state(initial, sharding), agent.shard_step_state(final, sharding),
-                             sharding.trajectory(traj))
-    return jax.tree.map(np.asarray, (learner.networks, learner.opt_state, metrics))
-
-
 @pytest.mark.parametrize("spec, config", [
     (CARTPOLE, PPOConfig(num_epochs=2, num_minibatches=4, learning_rate=1e-3)),
     (PENDULUM, PPOConfig(num_epochs=3, num_minibatches=2, normalize_observations=True, scale_rewards=True)),
@@ -189,7 +169,7 @@ def test_one_and_two_learner_devices_give_the_same_update(spec, config):
     """Shuffles drawn per env (not per device), advantages normalised and losses averaged over the
     whole minibatch, statistics summed over devices: adding a learner device changes nothing."""
     agent = PPO(spec, config)
-    cycle = one_cycle(spec, agent)
+    cycle = one_cycle(agent)
     assert cycle[2].env_step.terminated.any() or cycle[2].env_step.truncated.any() or spec is PENDULUM
     one, two = update_on((0,), agent, cycle), update_on((1, 2), agent, cycle)
     for a, b in zip(jax.tree.leaves(one), jax.tree.leaves(two)):
@@ -209,7 +189,7 @@ def test_epochs_are_plain_optimizer_steps_on_the_samples_begin_update_makes():
     import optax
 
     agent = PPO(CARTPOLE, PPOConfig(num_epochs=3, num_minibatches=1, learning_rate=1e-3))
-    initial, final, traj = one_cycle(CARTPOLE, agent)
+    initial, final, traj = one_cycle(agent)
     sharding = LearnerSharding.create(jax.devices()[:1], 8)
     learner = Learner(agent, sharding, ExperienceLayout(1, 8, 16), jax.random.key(0))
     networks, opt_state = jax.tree.map(np.asarray, (learner.networks, learner.opt_state))
@@ -217,7 +197,8 @@ def test_epochs_are_plain_optimizer_steps_on_the_samples_begin_update_makes():
                    sharding.trajectory(traj))
 
     def reference(networks, opt_state, traj):
-        networks, samples = agent.begin_update(networks, traj, jax.random.key(0))
+        networks, samples = agent.begin_update(networks, agent.update_experience((), initial, final, traj),
+                                               jax.random.key(0))
         for _ in range(3):
             grads = jax.grad(lambda n: agent.loss(n, samples, jax.random.key(0))[0])(networks)
             updates, opt_state = agent.tx.update(grads, opt_state, networks)
@@ -322,8 +303,6 @@ def test_async_mode_learns_from_recorded_behaviour_log_probs_and_reports_policy_
 def test_an_interrupted_run_with_running_statistics_resumes_exactly(tmp_path):
     """Observation and return statistics live in the networks and the discounted returns in the
     actors' step states: both are checkpointed, so a resumed sync run ends bit-identical."""
-    from sebulba.loop.checkpoint import CheckpointConfig, Checkpointer
-
     def make_loop():
         agent = PPO(PENDULUM, PPOConfig(num_epochs=2, num_minibatches=2, normalize_observations=True,
                                         scale_rewards=True))
@@ -331,15 +310,7 @@ def test_an_interrupted_run_with_running_statistics_resumes_exactly(tmp_path):
                                  inferencers_per_device=1, learner_devices=(1, 2), seed=3, log_every_s=1000.0)
         return sebulba.GymnasiumLoop(agent, cfg)
 
-    with make_loop() as loop:
-        loop.run(max_cycles=6)
-        straight = jax.tree.map(np.asarray, loop.learner.networks)
-    ckpt = CheckpointConfig(str(tmp_path / "ckpt"), every_learner_steps=3, keep=2)
-    with make_loop() as loop:
-        loop.run(max_cycles=4, checkpointer=Checkpointer(ckpt))
-    with make_loop() as loop:
-        loop.run(max_cycles=6, checkpointer=Checkpointer(ckpt), resume=True)
-        resumed = jax.tree.map(np.asarray, loop.learner.networks)
+    straight, resumed = straight_and_resumed(make_loop, tmp_path / "ckpt")
     assert straight["obs_stats"].count == pytest.approx(6 * 8 * 4, abs=1e-3)  # every cycle's observations counted once
     jax.tree.map(np.testing.assert_array_equal, straight, resumed)
 

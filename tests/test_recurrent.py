@@ -17,9 +17,10 @@ import sebulba
 from sebulba.agents.impala import Impala, ImpalaConfig
 from sebulba.agents.ppo import PPO, PPOConfig
 from sebulba.distributions import as_distribution
-from sebulba.loop.learner import Learner, _shuffled_sequences
+from sebulba.loop.learner import _shuffled_sequences
 from sebulba.sharding import LEARNER_AXIS, LearnerSharding
-from sebulba.types import EnvStep, ExperienceLayout
+from sebulba.types import EnvStep
+from tests.support.learner_runs import one_cycle, straight_and_resumed, update_on
 
 CARTPOLE = envs.make_spec("CartPole-v1")
 PENDULUM = envs.make_spec("Pendulum-v1")
@@ -124,26 +125,6 @@ def test_sequence_minibatches_keep_each_envs_sequence_whole_and_are_the_same_on_
     assert sets[1][0] != sets[1][1]  # and fresh ones each epoch
 
 
-def one_cycle(agent, num_envs=8, steps=16, seed=3):
-    cfg = sebulba.LoopConfig(env_id=agent.env_spec.id, num_envs=num_envs, steps_per_cycle=steps, async_mode=False,
-                             inferencers_per_device=1, log_every_s=1000.0, seed=seed)
-    with sebulba.GymnasiumLoop(agent, cfg) as loop:
-        loop.start_inferencers()
-        for _ in range(3):  # some episodes end inside the trajectory, and the state is not zero
-            r = loop.inferencers[0].run_cycle(loop.learner.version, loop.learner.networks)
-        host = lambda x: x if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key) else np.asarray(x)  # noqa: E731
-        return jax.tree.map(host, (r.initial_step_state, r.final_step_state, r.trajectory))
-
-
-def update_on(devices, agent, cycle, num_envs=8, steps=16):
-    sharding = LearnerSharding.create([jax.devices()[i] for i in devices], num_envs)
-    learner = Learner(agent, sharding, ExperienceLayout(1, num_envs // len(devices), steps), jax.random.key(0))
-    initial, final, traj = cycle
-    metrics = learner.update(agent.shard_step_state(initial, sharding), agent.shard_step_state(final, sharding),
-                             sharding.trajectory(traj))
-    return jax.tree.map(np.asarray, (learner.networks, learner.opt_state, metrics))
-
-
 @pytest.mark.slow(seconds=10)
 @pytest.mark.parametrize("name", ["ppo-gru", "impala-lstm"])
 def test_one_and_four_learner_devices_give_the_same_update(name):
@@ -179,15 +160,7 @@ def test_an_interrupted_run_resumes_exactly_with_the_actors_recurrent_state(tmp_
                                  inferencers_per_device=1, learner_devices=(1, 2), seed=3, log_every_s=1000.0)
         return GymnasiumLoop(agent, cfg)
 
-    with make_loop() as loop:
-        loop.run(max_cycles=6)
-        straight = jax.tree.map(np.asarray, loop.learner.networks)
-    ckpt = CheckpointConfig(str(tmp_path / "ckpt"), every_learner_steps=3, keep=2)
-    with make_loop() as loop:
-        loop.run(max_cycles=4, checkpointer=Checkpointer(ckpt))
-    with make_loop() as loop:
-        loop.run(max_cycles=6, checkpointer=Checkpointer(ckpt), resume=True)
-        resumed = jax.tree.map(np.asarray, loop.learner.networks)
+    straight, resumed = straight_and_resumed(make_loop, tmp_path / "ckpt")
     jax.tree.map(np.testing.assert_array_equal, straight, resumed)
 
     restore, restored = GymnasiumLoop.restore, []
@@ -199,10 +172,14 @@ def test_an_interrupted_run_resumes_exactly_with_the_actors_recurrent_state(tmp_
             inf.step_state = inf.step_state._replace(core=jax.tree.map(jnp.zeros_like, inf.step_state.core))
         return out
 
+    ckpt = CheckpointConfig(str(tmp_path / "again"), every_learner_steps=3, keep=2)
+    with make_loop() as loop:  # interrupted after 4 cycles again, a checkpoint at 3 ...
+        loop.run(max_cycles=4, checkpointer=Checkpointer(ckpt))
     monkeypatch.setattr(GymnasiumLoop, "restore", without_the_core)
-    with make_loop() as loop:
-        loop.run(max_cycles=6, checkpointer=Checkpointer(ckpt), resume=True)
+    with make_loop() as loop:  # ... resumed from it without the actors' recurrent state
+        ctx = loop.run(max_cycles=6, checkpointer=Checkpointer(ckpt), resume=True)
         forgetful = jax.tree.map(np.asarray, loop.learner.networks)
+    assert ctx.learner_steps == 6 and len(restored) == 1
     assert max(np.abs(x).max() for x in jax.tree.leaves(restored)) > 0.05  # mid-episode: a state worth saving
     assert not all(np.array_equal(a, b) for a, b in zip(jax.tree.leaves(straight), jax.tree.leaves(forgetful)))
 
