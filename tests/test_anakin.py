@@ -346,7 +346,8 @@ def test_a_two_process_job_trains_checkpoints_and_resumes(tmp_path, num_seeds=2)
     from tests.support.job import Job, complete_checkpoints
 
     args = ["--env=gymnax/CartPole-v1", "--noprogress", "--num_envs=4", "--steps_per_cycle=16", "--checkpoint_every=5",
-            f"--num_seeds={num_seeds}", "--num_epochs=1", "--num_minibatches=1"]  # one step an update: few collectives
+            f"--num_seeds={num_seeds}", "--num_epochs=1", "--num_minibatches=1",  # one step an update: few collectives
+            "--core=gru", "--core_size=16"]  # a recurrent core's state in every process's shards
     Job("experiments.ppo", [*args, f"--logdir={tmp_path / 'runs'}", "--total_env_steps=1280"], tmp_path / "a").assert_ok()
     (run_dir,) = (tmp_path / "runs").iterdir()
     assert complete_checkpoints(run_dir) == [10]  # 10 updates of the job's 8 envs x 16 steps

@@ -61,7 +61,7 @@ def test_replica_s_is_the_run_of_seed_plus_s(devices):
 
 
 @pytest.mark.slow(seconds=30)
-@pytest.mark.parametrize("name", ["ppo", "impala", "r2d2", "custom"])
+@pytest.mark.parametrize("name", ["ppo", "impala", "r2d2", "custom", "ppo-gru"])
 def test_every_agent_trains_replicas_on_two_devices_with_no_retrace(name):
     agent = AGENTS[name]()
     with AnakinLoop(agent, config(2, num_seeds=2), updates_per_call=2) as loop:
