@@ -29,8 +29,9 @@ def renders_in_workers(task_id: str) -> bool:
 
 
 # Packages that register their Gymnasium ids when imported: tried, when installed, for an id that
-# is not registered yet (ale_py: ALE/Pong-v5, ...; minigrid: MiniGrid-Empty-5x5-v0, ...).
-REGISTERING_PACKAGES = ("ale_py", "minigrid", "gymnasium_robotics", "miniworld", "highway_env")
+# is not registered yet (ale_py: ALE/Pong-v5, ...; minigrid: MiniGrid-Empty-5x5-v0, ...; popgym:
+# popgym-RepeatPreviousEasy-v0, ..., POPGym's partially observed tasks).
+REGISTERING_PACKAGES = ("ale_py", "minigrid", "gymnasium_robotics", "miniworld", "highway_env", "popgym")
 _imported: set[str] = set()
 
 

@@ -228,6 +228,9 @@ ALGORITHM = Algorithm(
         "scale_rewards": Flag(bool, "Divide rewards by the running std of the discounted return."),
         "torso": Flag(TORSO_KINDS, "Network torso."),
         "hidden_sizes": Flag(list, "MLP torso layer sizes, e.g. 64,64."),
+        "activation": Flag(("tanh", "relu"), "The MLP torsos' activation."),
+        "separate_critic": Flag(bool, "A torso (and core) of the critic's own; --noseparate_critic: the policy and the "
+                                "value share one."),
         "action_mask": Flag(bool, "Mask the policy with the observation's 'action_mask' where it has one (PettingZoo's "
                             "classic games: only legal moves)."),
         "critic_state": Flag(bool, "MAPPO: the critic reads the env's global state (a Dict observation's 'state': "

@@ -222,3 +222,20 @@ def test_learning_bar_of_a_memory_task_with_its_preset(module, env, extra, core,
     run_dir, last = last_metrics(tmp_path)
     assert json.loads((run_dir / "config.json").read_text())["agent"]["config"]["core"] == core  # the preset's
     assert float(last["episode_return_mean"]) >= bar, last
+
+
+@pytest.mark.slow(seconds=8)
+def test_popgym_tasks_run_with_a_core_as_any_gymnasium_env():
+    """POPGym's ids (registered when `popgym` is imported) go to worker processes like any Gymnasium
+    env; PPO with a GRU learns from them (its Discrete observations one-hot in the torso)."""
+    spec = envs.make_spec("popgym-RepeatPreviousEasy-v0")
+    agent = PPO(spec, PPOConfig(hidden_sizes=(16,), core="gru", core_size=8, num_minibatches=2))
+    cfg = sebulba.LoopConfig(env_id=spec.id, num_envs=4, steps_per_cycle=16, async_mode=False,
+                             inferencers_per_device=1, log_every_s=1000.0, seed=0)
+    with sebulba.GymnasiumLoop(agent, cfg) as loop:
+        before = jax.tree.map(np.asarray, loop.learner.networks)
+        ctx = loop.run(max_cycles=4)  # 64 steps of each env
+        assert loop.inferencers[0].pool.config.backend == "process"
+        after = jax.tree.map(np.asarray, loop.learner.networks)
+    assert ctx.learner_steps == 4 and loop.window.returns  # episodes ended (RepeatPrevious: 52 steps each)
+    assert not all(np.array_equal(a, b) for a, b in zip(jax.tree.leaves(before), jax.tree.leaves(after)))
