@@ -9,8 +9,8 @@ Each run a fresh process, interleaved over repeats:
 - ours, `python -m experiments.ppo` with `--core gru --core_size 128` and with `--core none`, on
   `gymnax/CartPole-v1` (the Anakin loop, by the id) and on the built-in CartPole-v1 with
   `--loop sebulba --noasync_mode` (the Sebulba loop, sync);
-- ours with PureJaxRL's network shape (`benchmarks/_ppo_one_core.py`: one relu torso shared by
-  the policy and the value, so one core), which no flag of experiments.ppo sets.
+- ours with PureJaxRL's network shape (`--noseparate_critic --activation relu`: one relu torso
+  shared by the policy and the value, so one core).
 
 Training env steps/s leave compilation out, as benchmarks/bench_anakin.py measures them:
 PureJaxRL's is its one call's; ours between the first and the last metrics row.
@@ -51,7 +51,7 @@ RUNS = {  # name: (module, env, flags)
     "ours Anakin, GRU 128": ("experiments.ppo", "gymnax/CartPole-v1", GRU),
     "ours Anakin, no core": ("experiments.ppo", "gymnax/CartPole-v1", ["--core=none"]),
     "ours Anakin, GRU 128, PureJaxRL's shape (one shared relu torso, one core)":
-        ("benchmarks._ppo_one_core", "gymnax/CartPole-v1", GRU),
+        ("experiments.ppo", "gymnax/CartPole-v1", [*GRU, "--noseparate_critic", "--activation=relu"]),
     "ours Sebulba sync, GRU 128": ("experiments.ppo", "CartPole-v1", [*SEBULBA, *GRU]),
     "ours Sebulba sync, no core": ("experiments.ppo", "CartPole-v1", [*SEBULBA, "--core=none"]),
 }
@@ -60,13 +60,13 @@ RUNS = {  # name: (module, env, flags)
 NOTES = """
 The networks. PureJaxRL's: Dense(128) relu -> GRU 128 -> a policy head (Dense(128) relu,
 Dense(2)) and a value head (Dense(128) relu, Dense(1)), one core. Ours through the CLI
-(`--hidden_sizes=128 --core gru --core_size 128`; experiments.ppo has no `--activation` or
-`--separate_critic` flag, so the CartPole preset's stand): a tanh torso of Dense(128) for the
+(`--hidden_sizes=128 --core gru --core_size 128`, the CartPole preset's `--separate_critic` and
+tanh): a tanh torso of Dense(128) for the
 policy and another for the value (`separate_critic=True`), each followed by a GRU 128 core of its
 own, then linear heads (Dense(2), Dense(1)): two cores, so the learner re-unrolls two 128-step
 scans, one after the other, for each of the 16 minibatches (and, before them, once more for the
 values: PureJaxRL keeps the rollout's). The "PureJaxRL's shape" row is ours with one relu torso
-shared by both heads, one core (`benchmarks/_ppo_one_core.py`; linear heads, so slightly less
+shared by both heads, one core (`--noseparate_critic --activation relu`; linear heads, so slightly less
 compute than PureJaxRL's MLP heads). Both anneal the learning rate linearly to 0 over the run,
 normalise advantages per minibatch and clip the value loss.
 
