@@ -120,14 +120,15 @@ MEMORY_CHAIN = MEMORY.replace(total_env_steps=150_000, agent=dataclasses.replace
 # (XLand-MiniGrid's CPU debug config says 0.8+ by 1e5), DoorKey and the Memory grids in 1M (not measured yet).
 MINIGRID = MEMORY.replace(total_env_steps=100_000, agent=dataclasses.replace(MEMORY.agent, normalize_observations=False))
 MINIGRID_HARDER = MINIGRID.replace(total_env_steps=1_000_000)
-# Craftax-Symbolic (the Craftax baseline's PPO-RNN: GRU 512, 4 epochs of 8 minibatches, Adam 2e-4,
-# gamma 0.99, GAE 0.8, entropy 0.01, 64 steps) scaled to a CPU: 64 envs, not 1,024; 1M env steps,
-# where the published PPO-RNN scores 2.3% of the maximum. Needs `pip install craftax`; not measured yet.
+# Craftax-Symbolic (the Craftax baseline's PPO-RNN: one GRU of 512 shared by the policy and the value,
+# 4 epochs of 8 minibatches, Adam 2e-4, gamma 0.99, GAE 0.8, entropy 0.01, 64 steps) scaled to a CPU:
+# 64 envs, not 1,024; 1M env steps, where the published PPO-RNN scores 2.3% of the maximum. Needs
+# `pip install -e ".[craftax]"`.
 CRAFTAX = Preset(
     total_env_steps=1_000_000, num_envs=64, steps_per_cycle=64, async_mode=False, inferencers_per_device=1,
     log_every_s=10.0,
     agent=PPOConfig(learning_rate=2e-4, num_epochs=4, num_minibatches=8, gae_lambda=0.8, entropy_cost=0.01,
-                    core="gru", core_size=512, hidden_sizes=(512, 512), activation="relu"),
+                    core="gru", core_size=512, hidden_sizes=(512, 512), activation="relu", separate_critic=False),
 )
 # Atari with --core (lstm or gru): CleanRL's ppo_atari_lstm.py (8 envs x 128 steps, 4 epochs of 4
 # minibatches of whole sequences, clip 0.1, entropy 0.01, Adam 2.5e-4 decayed, Nature CNN shared by
