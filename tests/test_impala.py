@@ -13,7 +13,7 @@ import pytest
 import envs
 import sebulba
 from sebulba.agents.impala import Impala, ImpalaConfig
-from sebulba.types import EnvStep, Trajectory
+from sebulba.types import EnvStep, Rollout, Trajectory
 from tests.support.cli import last_metrics, run_experiment
 
 CARTPOLE = envs.make_spec("CartPole-v1")
@@ -34,12 +34,21 @@ def trajectory(T=6, B=3, seed=0):
                       jnp.full((T, B), jnp.nan), jnp.zeros((T, B), jnp.int32), jnp.int32(0), jnp.int32(0))
 
 
+def on_one_device(fn, *args):
+    """fn(*args) inside a one-device map over the learner axis, as the learner calls the hooks (the
+    loss averages its counts over the learner devices)."""
+    from sebulba.sharding import LEARNER_AXIS
+
+    out = jax.vmap(fn, axis_name=LEARNER_AXIS)(*jax.tree.map(lambda x: x[None], args))
+    return jax.tree.map(lambda x: x[0], out)
+
+
 @pytest.mark.slow(seconds=5)
 def test_loss_ignores_the_transition_out_of_a_final_state():
     agent = Impala(CARTPOLE)
     nets = agent.init_networks(jax.random.key(0))
     traj = trajectory()
-    loss, metrics = jax.jit(agent.loss)(nets, traj, jax.random.key(1))
+    loss, metrics = jax.jit(lambda n, t, k: on_one_device(agent.loss, n, Rollout(t, ()), k))(nets, traj, jax.random.key(1))
     assert np.isfinite(float(loss)) and set(metrics) >= {"pg_loss", "baseline_loss", "entropy", "rho"}
     # Step 2 of env 0 is final: its action is discarded by the env pool; changing it, its
     # behaviour logits or the reset's reward must not change the loss.
@@ -48,10 +57,10 @@ def test_loss_ignores_the_transition_out_of_a_final_state():
         extras=traj.extras.at[2, 0].set(jnp.array([50.0, -50.0])),
         env_step=traj.env_step._replace(reward=traj.env_step.reward.at[3, 0].set(1e3)),
     )
-    np.testing.assert_allclose(float(agent.loss(nets, poked, jax.random.key(1))[0]), float(loss), rtol=1e-6)
+    np.testing.assert_allclose(float(on_one_device(agent.loss, nets, Rollout(poked, ()), jax.random.key(1))[0]), float(loss), rtol=1e-6)
     # ...while changing a real transition's reward does.
     real = traj._replace(env_step=traj.env_step._replace(reward=traj.env_step.reward.at[2, 1].add(5.0)))
-    assert abs(float(agent.loss(nets, real, jax.random.key(1))[0]) - float(loss)) > 1e-3
+    assert abs(float(on_one_device(agent.loss, nets, Rollout(real, ()), jax.random.key(1))[0]) - float(loss)) > 1e-3
 
 
 @pytest.mark.slow(seconds=25)
@@ -66,11 +75,11 @@ def test_sum_reduction_sums_over_the_whole_batch_across_learner_devices():
     nets = mean_agent.init_networks(jax.random.key(0))
     valid = float(np.sum(~np.asarray(traj.env_step.terminated[:-1] | traj.env_step.truncated[:-1])))
     assert valid == 6 * 4 - 1
-    mean_grads = jax.jit(jax.grad(lambda n: mean_agent.loss(n, traj, jax.random.key(1))[0]))(nets)
+    mean_grads = jax.jit(jax.grad(lambda n: on_one_device(mean_agent.loss, n, Rollout(traj, ()), jax.random.key(1))[0]))(nets)
     expected = jax.tree.map(lambda g: g * valid, mean_grads)
 
     def device_grads(shard):  # what Agent.optimize does on each learner device
-        g = jax.grad(lambda n: sum_agent.loss(n, shard, jax.random.key(1))[0])(nets)
+        g = jax.grad(lambda n: sum_agent.loss(n, Rollout(shard, ()), jax.random.key(1))[0])(nets)
         return jax.lax.pmean(g, LEARNER_AXIS)
 
     for devices in (1, 2):

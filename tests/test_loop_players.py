@@ -11,7 +11,7 @@ import envs
 import sebulba
 from sebulba.agents import RandomAgent
 from sebulba.agents.ppo import PPO, PPOConfig
-from sebulba.types import Trajectory
+from sebulba.types import Rollout, Trajectory
 
 SPREAD = "pettingzoo/mpe2/simple_spread_v3"
 DYING = "pettingzoo/tests.support/dying_agents"  # agent i leaves on step i + 1; reward of agent i on step t: 10 i + t
@@ -99,7 +99,8 @@ def test_dead_players_rows_are_masked_from_ppo_loss():
         inf.run_cycle(loop.learner.version, loop.learner.networks)  # starts mid-stream: step 8 onward
         r = inf.run_cycle(loop.learner.version, loop.learner.networks)
         traj = jax.device_get(r.trajectory)
-        _, samples = jax.jit(agent.begin_update)(jax.device_get(loop.learner.networks), traj, jax.random.key(0))
+        _, samples = jax.jit(agent.begin_update)(jax.device_get(loop.learner.networks), Rollout(traj, ()),
+                                                  jax.random.key(0))
         valid = np.asarray(samples.valid)  # [T, rows]
         elapsed = (np.arange(8, 16) % 4)  # env step t's elapsed count: 0 is the reset
         player = np.arange(6) % 3

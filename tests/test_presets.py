@@ -22,7 +22,7 @@ KINDS = [  # env, its kwargs, IMPALA's preset, R2D2's preset, PPO's preset
     ("MountainCar-v0", None, "CARTPOLE", "CARTPOLE", "CARTPOLE"),
     ("FrozenLake-v1", {"is_slippery": False}, "TABULAR", "CARTPOLE", "CARTPOLE"),
     ("CliffWalking-v1", None, "TABULAR", "CARTPOLE", "CARTPOLE"),
-    ("CartPoleNoVelocity-v1", None, "CARTPOLE", "MEMORY", "CARTPOLE"),
+    ("CartPoleNoVelocity-v1", None, "MEMORY", "MEMORY", "MEMORY"),  # each agent's memory preset
     ("SignalCorridor-v0", None, "TABULAR", "CARTPOLE", "CARTPOLE"),  # Dict observations: sparse rewards
     ("MiniGrid-Empty-5x5-v0", {"drop_observation_keys": ["mission"]}, "TABULAR", "CARTPOLE", "CARTPOLE"),
     ("Pong-v5", None, "ATARI", "ATARI", "ATARI"),
