@@ -23,7 +23,6 @@ RUNS = {  # a short real run of each agent, written with its checkpoint
     "impala": ["--total_env_steps=3000"],
     "ppo": ["--total_env_steps=2048"],
     "r2d2": ["--total_env_steps=3000", "--min_replay_size=10"],
-    "impala-lstm": ["--total_env_steps=3000", "--core=lstm", "--core_size=16"],  # a recurrent core (issue 53)
 }
 
 
@@ -37,7 +36,7 @@ def runs(tmp_path_factory):
     out = {}
     for agent, args in RUNS.items():
         logdir = tmp_path_factory.mktemp(agent)
-        done = run_experiment(f"experiments.{agent.split('-')[0]}", *args, f"--logdir={logdir}", "--noprogress")
+        done = run_experiment(f"experiments.{agent}", *args, f"--logdir={logdir}", "--noprogress")
         assert done.returncode == 0, done.stderr[-3000:]
         (out[agent],) = logdir.iterdir()
     return out
@@ -48,12 +47,11 @@ def runs(tmp_path_factory):
 @pytest.mark.parametrize("agent", sorted(RUNS))
 def test_load_policy_acts_as_the_evaluation_policy_in_the_loop(runs, agent):
     """Same inputs, same actions: the loaded policy against the agent's evaluation_step with the
-    networks of the checkpoint, over a few steps of a real pool (R2D2's and IMPALA's LSTM's
-    recurrent state carried: actions from a state reset every step differ)."""
+    networks of the checkpoint, over a few steps of a real pool (R2D2's recurrent state carried)."""
     policy = sebulba.load_policy(runs[agent])
     run, record = open_run(runs[agent])
     rebuilt = build_agent(record)
-    assert type(rebuilt) is {"impala": Impala, "ppo": PPO, "r2d2": R2D2}[agent.split("-")[0]]
+    assert type(rebuilt) is {"impala": Impala, "ppo": PPO, "r2d2": R2D2}[agent]
     _, networks = restore_networks(run, rebuilt)
     step = jax.jit(rebuilt.evaluation_step)
     pool = envs.make("CartPole-v1", num_envs=4, seed=11)
@@ -66,11 +64,6 @@ def test_load_policy_acts_as_the_evaluation_policy_in_the_loop(runs, agent):
         want, ref_state = step(networks, ref_state, es)
         np.testing.assert_array_equal(action, np.asarray(want))
         obs, *_ = pool.step(action)
-    if agent == "impala-lstm":  # the state the policy hands back is the one the steps carried
-        assert [x.shape for x in jax.tree.leaves(state.core)] == [(4, 16)] * 4  # (c, h) of the policy's and the value's
-        assert max(np.abs(np.asarray(x)).max() for x in jax.tree.leaves(state.core)) > 0.01
-        for got, want in zip(jax.tree.leaves(state.core), jax.tree.leaves(ref_state.core), strict=True):
-            np.testing.assert_allclose(got, want, rtol=1e-6)
 
 
 @TRAINED_SLOW
@@ -246,23 +239,21 @@ def decode(path):
 
 @pytest.mark.slow(seconds=5)
 @TRAINED
-@pytest.mark.parametrize("name", ["ppo", "impala-lstm"])
-def test_evaluate_writes_a_video_of_one_episode(runs, tmp_path, name):
+def test_evaluate_writes_a_video_of_one_episode(runs, tmp_path):
     """MP4 through the CLI (episodes cut at 60 steps to keep it short), with nothing on stderr (no
-    JAX fork warning from starting ffmpeg, no ALSA errors from pygame's audio); GIF through `record`.
-    A recurrent policy's too (its state carried through the episode)."""
+    JAX fork warning from starting ffmpeg, no ALSA errors from pygame's audio); GIF through `record`."""
     from sebulba.experiment import video
 
     path = tmp_path / "episode.mp4"
-    out = run_experiment("experiments.evaluate", str(runs[name]), "--episodes=2", "--env_kwargs=max_episode_steps=60",
+    out = run_experiment("experiments.evaluate", str(runs["ppo"]), "--episodes=2", "--env_kwargs=max_episode_steps=60",
                          f"--video={path}")
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stderr.strip() == "", out.stderr[-3000:]
-    report = json.loads((runs[name] / "eval.json").read_text())
+    report = json.loads((runs["ppo"] / "eval.json").read_text())
     frames = decode(path)
     assert frames.shape == (report["video_length"] + 1, 400, 600, 3)  # the reset frame, then one per step
     assert frames[:, 4:12, 4:40].mean() < frames[:, 100:, :].mean()  # the step/return label's dark box
-    run, record = open_run(runs[name])
+    run, record = open_run(runs["ppo"])
     agent = build_agent(record)
     _, networks = restore_networks(run, agent)
     ret, length = video.record(tmp_path / "episode.gif", agent, networks, "CartPole-v1", {"max_episode_steps": 40}, 0)

@@ -20,8 +20,7 @@ from tests.support.wandb_files import offline_runs, read_offline_run
 
 EXIT_PEER_LOST = 75
 IMPALA = ["--num_envs=4", "--total_env_steps=4800", "--checkpoint_every=10", "--log_every_s=0.5", "--noprogress",
-          "--peer_timeout_s=8", "--core=lstm", "--core_size=16"]  # 30 learner steps of 2 x 4 envs x 20 steps; a
-# recurrent core (issue 53): the actors' states of both processes are in the checkpoint, and the resume is exact
+          "--peer_timeout_s=8"]  # 30 learner steps of 2 x 4 envs x 20 steps
 R2D2 = ["--num_envs=4", "--total_env_steps=2000", "--checkpoint_every=10", "--save_replay", "--replay_capacity=100",
         "--min_replay_size=8", "--optims_per_cycle=2", "--batch_size=4", "--log_every_s=0.5", "--noprogress",
         "--peer_timeout_s=10"]  # 25 learner steps of 2 x 4 envs x 10 steps

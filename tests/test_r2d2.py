@@ -134,21 +134,9 @@ def test_cli_writes_a_run_directory(tmp_path):
     assert any(p.name.startswith("events.out.tfevents") for p in run_dir.iterdir())
 
 
-@pytest.mark.slow(seconds=80)
-@pytest.mark.timeout(900)
-def test_learning_bar_cartpole(tmp_path):
-    """`python -m experiments.r2d2 --loop anakin` (a fresh 1-device process): mean return >= 400
-    over the last 20 episodes within the CartPole preset's 500k-step budget. In the Anakin loop on
-    the built-in CartPole this is the same run as the no-flag (Sebulba, sync) one, bit for bit
-    (identical env streams and networks, tests/test_anakin.py; seeds 0-2 ended at the same figures
-    both ways, BENCHMARKS.md), in about half the time. Seed 0; the other seeds' runs are
-    `benchmarks/bench_r2d2.py`'s and `bench_anakin.py --bars`' (BENCHMARKS.md)."""
-    out = run_experiment("experiments.r2d2", "--seed=0", "--loop=anakin", f"--logdir={tmp_path}", "--noprogress")
-    assert out.returncode == 0, out.stderr[-3000:]
-    _, last = last_metrics(tmp_path)
-    assert int(last["env_steps"]) >= 500_000
-    assert float(last["episode_return_mean"]) >= 400, last
-
-
+# The CartPole bar (`python -m experiments.r2d2 --loop anakin`, the no-flag run bit for bit: mean return >= 400
+# within the preset's 500k env steps, about 90 s on 2 cores) is benchmarks/bench_r2d2.py's, seeds 0-2
+# (BENCHMARKS.md), as is the memory bar below, for the suite's 20 minutes; R2D2 learning in CI:
+# tests/test_structured_learning.py (a Dict-observation task within 30k env steps).
 # The memory bar (LSTM >= 3x MLP on CartPoleNoVelocity-v1, 500k steps each: about 5 minutes on 2 cores) is
 # benchmarks/bench_r2d2.py's, over seeds 0-2 (BENCHMARKS.md): the suite must stay under 20 minutes.
