@@ -275,9 +275,11 @@ class NativeStdout:
             ctypes.CDLL(None).fflush(None)
 
     @classmethod
-    def drain(cls, timeout_s: float = 2.0) -> None:
+    def drain(cls, timeout_s: float = 30.0) -> None:
         """Log every line native code printed so far (C's buffer flushed, the pipe read up to
-        here): before a log file closes."""
+        here): before a log file closes. Returns as soon as the reader has caught up; the bound
+        is only for a reader that cannot (2 s lost lines on a loaded 2-core host, where the
+        reader thread waited longer than that for its turn)."""
         if cls._reader is None:
             return
         cls._flush_c()
