@@ -17,6 +17,7 @@ from sebulba.agents.r2d2 import R2D2
 from sebulba.experiment.trained import build_agent, open_run, restore_networks
 from sebulba.loop.evaluator import Evaluator
 from tests.support.cli import run_experiment
+from tests.support.learner_runs import assert_policy_acts_as_evaluation
 from tests.support.mujoco_models import cheap_hopper
 
 RUNS = {  # a short real run of each agent, written with its checkpoint
@@ -53,17 +54,7 @@ def test_load_policy_acts_as_the_evaluation_policy_in_the_loop(runs, agent):
     rebuilt = build_agent(record)
     assert type(rebuilt) is {"impala": Impala, "ppo": PPO, "r2d2": R2D2}[agent]
     _, networks = restore_networks(run, rebuilt)
-    step = jax.jit(rebuilt.evaluation_step)
-    pool = envs.make("CartPole-v1", num_envs=4, seed=11)
-    obs, _ = pool.reset()
-    _, key = jax.random.split(jax.random.key(0))  # the key load_policy(seed=0) starts its first episode with
-    state, ref_state = None, rebuilt.init_step_state(networks, 4, key)
-    for t in range(12):
-        action, state = policy.act(obs, state)
-        es = sebulba.EnvStep(obs, jnp.zeros(4), jnp.zeros(4, bool), jnp.zeros(4, bool), jnp.full(4, t == 0))
-        want, ref_state = step(networks, ref_state, es)
-        np.testing.assert_array_equal(action, np.asarray(want))
-        obs, *_ = pool.step(action)
+    assert_policy_acts_as_evaluation(policy, rebuilt, networks)
 
 
 @TRAINED_SLOW

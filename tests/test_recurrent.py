@@ -20,7 +20,7 @@ from sebulba.distributions import as_distribution
 from sebulba.loop.learner import _shuffled_sequences
 from sebulba.sharding import LEARNER_AXIS, LearnerSharding
 from sebulba.types import EnvStep
-from tests.support.learner_runs import one_cycle, straight_and_resumed, update_on
+from tests.support.learner_runs import assert_policy_acts_as_evaluation, one_cycle, straight_and_resumed, update_on
 
 CARTPOLE = envs.make_spec("CartPole-v1")
 PENDULUM = envs.make_spec("Pendulum-v1")
@@ -309,19 +309,7 @@ def test_a_loaded_policy_and_a_video_carry_the_recurrent_state(tmp_path):
 
     agent = AGENTS["impala-lstm"]()
     networks = agent.init_networks(jax.random.key(0))
-    policy = Policy(agent, networks)
-    step = jax.jit(agent.evaluation_step)
-    pool = envs.make("CartPole-v1", num_envs=4, seed=11)
-    obs, _ = pool.reset()
-    _, key = jax.random.split(jax.random.key(0))  # the key Policy(seed=0) starts its first episode with
-    state, ref = None, agent.init_step_state(networks, 4, key)
-    for t in range(12):
-        action, state = policy.act(obs, state)
-        want, ref = step(networks, ref, EnvStep(obs, jnp.zeros(4), jnp.zeros(4, bool), jnp.zeros(4, bool),
-                                                jnp.full(4, t == 0)))
-        np.testing.assert_array_equal(action, np.asarray(want))
-        obs, *_ = pool.step(action)
-    pool.close()
+    state, ref = assert_policy_acts_as_evaluation(Policy(agent, networks), agent, networks)
     assert max(np.abs(np.asarray(x)).max() for x in jax.tree.leaves(state.core)) > 0.01
     for got, want in zip(jax.tree.leaves(state.core), jax.tree.leaves(ref.core), strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-6)

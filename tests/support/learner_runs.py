@@ -54,3 +54,26 @@ def straight_and_resumed(make_loop: Callable, directory: Path, cycles: int = 6, 
         loop.run(max_cycles=cycles, checkpointer=Checkpointer(ckpt), resume=True)
         resumed = jax.tree.map(np.asarray, loop.learner.networks)
     return straight, resumed
+
+
+def assert_policy_acts_as_evaluation(policy, agent, networks, steps: int = 12) -> tuple:
+    """A `Policy` (what `load_policy` returns, seed 0) against the agent's jitted `evaluation_step`
+    on the same inputs, over `steps` steps of 4 real CartPoles: the same actions each step.
+    Returns (the state the policy handed back, the reference's step state)."""
+    import jax.numpy as jnp
+
+    import envs
+
+    step = jax.jit(agent.evaluation_step)
+    pool = envs.make("CartPole-v1", num_envs=4, seed=11)
+    obs, _ = pool.reset()
+    _, key = jax.random.split(jax.random.key(0))  # the key Policy(seed=0) starts its first episode with
+    state, ref = None, agent.init_step_state(networks, 4, key)
+    for t in range(steps):
+        action, state = policy.act(obs, state)
+        es = sebulba.EnvStep(obs, jnp.zeros(4), jnp.zeros(4, bool), jnp.zeros(4, bool), jnp.full(4, t == 0))
+        want, ref = step(networks, ref, es)
+        np.testing.assert_array_equal(action, np.asarray(want))
+        obs, *_ = pool.step(action)
+    pool.close()
+    return state, ref
