@@ -78,3 +78,17 @@ def test_when_process_0_dies_jax_ends_the_others_at_once():
         _, err = procs[1].communicate(timeout=WAIT_S)
         assert procs[1].returncode not in (0, EXIT_PEER_LOST), err[-3000:]
         assert "Terminating process because the JAX distributed service detected fatal errors" in err, err[-3000:]
+
+
+def test_stop_ends_the_watch_thread_before_the_interpreter_finalizes():
+    """A daemon watch thread left inside a call to JAX's client at exit is unwound through C++
+    frames and aborts the process ("FATAL: exception not rethrown", seen in a 2-process job):
+    `stop` (registered at exit by `distributed.initialize`, and called by `done`) joins it."""
+    import threading
+
+    from sebulba.experiment.peers import PeerWatch
+
+    watch = PeerWatch(0, 2, timeout_s=1.0, on_lost=lambda message: None).start()
+    assert any(t.name == "sebulba-peer-watch" for t in threading.enumerate())
+    watch.stop()
+    assert not any(t.name == "sebulba-peer-watch" for t in threading.enumerate())

@@ -13,6 +13,7 @@ heartbeat timeout is set well above it, so the watch, which says what happened, 
 
 from __future__ import annotations
 
+import atexit
 import os
 
 import jax
@@ -56,6 +57,9 @@ def initialize(coordinator_address: str | None = None, num_processes: int | None
     if jax.process_count() == 1:
         return False
     _watch = PeerWatch(jax.process_index(), jax.process_count(), peer_timeout_s).start()
+    # Exit handlers run last-registered first: the watch stops before JAX's `clean_up` (registered
+    # when jax was imported) shuts its client down under it.
+    atexit.register(_watch.stop)
     return True
 
 

@@ -79,7 +79,15 @@ class PeerWatch:
     def done(self) -> None:
         """This process finished cleanly: stop beating, and let no peer take it for lost."""
         self._set("done", "1")
+        self.stop()
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """End the thread and wait for it. Called at exit before JAX's own clean-up: a daemon
+        thread still inside a call to JAX's client when the interpreter finalizes is unwound
+        through C++ frames, and the process aborts ("FATAL: exception not rethrown")."""
         self._stop.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout_s)
 
     def failed(self, error: str) -> None:
         """This process failed with `error`: the others name it (first line, cut to 500 chars)."""
