@@ -6,13 +6,15 @@ MAPPO on the Anakin loop (which learns what the Sebulba loop learns on the same 
 from __future__ import annotations
 
 import csv
+import importlib.util
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-pytest.importorskip("jaxmarl", reason="the jaxmarl suite needs JaxMARL: pip install '.[jaxmarl]'")
+if importlib.util.find_spec("jaxmarl") is None:  # not importorskip: importing JaxMARL costs each test worker ~5 s
+    pytest.skip("the jaxmarl suite needs JaxMARL: pip install '.[jaxmarl]'", allow_module_level=True)
 
 import envs  # noqa: E402
 import sebulba  # noqa: E402

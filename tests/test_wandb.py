@@ -11,7 +11,6 @@ import textwrap
 
 import numpy as np
 import pytest
-import wandb
 
 from sebulba.experiment import Outputs, RunDir
 from sebulba.experiment.wandb_logger import ID_FILE, WandbFlags, WandbLogger
@@ -36,6 +35,7 @@ def report(env_steps, ret):
 
 
 def test_outputs_send_rows_axes_and_the_learning_curve_to_an_offline_run(tmp_path):
+    import wandb  # here: its import costs every test worker's collection about 1.5 s
     run_dir = RunDir.create(tmp_path, "ppo", "CartPole-v1", 0, {})
     run_dir.write_config({"agent": {"config": {"learning_rate": 0.001}}, "total_env_steps": 300})
     tracker = WandbLogger.start(run_dir, WandbFlags(mode="offline"))
