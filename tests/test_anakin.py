@@ -381,6 +381,7 @@ def test_evaluation_during_an_anakin_run_plays_the_staged_networks(tmp_path):
     assert int(rows[-1]["eval_env_steps"]) == 256  # the last evaluation is of the final networks
 
 
+@pytest.mark.slow(seconds=5)
 @pytest.mark.parametrize("env_id, name", [("CartPole-v1", "ppo"), ("gymnax/CartPole-v1", "ppo"), ("CartPole-v1", "dqn"),
                                           ("CartPole-v1", "ppo-gru")])
 def test_anakin_and_sebulba_sync_learn_the_same_networks_on_the_same_envs(env_id, name):

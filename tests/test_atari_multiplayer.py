@@ -134,6 +134,7 @@ def test_player_id_planes_follow_the_shared_frame_stack_on_request():
             assert (planes == 255 * np.eye(4, dtype=np.uint8)[None, :, :, None]).all()
 
 
+@pytest.mark.slow(seconds=4)
 def test_sync_pool_equals_multi_agent_ale_by_hand_across_a_player_leaving_game_over_and_auto_reset():
     """Joust: a player runs out of lives mid-game (its row terminated, then not alive), the game
     ends, the env auto-resets; sticky actions and the noop starts are ALE's for the same seed.

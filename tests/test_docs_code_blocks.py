@@ -136,7 +136,8 @@ def test_every_skip_marker_sits_on_a_block_and_gives_a_reason() -> None:
 
 
 # Pages whose blocks train (seconds on 2 quiet cores, measured 2026-11-28): the slow tier, longest first
-TRAINING_PAGES = {"README.md": 15, "docs/tutorials/writing-an-agent.md": 20}
+# pages whose blocks take more than a few seconds (they train, or compile a loop): the slow tier
+TRAINING_PAGES = {"README.md": 15, "docs/tutorials/writing-an-agent.md": 20, "docs/envs/jax.md": 6, "docs/loops.md": 6}
 
 
 def page_param(page: Path):

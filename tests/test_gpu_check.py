@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "benchmarks" / "gpu_check.sh"
 STAGES = ["install", "env", "pong", "ppo", "tests_gpu", "tests_multi", "offpolicy", "anakin"]
@@ -81,6 +83,7 @@ def test_off_policy_rates_count_only_rows_past_learning_starts():
     assert all(map(math.isnan, learning_rates(rows[:2], 32)[:2]))
 
 
+@pytest.mark.slow(seconds=5)
 def test_the_anakin_stage_says_why_it_skips_playground_or_which_pipeline_it_runs():
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from _gpu_check import playground_impl

@@ -163,6 +163,7 @@ def test_bad_kwargs_and_mismatched_players_are_one_line_errors():
     assert envs.make_spec(SPREAD, num_agents=4).config.max_num_players == 4  # JaxMARL's own kwarg: 4 players
 
 
+@pytest.mark.slow(seconds=5)
 def test_anakin_and_sebulba_learn_the_same_mappo_networks_on_the_same_envs():
     """MAPPO (critic on the global state) on 4 envs x 3 players: the Anakin loop (rows in the
     program) and the Sebulba loop in sync mode (the JAX pool's rows) step the same envs, report
