@@ -111,6 +111,7 @@ class MLPTorso(nn.Module):
 
     hidden_sizes: Sequence[int]
     activation: Activation = nn.relu
+    layer_norm: bool = False  # a LayerNorm after each hidden layer's Dense, before the activation (PQN)
     num_categories: int | None = None
     category_start: int = 0
     kernel_init: Callable[..., jax.Array] = nn.initializers.lecun_normal()  # flax's Dense default
@@ -131,7 +132,10 @@ class MLPTorso(nn.Module):
                 obs = jax.nn.one_hot(obs - self.category_start, self.num_categories, dtype=jnp.float32)
             x = obs.reshape(obs.shape[0], -1).astype(jnp.float32)
         for i, size in enumerate(self.hidden_sizes):
-            x = self.activation(nn.Dense(size, kernel_init=self.kernel_init, name=f"dense{i + 1}")(x))
+            x = nn.Dense(size, kernel_init=self.kernel_init, name=f"dense{i + 1}")(x)
+            if self.layer_norm:
+                x = nn.LayerNorm(name=f"norm{i + 1}")(x)
+            x = self.activation(x)
         return x
 
 

@@ -16,6 +16,7 @@ from sebulba import keys
 from sebulba.agents import RandomAgent, SimplePolicyGradient, SPGConfig
 from sebulba.agents.impala import Impala, ImpalaConfig
 from sebulba.agents.ppo import PPO, PPOConfig
+from sebulba.agents.pqn import PQN, PQNConfig
 from sebulba.agents.dqn import DQN, DQNConfig
 from sebulba.agents.r2d2 import R2D2, R2D2Config
 from sebulba.loop import anakin, anakin_program
@@ -46,6 +47,7 @@ AGENTS = {
     "dqn": lambda: DQN(SPEC, DQNConfig(hidden_sizes=(8,), batch_size=4, replay_capacity=256, learning_starts=64,
                                        replay_ratio=1 / 16, n_step=2, target_update_period=3)),
     "ppo-gru": lambda: PPO(SPEC, PPOConfig(hidden_sizes=(16,), num_minibatches=2, num_epochs=2, core="gru", core_size=8)),
+    "pqn": lambda: PQN(SPEC, PQNConfig(hidden_sizes=(16,), num_minibatches=2, num_epochs=2, epsilon_decay_updates=4)),
     "random": lambda: RandomAgent(SPEC),
     "custom": lambda: LinearPG(SPEC),
 }

@@ -52,7 +52,9 @@ class Algorithm:
     default learner devices leave each a multiple of it), not the steps. check: raises a ValueError for
     an experiment the agent cannot run. default_env: --env's default. core_preset: the preset for
     `(env_id, env_kwargs, core)` when the core flag names a recurrent core, where the env's kind has
-    one of its own for that (PPO: Atari's, one frame a step); None: the env's preset, with the core."""
+    one of its own for that (PPO: Atari's, one frame a step); None: the env's preset, with the core.
+    over_the_run: the agent's config given the run's learner updates, for a schedule that spans
+    the run (PQN: epsilon decays over a fraction of them); None: the config as it is."""
 
     name: str
     agent: Callable[[envs.EnvSpec, Any], Agent]
@@ -64,6 +66,7 @@ class Algorithm:
     minibatches_of_envs: Callable[[Any], bool] = lambda config: True
     check: Callable[[Experiment], None] | None = None
     core_preset: Callable[[str, dict | None, str], Preset | None] | None = None
+    over_the_run: Callable[[Any, int], Any] | None = None
     default_env: str = DEFAULT_ENV  # the --env a run without it trains on
 
     @property
@@ -92,10 +95,13 @@ class Algorithm:
             check_core_size(overrides.get("core_size"), exp.agent.core)
         if self.check is not None:
             self.check(exp)
-        if not p.lr_decay:
-            return exp
-        decay_steps = cli.learner_updates(exp, jax.process_count()) * self.optimizer_steps_per_update(exp)
-        return dataclasses.replace(exp, agent=dataclasses.replace(exp.agent, lr_decay_steps=decay_steps))
+        updates = cli.learner_updates(exp, jax.process_count())
+        agent = exp.agent
+        if p.lr_decay:
+            agent = dataclasses.replace(agent, lr_decay_steps=updates * self.optimizer_steps_per_update(exp))
+        if self.over_the_run is not None:
+            agent = self.over_the_run(agent, updates)
+        return exp if agent is exp.agent else dataclasses.replace(exp, agent=agent)
 
     def main(self) -> None:
         """Run from the command line: the flags (or, with --resume, the run's own) into an

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import flax.linen as nn
 import gymnasium as gym
 import jax
@@ -14,15 +16,16 @@ class QNetwork(nn.Module):
     torso: nn.Module
     num_actions: int
     dueling: bool
+    kernel_init: Callable[..., jax.Array] = nn.initializers.lecun_normal()  # the heads' (flax's Dense default)
 
     @nn.compact
     def __call__(self, obs) -> jax.Array:
         """Q-values [B, A] for a batch of observations."""
         x = self.torso(obs)
         if not self.dueling:
-            return nn.Dense(self.num_actions, name="q")(x)
-        value = nn.Dense(1, name="value")(x)
-        advantage = nn.Dense(self.num_actions, name="advantage")(x)
+            return nn.Dense(self.num_actions, kernel_init=self.kernel_init, name="q")(x)
+        value = nn.Dense(1, kernel_init=self.kernel_init, name="value")(x)
+        advantage = nn.Dense(self.num_actions, kernel_init=self.kernel_init, name="advantage")(x)
         return value + advantage - advantage.mean(-1, keepdims=True)
 
 
