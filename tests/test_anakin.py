@@ -385,13 +385,13 @@ def test_evaluation_during_an_anakin_run_plays_the_staged_networks(tmp_path):
 
 @pytest.mark.slow(seconds=5)
 @pytest.mark.parametrize("env_id, name", [("CartPole-v1", "ppo"), ("gymnax/CartPole-v1", "ppo"), ("CartPole-v1", "dqn"),
-                                          ("CartPole-v1", "ppo-gru")])
+                                          ("CartPole-v1", "ppo-gru"), ("CartPole-v1", "pqn")])
 def test_anakin_and_sebulba_sync_learn_the_same_networks_on_the_same_envs(env_id, name):
     """One device, one inferencer, the same seed: the Anakin loop starts from the Sebulba loop's
     keys and envs (the built-in CartPole: the stateless compiled env against the pool's own
     kernel; gymnax: the JAX pool over the same env), so both step identical env streams, see the
     same episodes and learn bit-identical networks: on-policy, from a replay (DQN: its learning bar
-    runs in the Anakin loop for this), and with a recurrent core."""
+    runs in the Anakin loop for this, as PQN's does), and with a recurrent core."""
     from sebulba.loop.loop import GymnasiumLoop
 
     spec = envs.make_spec(env_id)
@@ -400,6 +400,8 @@ def test_anakin_and_sebulba_sync_learn_the_same_networks_on_the_same_envs(env_id
         "ppo": lambda: PPO(spec, PPOConfig(hidden_sizes=(16,), num_minibatches=2, num_epochs=2)),
         "ppo-gru": lambda: PPO(spec, PPOConfig(hidden_sizes=(16,), num_minibatches=2, num_epochs=2, core="gru",
                                                core_size=8)),
+        "pqn": lambda: PQN(spec, PQNConfig(hidden_sizes=(16,), num_minibatches=2, num_epochs=2, epsilon_decay_updates=3,
+                                           reward_scale=0.1)),
         "dqn": lambda: DQN(spec, DQNConfig(hidden_sizes=(8,), batch_size=4, replay_capacity=256, learning_starts=64,
                                            replay_ratio=1 / 16, n_step=2, target_update_period=3)),
     }[name]

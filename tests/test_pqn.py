@@ -193,12 +193,15 @@ def test_the_epsilon_schedule_spans_the_runs_share_of_updates(tmp_path):
     assert config["epsilon_decay_updates"] == 4 and float(row["epsilon"]) == pytest.approx(0.05)
 
 
-@pytest.mark.slow(seconds=120)
+@pytest.mark.slow(seconds=25)
 @pytest.mark.timeout(900)
 def test_learning_bar_cartpole(tmp_path):
     """The no-flag run of `python -m experiments.pqn`: mean return >= 475 over the last 20
-    episodes within its 500k-step budget (seed 0; seeds 1, 2 in BENCHMARKS.md)."""
-    out = run_experiment("experiments.pqn", "--seed=0", f"--logdir={tmp_path}", "--noprogress", timeout=900)
+    episodes within its 500k-step budget (seed 0; seeds 1, 2 and gymnax's CartPole in
+    BENCHMARKS.md). Run as `--loop anakin`: on the built-in CartPole that is the same run as the
+    no-flag (Sebulba, sync) one, bit for bit (tests/test_anakin.py checks PQN's networks; the whole
+    run ended with the same 3,869 episodes and 500.0 both ways, 2026-11-29), in a fifth of the time."""
+    out = run_experiment("experiments.pqn", "--seed=0", "--loop=anakin", f"--logdir={tmp_path}", "--noprogress")
     assert out.returncode == 0, out.stderr[-3000:]
     _, last = last_metrics(tmp_path)
     assert int(last["env_steps"]) >= 500_000
