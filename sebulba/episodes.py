@@ -23,6 +23,17 @@ def advance(running_return: Any, running_length: Any, reward: Any, first: Any, x
     return xp.where(first, 0.0, running_return + reward), xp.where(first, 0, running_length + 1)
 
 
+def transitions(terminated: Any, truncated: Any, discount: float, dtype: Any = jnp.float32) -> tuple[Any, Any, Any]:
+    """A trajectory's env-step flags (terminated, truncated: [T + 1, ...], marking x_t's kind) as
+    its T transitions' (x_s -> x_{s+1}): (discounts: gamma, 0 into a terminal state; continues: 0
+    where x_{s+1} ends its episode, so what follows it belongs to another; valid: False for a step
+    out of a final state, the pool's auto-reset, whose action was discarded). A truncated
+    episode's last observation is a transition's x_{s+1} like any other: it bootstraps."""
+    final = terminated | truncated
+    discounts = discount * (1.0 - terminated[1:].astype(dtype))
+    return discounts, 1.0 - final[1:].astype(dtype), ~final[:-1]
+
+
 def ends(final: Any, was_final: Any) -> Any:
     """Where an episode ends: a final step (terminated or truncated) after a step that was not."""
     return final & ~was_final

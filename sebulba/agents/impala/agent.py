@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import optax
 
 import envs
-from sebulba import observations
+from sebulba import episodes, observations
 from sebulba.agent import Agent
 from sebulba.agents.impala.config import ImpalaConfig
 from sebulba.agents.impala.losses import impala_loss
@@ -97,8 +97,7 @@ class Impala(Agent[dict, optax.OptState, Rollout, StepState]):
         # The whole trajectory, T + 1 steps (the last one's value bootstraps), the core re-unrolled
         # from the state its first step was taken from.
         policy, values, _ = self.net.apply(networks, es.obs, core, es.first, sequence=True)
-        discounts = self.config.discount * (1.0 - es.terminated[1:].astype(jnp.float32))
-        mask = ~(es.terminated[:-1] | es.truncated[:-1])  # the step after a final state resets: not a transition
+        discounts, _, mask = episodes.transitions(es.terminated, es.truncated, self.config.discount)
         if self.continuous:
             behaviour, actions = experience.extras["policy"], experience.extras["sample"]
         else:

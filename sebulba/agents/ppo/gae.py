@@ -14,6 +14,8 @@ import chex
 import jax
 import jax.numpy as jnp
 
+from sebulba.episodes import transitions
+
 Array = jax.Array
 
 
@@ -51,8 +53,6 @@ def episode_gae(values: Array, rewards: Array, terminated: Array, truncated: Arr
     False for a transition out of a final state, the auto-reset)."""
     chex.assert_rank([values, rewards, terminated, truncated], 1)
     chex.assert_equal_shape([values, rewards, terminated, truncated])
-    final = terminated | truncated
-    discounts = discount * (1.0 - terminated[1:].astype(values.dtype))
-    advantages = gae(values, rewards[1:].astype(values.dtype), discounts, 1.0 - final[1:].astype(values.dtype), lambda_)
-    valid = ~final[:-1]
+    discounts, continues, valid = transitions(terminated, truncated, discount, values.dtype)
+    advantages = gae(values, rewards[1:].astype(values.dtype), discounts, continues, lambda_)
     return jnp.where(valid, advantages, 0.0), valid

@@ -15,6 +15,8 @@ import chex
 import jax
 import jax.numpy as jnp
 
+from sebulba.episodes import transitions
+
 Array = jax.Array
 
 
@@ -53,8 +55,6 @@ def episode_q_lambda(max_q: Array, rewards: Array, terminated: Array, truncated:
     valid [T]: False for a transition out of a final state, the auto-reset)."""
     chex.assert_rank([max_q, rewards, terminated, truncated], 1)
     chex.assert_equal_shape([max_q, rewards, terminated, truncated])
-    final = terminated | truncated
-    discounts = discount * (1.0 - terminated[1:].astype(max_q.dtype))
-    targets = q_lambda(max_q, rewards[1:].astype(max_q.dtype), discounts, 1.0 - final[1:].astype(max_q.dtype), lambda_)
-    valid = ~final[:-1]
+    discounts, continues, valid = transitions(terminated, truncated, discount, max_q.dtype)
+    targets = q_lambda(max_q, rewards[1:].astype(max_q.dtype), discounts, continues, lambda_)
     return jnp.where(valid, targets, 0.0), valid
