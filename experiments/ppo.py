@@ -24,7 +24,7 @@ from sebulba.experiment.cli import Experiment
 from sebulba.experiment.env_kind import env_kind
 from sebulba.experiment.flags import CORE_FLAGS, Flag
 from sebulba.experiment.presets import Preset
-from sebulba.experiment.recipe import Algorithm
+from sebulba.experiment.recipe import Algorithm, check_minibatches_of_steps
 from sebulba.networks import TORSO_KINDS
 
 # ---------------------------------------------------------------- presets
@@ -188,10 +188,7 @@ def check_minibatches(exp: Experiment) -> None:
     learner device's envs (whole sequences)."""
     minibatches = exp.agent.num_minibatches
     if exp.agent.core == "none":
-        T = exp.loop.steps_per_cycle
-        if T % minibatches:
-            raise ValueError(f"--num_minibatches={minibatches} must divide --steps_per_cycle={T}: each "
-                             "minibatch takes an equal share of every env's steps")
+        check_minibatches_of_steps(exp)
         return
     envs_per_learner = exp.loop.num_envs // len(exp.loop.learner_devices)
     if envs_per_learner % minibatches:

@@ -14,11 +14,10 @@ from __future__ import annotations
 import dataclasses
 
 from sebulba.agents.pqn import PQN, PQNConfig
-from sebulba.experiment.cli import Experiment
 from sebulba.experiment.env_kind import env_kind, require_discrete_actions
 from sebulba.experiment.flags import Flag
 from sebulba.experiment.presets import Preset
-from sebulba.experiment.recipe import Algorithm
+from sebulba.experiment.recipe import Algorithm, check_minibatches_of_steps
 from sebulba.networks import TORSO_KINDS
 
 # ---------------------------------------------------------------- presets
@@ -48,14 +47,6 @@ def epsilon_over_the_run(config: PQNConfig, updates: int) -> PQNConfig:
     return dataclasses.replace(config, epsilon_decay_updates=max(1, round(config.exploration_fraction * updates)))
 
 
-def check_minibatches(exp: Experiment) -> None:
-    """Each minibatch takes an equal share of every env's steps."""
-    minibatches, T = exp.agent.num_minibatches, exp.loop.steps_per_cycle
-    if T % minibatches:
-        raise ValueError(f"--num_minibatches={minibatches} must divide --steps_per_cycle={T}: each minibatch takes an "
-                         "equal share of every env's steps")
-
-
 # ---------------------------------------------------------------- the recipe (sebulba.experiment.recipe)
 ALGORITHM = Algorithm(
     "pqn", PQN, preset,
@@ -80,7 +71,7 @@ ALGORITHM = Algorithm(
     },
     optimizer_steps_per_update=lambda exp: exp.agent.num_epochs * exp.agent.num_minibatches,
     minibatches_of_envs=lambda config: False,  # minibatches split each env's steps
-    check=check_minibatches,
+    check=check_minibatches_of_steps,
     over_the_run=epsilon_over_the_run,
 )
 ALGORITHM.define_flags()

@@ -37,6 +37,15 @@ flags.disclaim_key_flags()
 DEFAULT_ENV = SHARED_FLAGS["env"].default  # CartPole-v1
 
 
+def check_minibatches_of_steps(exp: Experiment) -> None:
+    """An on-policy agent whose minibatches take an equal share of every env's steps (PPO without a
+    core, PQN): num_minibatches must divide steps_per_cycle, said in one line before anything is built."""
+    minibatches, T = exp.agent.num_minibatches, exp.loop.steps_per_cycle
+    if T % minibatches:
+        raise ValueError(f"--num_minibatches={minibatches} must divide --steps_per_cycle={T}: each minibatch takes an "
+                         "equal share of every env's steps")
+
+
 @dataclasses.dataclass(frozen=True)
 class Algorithm:
     """What an entry point's algorithm declares.
