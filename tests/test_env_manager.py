@@ -16,6 +16,7 @@ from envs import (
     SyncSubprocessEnvManager,
 )
 from envs.process.errors import EnvRaised, WorkerTimeout
+from tests.support.orphans import assert_they_end, pids_of_a_killed_parent
 from tests.support.manager_envs import (
     BigObsEnv,
     CountEnv,
@@ -345,3 +346,23 @@ def test_worker_that_does_not_start_within_connect_timeout():
         mgr.launch()
     with mgr:
         assert mgr.env_states == [EnvState.RUN, EnvState.ERROR]
+
+
+ORPHANED_MANAGER = """
+import os, signal, time
+from envs import AsyncSubprocessEnvManager
+from tests.support.manager_envs import CountEnv, HangEnv
+mgr = AsyncSubprocessEnvManager([lambda: HangEnv(hang_at=1), lambda: CountEnv(100)], dict(wait_num=1, step_timeout=3600))
+mgr.launch()
+while len(mgr.ready_obs) < 2:
+    time.sleep(0.01)
+mgr.step({0: 0, 1: 0})  # env 0's worker now hangs in its step
+print(mgr.worker_pid(0), mgr.worker_pid(1), flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_workers_end_with_a_killed_manager():
+    """The manager's process SIGKILLed while an env hangs in its step and another waits for a
+    command: both workers end too."""
+    assert_they_end(pids_of_a_killed_parent(ORPHANED_MANAGER))

@@ -13,6 +13,7 @@ import envs
 from envs.process.backend import WorkerError
 from tests.support import manager_envs, toy_envs
 from tests.support.cli import child_env
+from tests.support.orphans import assert_they_end, pids_of_a_killed_parent
 
 toy_envs.register_all()
 manager_envs.register_all()
@@ -208,3 +209,24 @@ def test_worker_that_cannot_start_reports_why(tmp_path):
     assert "exited during startup" in last_line
     assert "bootstrapping phase" in run.stderr, run.stderr  # the worker's own reason reached stderr
     assert "can only join a started process" not in run.stderr, run.stderr
+
+
+ORPHANED_POOL = """
+import os, signal
+import numpy as np
+import envs
+from tests.support import manager_envs
+manager_envs.register_all()
+pool = envs.make("ToyHang-v0", num_envs=2, num_threads=2, hang_at=2, step_timeout=3600.0)
+pool.reset()
+pool.step(np.zeros(2, int))
+pool.send(np.zeros(2, int))  # both workers now hang in their envs' second step
+print(*[p.pid for p in pool._backend._procs], flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_workers_end_with_a_killed_parent():
+    """A trainer SIGKILLed (the OOM killer, a scheduler) while its envs hang in a step: its workers
+    end too, rather than live on as orphans holding its stdout and stderr."""
+    assert_they_end(pids_of_a_killed_parent(ORPHANED_POOL))

@@ -12,7 +12,7 @@ import numpy as np
 
 from envs.process.env_host import EnvHost
 from envs.process.shm import SharedBuffers
-from envs.process.supervisor import DONE, READY, error_message, send_failure
+from envs.process.supervisor import DONE, READY, error_message, exit_with_parent, send_failure
 
 # Commands: pickled (name, payload).
 RESET, STEP, ATTACH, CLOSE = "reset", "step", "attach", "close"
@@ -28,6 +28,7 @@ def space_of(space) -> tuple | None:
 def env_worker_main(conn: Connection, factory_bytes: bytes) -> None:
     shm = host = None
     try:
+        exit_with_parent()
         host = EnvHost(pickle.loads(factory_bytes)())
         conn.send_bytes(READY + pickle.dumps(space_of(host.env.observation_space)))
         while True:

@@ -5,7 +5,9 @@ kill it and start it again. Used by the env pool's process backend and by the en
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 import pickle
+import threading
 import traceback
 from collections.abc import Callable
 from multiprocessing.connection import Connection, wait
@@ -39,6 +41,23 @@ def send_failure(conn: Connection, exc: BaseException) -> None:
         pass
 
 
+def exit_with_parent() -> None:
+    """In a worker process: end it as soon as the process that started it is gone, even while an
+    env's code holds its main thread (a step that hangs, a reset that takes hours). The parent may
+    have exited, been killed, or dropped the worker while starting it (a signal between the fork and
+    the pid's arrival); an orphan would otherwise live on, holding the parent's stdout and stderr
+    open. The parent's end of the start pipe closes in every case: a thread waits for that."""
+    parent = mp.parent_process()
+    if parent is None:  # not started by multiprocessing (a test calling a worker's main directly)
+        return
+
+    def watch() -> None:
+        wait([parent.sentinel])
+        os._exit(1)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
 class Worker:
     """A worker process running `target(conn, *args)`; `describe` names it in every error."""
 
@@ -66,12 +85,12 @@ class Worker:
         proc = ctx.Process(target=self._target, args=(child, *self.args), name=self.name, daemon=True)
         try:
             proc.start()
-        except BaseException:  # never started: nothing to stop or reap, so close() re-raises this error
+        except BaseException:  # not started, or dropped mid-start (it then exits: exit_with_parent)
             parent.close()
-            raise
-        finally:
             child.close()
+            raise
         self.proc, self.conn = proc, parent
+        child.close()
 
     def await_ready(self, timeout: float | None) -> bytes:
         """Wait for READY; returns what follows it. Raises WorkerTimeout / WorkerDied / EnvRaised."""

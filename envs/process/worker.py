@@ -15,7 +15,7 @@ import numpy as np
 
 from envs.episodes import EpisodeBook
 from envs.process.shm import Layout, SharedBuffers
-from envs.process.supervisor import DONE, READY, send_failure
+from envs.process.supervisor import DONE, READY, exit_with_parent, send_failure
 from envs.tree import get_leaf
 
 # One byte of command, then the env ids as int32 bytes; RESET_WITH (Gymnasium's reset(seed=...,
@@ -101,6 +101,7 @@ def worker_main(
     the rows' flags are the players' (terminated, truncated, alive), the episode's the env's."""
     shm = None
     try:
+        exit_with_parent()
         if cpu >= 0 and hasattr(os, "sched_setaffinity"):
             os.sched_setaffinity(0, {cpu % (os.cpu_count() or 1)})
         shm = SharedBuffers(layout, shm_name)
