@@ -14,11 +14,10 @@ from __future__ import annotations
 
 from sebulba.agents.dqn import DQN, DQNConfig
 from sebulba.experiment.env_kind import env_kind, require_discrete_actions
-from sebulba.experiment.flags import REPLAY_FLAGS, Flag
+from sebulba.experiment.flags import DQN_FLAGS
 from sebulba.experiment.off_policy_recipe import check_replay_ratio, optimizer_steps_per_update
 from sebulba.experiment.presets import Preset
 from sebulba.experiment.recipe import Algorithm
-from sebulba.networks import TORSO_KINDS
 
 # ---------------------------------------------------------------- presets
 # CartPole-v1, 100k env steps, bar >= 475 over the last 20 episodes (the actors' own, epsilons
@@ -35,7 +34,7 @@ CARTPOLE = Preset(
     log_every_s=1.0,
     agent=DQNConfig(hidden_sizes=(128, 128), learning_rate=1e-3, adam_eps=1e-8, batch_size=128, replay_ratio=0.5,
                     learning_starts=1_000, replay_capacity=50_000, n_step=3, discount=0.99, target_update_period=200,
-                    epsilon_base=0.05),
+                    epsilon_base=0.05, num_atoms=101, v_min=-100.0, v_max=100.0),
 )
 # Atari: Dopamine's DQN (Adam 6.25e-5, batch 32, an update every 4 env steps, 20k warm-up steps,
 # target every 8,000 updates) with double Q-learning and Ape-X epsilons over 32 envs, on EnvPool's
@@ -60,17 +59,7 @@ def preset(env_id: str, env_kwargs: dict | None = None) -> Preset:
 ALGORITHM = Algorithm(
     "dqn", DQN, preset,
     presets={"vector/image/tabular": CARTPOLE, "Atari": ATARI},
-    flags={
-        **REPLAY_FLAGS,
-        "learning_rate": Flag(float, "Adam learning rate."),
-        "target_update_period": Flag(int, "Optimizer steps between copies of the online network into the target.",
-                                     lower_bound=1),
-        "double": Flag(bool, "Double Q-learning: the online network picks the bootstrap action."),
-        "dueling": Flag(bool, "Dueling head: value + advantage."),
-        "epsilon_base": Flag(float, "Ape-X exploration: env i of N uses epsilon_base ** (1 + 7 i / (N - 1))."),
-        "torso": Flag(TORSO_KINDS, "Network torso."),
-        "hidden_sizes": Flag(list, "MLP torso layer sizes, e.g. 64,64."),
-    },
+    flags=DQN_FLAGS,
     optimizer_steps_per_update=optimizer_steps_per_update,
     check=check_replay_ratio,
 )

@@ -46,6 +46,12 @@ AGENTS = {
                                           batch_size=4, replay_capacity=64, min_replay_size=4)),
     "dqn": lambda: DQN(SPEC, DQNConfig(hidden_sizes=(8,), batch_size=4, replay_capacity=256, learning_starts=64,
                                        replay_ratio=1 / 16, n_step=2, target_update_period=3)),
+    "rainbow": lambda: DQN(SPEC, DQNConfig(hidden_sizes=(8,), batch_size=4, replay_capacity=256, learning_starts=64,
+                                           replay_ratio=1 / 16, n_step=2, target_update_period=3, value_head="c51",
+                                           num_atoms=11, dueling=True, noisy=True, priority_exponent=0.5)),
+    "qr-dqn": lambda: DQN(SPEC, DQNConfig(hidden_sizes=(8,), batch_size=4, replay_capacity=256, learning_starts=64,
+                                          replay_ratio=1 / 16, n_step=2, target_update_period=3, value_head="qr",
+                                          num_atoms=8)),
     "ppo-gru": lambda: PPO(SPEC, PPOConfig(hidden_sizes=(16,), num_minibatches=2, num_epochs=2, core="gru", core_size=8)),
     "pqn": lambda: PQN(SPEC, PQNConfig(hidden_sizes=(16,), num_minibatches=2, num_epochs=2, epsilon_decay_updates=4)),
     "random": lambda: RandomAgent(SPEC),
@@ -77,7 +83,8 @@ def compiles(caplog):
 
 @pytest.mark.slow(seconds=8)  # measured 3-13 s each with 2 workers (R2D2 the longest); 2-3x on a busy host
 @pytest.mark.parametrize("devices", [1, 4])
-@pytest.mark.parametrize("name", list(AGENTS))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow(seconds=6)) if n in ("rainbow", "qr-dqn")
+                                  else n for n in AGENTS])  # DQN's heads: slow tier (DQN itself is in the fast)
 def test_every_agent_runs_in_the_program_with_no_retrace(name, devices, compiles):
     agent = AGENTS[name]()
     with AnakinLoop(agent, config(devices), updates_per_call=2) as loop:
@@ -88,7 +95,7 @@ def test_every_agent_runs_in_the_program_with_no_retrace(name, devices, compiles
             assert all(np.isfinite(v) for v in metrics.values()), metrics
             assert compiles() == (1 if updates == 2 and loop.version == 2 else 0)
         assert loop.version == 7
-        if name in ("r2d2", "dqn"):  # its replay fills on every device and it learns
+        if name in ("r2d2", "dqn", "rainbow", "qr-dqn"):  # its replay fills on every device and it learns
             assert metrics["replay_size"] > 4 and metrics["learning"] == 1.0
 
 

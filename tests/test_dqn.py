@@ -44,8 +44,11 @@ def test_td_loss_is_huber_or_half_squared():
     (dict(replay_ratio=0), "replay_ratio"), (dict(learning_starts=-1), "learning_starts"),
     (dict(n_step=0), "n_step must be >= 1"), (dict(discount=1.5), "discount"),
     (dict(priority_exponent=-1), "priority_exponent"), (dict(target_update_period=0), "target_update_period"),
-    (dict(huber_delta=0.0), "huber_delta"), (dict(epsilon_base=0.0), "epsilon_base"),
-    (dict(learning_rate=-1.0), "learning_rate"),
+    (dict(huber_delta=0.0), "huber_delta"), (dict(epsilon_base=-0.1), r"epsilon_base must be in \[0, 1\]"),
+    (dict(epsilon_base=1.5), "epsilon_base"), (dict(learning_rate=-1.0), "learning_rate"),
+    (dict(value_head="c52"), "value_head must be one of scalar, c51, qr, got 'c52'"),
+    (dict(value_head="qr", num_atoms=1), r"num_atoms \(c51.s atoms, qr.s quantiles\) must be >= 2, got 1"),
+    (dict(value_head="c51", v_min=5.0, v_max=5.0), "v_min < v_max"),
 ])
 def test_config_validation(kwargs, message):
     with pytest.raises(ValueError, match=message):

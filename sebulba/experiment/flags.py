@@ -20,9 +20,11 @@ from typing import Any
 
 from absl import flags
 
+from sebulba.agents.dqn.config import VALUE_HEADS
 from sebulba.cores import CORES
 from sebulba.experiment.peers import EXIT_PEER_LOST
 from sebulba.experiment.wandb_logger import MODES as WANDB_MODES
+from sebulba.networks import TORSO_KINDS
 
 flags.disclaim_key_flags()  # the flags defined here belong to the module that asks for them
 
@@ -196,6 +198,26 @@ REPLAY_FLAGS = {
     "n_step": Flag(int, "n of the n-step bootstrapped targets.", lower_bound=1),
     "discount": Flag(float, "Discount gamma."),
     "priority_exponent": Flag(float, "Prioritized replay's exponent on |TD|; 0: uniform sampling.", lower_bound=0),
+}
+
+# The DQN family's flags (experiments.dqn, rainbow): DQNConfig's fields.
+DQN_FLAGS = {
+    **REPLAY_FLAGS,
+    "learning_rate": Flag(float, "Adam learning rate."),
+    "target_update_period": Flag(int, "Optimizer steps between copies of the online network into the target.",
+                                 lower_bound=1),
+    "double": Flag(bool, "Double Q-learning: the online network picks the bootstrap action."),
+    "dueling": Flag(bool, "Dueling head: value + advantage."),
+    "value_head": Flag(VALUE_HEADS, "What the network outputs an action: scalar (a Q-value), c51 (a categorical "
+                       "distribution over --num_atoms atoms from --v_min to --v_max) or qr (QR-DQN's --num_atoms "
+                       "quantiles)."),
+    "num_atoms": Flag(int, "c51's atoms or qr's quantiles (QR-DQN used 200 on Atari).", lower_bound=2),
+    "v_min": Flag(float, "c51's lowest atom."),
+    "v_max": Flag(float, "c51's highest atom."),
+    "noisy": Flag(bool, "NoisyNet head layers: learned weight noise explores (with --epsilon_base 0, alone)."),
+    "epsilon_base": Flag(float, "Ape-X exploration: env i of N uses epsilon_base ** (1 + 7 i / (N - 1))."),
+    "torso": Flag(TORSO_KINDS, "Network torso."),
+    "hidden_sizes": Flag(list, "MLP torso layer sizes, e.g. 64,64."),
 }
 
 # The actor-critics' flags (experiments.sac, td3).

@@ -1,6 +1,8 @@
 """DQN as an off-policy agent: acting epsilon-greedy with Ape-X's per-env epsilons, learning
 double, n-step Q-learning targets from the transition replay, the target network copied every
-target_update_period optimizer steps (the framework's `update_target`)."""
+target_update_period optimizer steps (the framework's `update_target`). Its value head (one
+Q-value, C51's distribution or QR-DQN's quantiles: `value_heads.py`) and NoisyNet head layers
+make C51, QR-DQN and Rainbow of the same agent."""
 
 from __future__ import annotations
 
@@ -14,8 +16,8 @@ import optax
 import envs
 from sebulba import observations
 from sebulba.agents.dqn.config import DQNConfig
-from sebulba.agents.dqn.losses import q_learning_target, td_loss
 from sebulba.agents.dqn.networks import make_network
+from sebulba.agents.dqn.value_heads import at, make_value_head
 from sebulba.exploration import apex_epsilons, epsilon_greedy
 from sebulba.off_policy import OffPolicyAgent
 from sebulba.replay.transitions import Transitions
@@ -37,6 +39,7 @@ class DQN(OffPolicyAgent):
         self.config: DQNConfig = config
         self.num_actions = int(env_spec.action_space.n)
         self.net = make_network(env_spec.observation_space, self.num_actions, config)
+        self.head = make_value_head(config)
         self.target_update_period = config.target_update_period
 
     def init_networks(self, key: jax.Array) -> TargetNetworks:
@@ -50,24 +53,27 @@ class DQN(OffPolicyAgent):
     def init_step_state(self, networks: TargetNetworks, num_envs: int, key: jax.Array) -> StepState:
         return StepState(apex_epsilons(num_envs, self.config.epsilon_base, self.config.epsilon_alpha), key)
 
+    def _outputs(self, params, obs, key: jax.Array | None = None) -> jax.Array:
+        """The network's outputs, with a NoisyNet's noise drawn from key (None: its mean weights)."""
+        if key is None or not self.config.noisy:
+            return self.net.apply(params, obs)
+        return self.net.apply(params, obs, noise=True, rngs={"noise": key})
+
     def act(self, networks: TargetNetworks, step_state: StepState, obs, key: jax.Array) -> jax.Array:
         k_explore, k_random = jax.random.split(key)
-        return epsilon_greedy(self.net.apply(networks.online, obs), step_state.epsilon, k_explore, k_random)
+        q = self.head.q_values(self._outputs(networks.online, obs, jax.random.fold_in(key, 1)))
+        return epsilon_greedy(q, step_state.epsilon, k_explore, k_random)
 
     def greedy(self, networks: TargetNetworks, step_state: StepState, obs) -> jax.Array:
-        return jnp.argmax(self.net.apply(networks.online, obs), -1).astype(jnp.int32)
+        return jnp.argmax(self.head.q_values(self._outputs(networks.online, obs)), -1).astype(jnp.int32)
 
     def batch_loss(self, networks: TargetNetworks, batch: Transitions, key: jax.Array,
                    ) -> tuple[jax.Array, Metrics, jax.Array]:
-        c = self.config
         b = batch.reward.shape[0]
         both = jax.tree.map(lambda o, n: jnp.concatenate([o, n]), batch.obs, batch.next_obs)
-        q_online = self.net.apply(networks.online, both)  # one pass over obs and next_obs
-        q, q_next_online = q_online[:b], jax.lax.stop_gradient(q_online[b:])
-        q_next_target = self.net.apply(networks.target, batch.next_obs)
-        target = jax.lax.stop_gradient(q_learning_target(batch.reward, batch.discount, q_next_online, q_next_target,
-                                                         c.double))
-        q_taken = jnp.take_along_axis(q, batch.action[:, None].astype(jnp.int32), -1)[:, 0]
-        td = target - q_taken
-        metrics = {"q_mean": jnp.mean(q_taken), "td_abs_mean": jnp.mean(jnp.abs(td))}
-        return td_loss(td, c.huber_delta), metrics, jnp.abs(td)
+        out = self._outputs(networks.online, both, jax.random.fold_in(key, 0))  # one pass over obs and next_obs
+        next_online = jax.lax.stop_gradient(out[b:])
+        next_target = self._outputs(networks.target, batch.next_obs, jax.random.fold_in(key, 1))
+        loss, priority, metrics = self.head.loss(at(out[:b], batch.action), next_online, next_target, batch.reward,
+                                                 batch.discount, self.config.double)
+        return loss, metrics, priority
