@@ -46,19 +46,32 @@ ATARI = Preset(
     agent=DQNConfig(torso="nature_cnn", replay_capacity=200_000, max_grad_norm=None),
 )
 
+# MinAtar (gymnax's four games, the Anakin loop): MinAtar's DQN (Young & Tian 2019: its reference
+# CNN, replay of 100k, batch 32, gamma 0.99, target copy every 1,000 updates, 5,000 warm-up steps)
+# with Adam 2.5e-4 (its RMSProp's rate), double Q, n = 3 and Ape-X epsilons over 32 envs, at one
+# update of batch 128 per 16 env steps (the paper's 32 a step, as samples per env step: 8), 1e7
+# env steps.
+MINATAR = Preset(
+    total_env_steps=10_000_000, num_envs=32, steps_per_cycle=8, async_mode=False, inferencers_per_device=1,
+    log_every_s=10.0,
+    agent=DQNConfig(torso="minatar", learning_rate=2.5e-4, adam_eps=1e-8, batch_size=128, replay_ratio=1 / 16,
+                    learning_starts=5_000, replay_capacity=100_000, n_step=3, target_update_period=1_000),
+)
+
 
 def preset(env_id: str, env_kwargs: dict | None = None) -> Preset:
-    """ATARI for Atari games, CARTPOLE for every other Discrete-action env; DQN needs Discrete
-    actions: any other env is refused here, in one line, before anything is built."""
+    """ATARI for Atari games, MINATAR for gymnax's MinAtar games, CARTPOLE for every other
+    Discrete-action env; DQN needs Discrete actions: any other env is refused here, in one line,
+    before anything is built."""
     kind = env_kind(env_id, env_kwargs)
     require_discrete_actions("DQN", kind)
-    return ATARI if kind.observations == "atari" else CARTPOLE
+    return {"atari": ATARI, "minatar": MINATAR}.get(kind.observations, CARTPOLE)
 
 
 # ---------------------------------------------------------------- the recipe (sebulba.experiment.recipe)
 ALGORITHM = Algorithm(
     "dqn", DQN, preset,
-    presets={"vector/image/tabular": CARTPOLE, "Atari": ATARI},
+    presets={"vector/image/tabular": CARTPOLE, "MinAtar": MINATAR, "Atari": ATARI},
     flags=DQN_FLAGS,
     optimizer_steps_per_update=optimizer_steps_per_update,
     check=check_replay_ratio,

@@ -56,6 +56,15 @@ CONTROL = Preset(
     agent=ImpalaConfig(learning_rate=7e-4, discount=0.9, lambda_=0.9, entropy_cost=0.0, separate_value_torso=True,
                        reward_scale=0.1, max_grad_norm=0.5, rmsprop_eps=1e-5, rmsprop_eps_in_sqrt=False),
 )
+# MinAtar (gymnax's four games, the Anakin loop): the Atari preset's losses and RMSProp (6e-4
+# decayed linearly, entropy 0.01, sums over the batch) on MinAtar's reference CNN, 64 envs x 20
+# steps (the paper's unroll), 1e7 env steps.
+MINATAR = Preset(
+    total_env_steps=10_000_000, num_envs=64, steps_per_cycle=20, async_mode=False, inferencers_per_device=1,
+    log_every_s=10.0,
+    agent=ImpalaConfig(torso="minatar", learning_rate=6e-4, entropy_cost=0.01, loss_reduction="sum",
+                       num_minibatches=2),
+)
 # Atari: the paper's settings (unroll 20, batch 32, IMPALA ResNet, RMSProp 6e-4 decayed linearly,
 # epsilon 0.01, gradient clip 40, all on losses summed over the batch as in its code), on its
 # preprocessing: 84x84 gray, 4 stacked frames, frame skip 4, up to 30 noops, rewards clipped to
@@ -87,7 +96,7 @@ MEMORY_TASKS = {"CartPoleNoVelocity-v1": MEMORY}
 
 def preset(env_id: str, env_kwargs: dict | None = None) -> Preset:
     """The preset for the env's kind (sebulba.experiment.env_kind): memory tasks (MEMORY_TASKS)
-    theirs, with a recurrent core; Atari games get ATARI, envs
+    theirs, with a recurrent core; Atari games get ATARI, gymnax's MinAtar games MINATAR, envs
     with continuous actions CONTROL, envs with vector or image observations CARTPOLE, tabular
     (Discrete-state) and structured (Dict/Tuple) ones TABULAR, multi-player Atari games
     MULTIPLAYER_ATARI, whether their actions are Discrete or
@@ -101,13 +110,15 @@ def preset(env_id: str, env_kwargs: dict | None = None) -> Preset:
         return CONTROL
     if kind.observations == "atari" and kind.num_players > 1:
         return MULTIPLAYER_ATARI
-    return {"atari": ATARI, "tabular": TABULAR, "structured": TABULAR}.get(kind.observations, CARTPOLE)
+    return {"atari": ATARI, "minatar": MINATAR, "tabular": TABULAR, "structured": TABULAR}.get(kind.observations,
+                                                                                                 CARTPOLE)
 
 
 # ---------------------------------------------------------------- the recipe (sebulba.experiment.recipe)
 ALGORITHM = Algorithm(
     "impala", Impala, preset,
-    presets={"vector/image": CARTPOLE, "tabular/structured": TABULAR, "continuous": CONTROL, "Atari": ATARI,
+    presets={"vector/image": CARTPOLE, "MinAtar": MINATAR, "tabular/structured": TABULAR, "continuous": CONTROL,
+             "Atari": ATARI,
              "multi-player Atari": MULTIPLAYER_ATARI, "memory (CartPoleNoVelocity)": MEMORY},
     flags={
         "steps_per_cycle": Flag(int, "Unroll length T of each trajectory."),

@@ -37,6 +37,15 @@ CARTPOLE = Preset(
     total_env_steps=200_000, num_envs=8, steps_per_cycle=128, async_mode=False, inferencers_per_device=1,
     log_every_s=0.5, agent=PPOConfig(learning_rate=2.5e-3),
 )
+# MinAtar (gymnax's four games, the Anakin loop): 64 envs x 128 steps, 4 epochs of 8 minibatches,
+# Adam 5e-4 decayed linearly, gamma 0.99, lambda 0.95, clip 0.2, entropy 0.01, gradient clip 0.5,
+# 1e7 env steps (the shape of gymnax's published PPO runs and PureJaxRL's MinAtar settings), on
+# MinAtar's reference CNN shared by the policy and the value (relu).
+MINATAR = Preset(
+    total_env_steps=10_000_000, num_envs=64, steps_per_cycle=128, async_mode=False, inferencers_per_device=1,
+    log_every_s=10.0,
+    agent=PPOConfig(torso="minatar", separate_critic=False, activation="relu", learning_rate=5e-4, num_minibatches=8),
+)
 # Gymnasium's continuous tasks (MuJoCo): CleanRL's ppo_continuous_action.py: 2048 steps per
 # update (here 8 envs x 256), 32 minibatches of 64, 10 epochs, Adam 3e-4 decayed, no entropy bonus,
 # observations normalised and rewards scaled by the discounted return's spread, 1M env steps.
@@ -160,7 +169,8 @@ def core_preset(env_id: str, env_kwargs: dict | None, core: str) -> Preset | Non
 
 def preset(env_id: str, env_kwargs: dict | None = None) -> Preset:
     """The preset for the env's kind (sebulba.experiment.env_kind): memory tasks (MEMORY_TASKS,
-    MINIGRID_TASKS) theirs, with a recurrent core; Atari games get ATARI; other
+    MINIGRID_TASKS) theirs, with a recurrent core; Atari games get ATARI, gymnax's MinAtar games
+    MINATAR; other
     discrete-action tasks (Discrete or MultiDiscrete) CARTPOLE; continuous actions CONTROL for the
     built-in tasks and MUJOCO for Gymnasium's; multi-player tasks MULTIPLAYER (IPPO), or with
     `global_state=True` in the env kwargs MULTIPLAYER_MAPPO, or BOARD_GAME (self-play) where the
@@ -178,6 +188,8 @@ def preset(env_id: str, env_kwargs: dict | None = None) -> Preset:
         return MULTIPLAYER_MAPPO if (env_kwargs or {}).get("global_state") else MULTIPLAYER
     if kind.observations == "atari":
         return ATARI
+    if kind.observations == "minatar":
+        return MINATAR
     if kind.actions == "continuous":
         return CONTROL if kind.native else MUJOCO
     return CARTPOLE
@@ -200,7 +212,7 @@ def check_minibatches(exp: Experiment) -> None:
 # ---------------------------------------------------------------- the recipe (sebulba.experiment.recipe)
 ALGORITHM = Algorithm(
     "ppo", PPO, preset,
-    presets={"discrete": CARTPOLE, "built-in continuous": CONTROL, "MuJoCo": MUJOCO, "Atari": ATARI,
+    presets={"discrete": CARTPOLE, "MinAtar": MINATAR, "built-in continuous": CONTROL, "MuJoCo": MUJOCO, "Atari": ATARI,
              "multi-player (IPPO)": MULTIPLAYER, "multi-player with global_state=True (MAPPO)": MULTIPLAYER_MAPPO,
              "turn-based game with an action mask (self-play)": BOARD_GAME, "multi-player Atari": MULTIPLAYER_ATARI,
              "memory (CartPoleNoVelocity)": MEMORY, "memory (MemoryChain)": MEMORY_CHAIN,

@@ -34,12 +34,34 @@ CARTPOLE = Preset(
                     epsilon_finish=0.05, exploration_fraction=0.5, reward_scale=0.1),
 )
 
+# MinAtar (gymnax's four games, the Anakin loop): purejaxql's pqn_minatar.yaml (128 envs x 32 steps,
+# 2 epochs of 32 minibatches, RAdam 5e-4 decayed linearly, gradient clip 10, gamma 0.99, lambda
+# 0.65, epsilon 1 -> 0.05 over the first 10%, 1e7 env steps; the config's defaults) on MinAtar's
+# reference CNN with a LayerNorm after the conv and the dense layer, as purejaxql's network.
+MINATAR = Preset(
+    total_env_steps=10_000_000, num_envs=128, steps_per_cycle=32, async_mode=False, inferencers_per_device=1,
+    log_every_s=10.0, agent=PQNConfig(torso="minatar"),
+)
+
+# Atari (the host pool): purejaxql's pqn_atari.yaml (128 envs x 32 steps, 2 epochs of 32
+# minibatches, RAdam 2.5e-4 constant, gradient clip 10, gamma 0.99, lambda 0.65, epsilon 1 -> 0.001
+# over the first 10%, 5e7 env steps = 200M frames) on EnvPool's preprocessing with episodic lives,
+# clipped rewards and no sticky actions, its Nature CNN with a LayerNorm after every layer.
+ATARI = Preset(
+    total_env_steps=50_000_000, num_envs=128, steps_per_cycle=32, async_mode=False, inferencers_per_device=1,
+    log_every_s=10.0, lr_decay=False,
+    env_kwargs=dict(episodic_life=True, reward_clip=True, repeat_action_probability=0.0),
+    agent=PQNConfig(torso="nature_cnn", learning_rate=2.5e-4, epsilon_finish=0.001),
+)
+
 
 def preset(env_id: str, env_kwargs: dict | None = None) -> Preset:
-    """CARTPOLE for every Discrete-action env; PQN needs Discrete actions: any other env is refused
-    here, in one line, before anything is built."""
-    require_discrete_actions("PQN", env_kind(env_id, env_kwargs))
-    return CARTPOLE
+    """ATARI for Atari games, MINATAR for gymnax's MinAtar games, CARTPOLE for every other
+    Discrete-action env; PQN needs Discrete actions: any other env is refused here, in one line,
+    before anything is built."""
+    kind = env_kind(env_id, env_kwargs)
+    require_discrete_actions("PQN", kind)
+    return {"atari": ATARI, "minatar": MINATAR}.get(kind.observations, CARTPOLE)
 
 
 def epsilon_over_the_run(config: PQNConfig, updates: int) -> PQNConfig:
@@ -50,7 +72,7 @@ def epsilon_over_the_run(config: PQNConfig, updates: int) -> PQNConfig:
 # ---------------------------------------------------------------- the recipe (sebulba.experiment.recipe)
 ALGORITHM = Algorithm(
     "pqn", PQN, preset,
-    presets={"discrete": CARTPOLE},
+    presets={"discrete": CARTPOLE, "MinAtar": MINATAR, "Atari": ATARI},
     flags={
         "steps_per_cycle": Flag(int, "Steps per env in each rollout.", lower_bound=1),
         "learning_rate": Flag(float, "RAdam learning rate (decays linearly to 0 over the run)."),

@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from sebulba.networks import ImpalaResNet, MLPTorso, NatureCNN, torso_for
+from sebulba.networks import ImpalaResNet, MinAtarCNN, MLPTorso, NatureCNN, torso_for
 
 B = 2
 SMALL_NATURE = (4, 36, 44)  # the smallest NatureCNN input (1x2 after conv3); non-square to catch an H/W swap
@@ -198,8 +198,9 @@ def test_torso_for_forced_kinds_and_kwargs():
         (gym.spaces.Discrete(4), "auto", 64),
         (gym.spaces.Box(0, 255, SMALL_NATURE, np.uint8), "auto", 512),
         (gym.spaces.Box(0, 255, (3, 16, 12), np.uint8), "impala_resnet", 256),
+        (gym.spaces.Box(0.0, 1.0, (7, 10, 10), np.float32), "minatar", 128),
     ],
-    ids=["box", "discrete", "image", "impala"],
+    ids=["box", "discrete", "image", "impala", "minatar"],
 )
 def test_torso_for_runs_on_samples_of_its_space(space, kind, features):
     space.seed(0)
@@ -282,6 +283,25 @@ def test_torso_for_names_an_unbatchable_leaf_by_path():
     space = gym.spaces.Dict({"ok": gym.spaces.Discrete(2), "mission": gym.spaces.Text(8)})
     with pytest.raises(ValueError, match="leaf 'observation/mission'"):
         torso_for(space)
+
+
+@pytest.mark.parametrize("layer_norm", [False, True])
+def test_the_minatar_torso_is_minatars_conv_and_dense(layer_norm):
+    """Its 9 shifted views times the kernel equal nn.Conv(16, 3x3, VALID) with the same kernel and
+    bias (on channel-last planes), then Dense 128; with layer_norm, a LayerNorm after each."""
+    planes = np.random.default_rng(0).integers(0, 2, (3, 4, 10, 9)).astype(np.float32)  # non-square
+    torso = MinAtarCNN(layer_norm=layer_norm)
+    params = torso.init(key(0), planes)
+    p = params["params"]
+    assert p["conv_kernel"].shape == (3, 3, 4, 16) and p["dense"]["kernel"].shape == (8 * 7 * 16, 128)
+    conv = nn.Conv(16, (3, 3), padding="VALID").apply({"params": {"kernel": p["conv_kernel"], "bias": p["conv_bias"]}},
+                                                       jnp.transpose(planes, (0, 2, 3, 1)))
+    if layer_norm:
+        conv = nn.LayerNorm().apply({"params": p["norm1"]}, conv)
+    x = nn.Dense(128).apply({"params": p["dense"]}, nn.relu(conv).reshape(3, -1))
+    if layer_norm:
+        x = nn.LayerNorm().apply({"params": p["norm2"]}, x)
+    np.testing.assert_allclose(torso.apply(params, planes), nn.relu(x), rtol=1e-5, atol=1e-5)
 
 
 def test_torso_for_rejects_unknown_kinds():

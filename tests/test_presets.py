@@ -33,6 +33,7 @@ KINDS = [  # env, its kwargs, IMPALA's preset, R2D2's preset, PPO's preset
     ("pettingzoo/mpe2/simple_spread_v3", {"global_state": True}, "TABULAR", "CARTPOLE", "MULTIPLAYER_MAPPO"),
     ("pettingzoo/classic/connect_four_v3", None, "TABULAR", "CARTPOLE", "BOARD_GAME"),  # an action mask: self-play
     ("Combat-v5", None, "MULTIPLAYER_ATARI", "ATARI", "MULTIPLAYER_ATARI"),  # one screen: each row marked by player
+    ("gymnax/Breakout-MinAtar", None, "MINATAR", "CARTPOLE", "MINATAR"),  # MinAtar's CNN
 ]
 LOOP = dict(total_env_steps=1000, num_envs=4, steps_per_cycle=8, async_mode=False, inferencers_per_device=1,
             log_every_s=1.0)
@@ -110,6 +111,16 @@ def presets(agent: str, cases: list) -> list:
 def test_the_preset_follows_the_envs_kind(agent, column):
     cases = [case for case in KINDS if case[column] is not None]
     assert presets(agent, [[env, kwargs] for env, kwargs, *_ in cases]) == [case[column] for case in cases]
+
+
+MINATAR_GAMES = [f"gymnax/{game}-MinAtar" for game in ("Breakout", "Asterix", "Freeway", "SpaceInvaders")]
+
+
+@pytest.mark.slow(seconds=4)
+@pytest.mark.parametrize("agent", ["dqn", "pqn", "ppo", "impala"])
+def test_the_four_minatar_games_take_the_minatar_presets(agent):
+    cases = [[game, None] for game in MINATAR_GAMES] + [["gymnax/CartPole-v1", None], ["Pong-v5", None]]
+    assert presets(agent, cases) == ["MINATAR"] * 4 + ["CARTPOLE", "ATARI"]
 
 
 @pytest.mark.slow(seconds=3)

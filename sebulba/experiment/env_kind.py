@@ -15,7 +15,8 @@ from envs.jax.registry import is_jax_id
 
 @dataclasses.dataclass(frozen=True)
 class EnvKind:
-    """`observations`: "atari" (ALE's stacked frames), "image" (another uint8 image), "tabular"
+    """`observations`: "atari" (ALE's stacked frames), "minatar" (gymnax's MinAtar games: [C, 10,
+    10] planes of 0/1 floats), "image" (another uint8 image), "tabular"
     (a Discrete state: toy-text tasks such as FrozenLake, whose rewards are sparse), "structured"
     (a Dict or Tuple of leaves: MiniGrid, SignalCorridor-v0) or "vector" (a Box of numbers, e.g.
     classic control). `actions`: "discrete", "multi_discrete" (a MultiDiscrete: one categorical
@@ -39,6 +40,8 @@ def env_kind(env_id: str, env_kwargs: Mapping[str, Any] | None = None) -> EnvKin
     obs, act = spec.observation_space, spec.action_space
     if envs.is_atari(env_id) or envs.is_atari_players(env_id):
         observations = "atari"
+    elif jax_native and env_id.endswith("-MinAtar"):
+        observations = "minatar"
     elif isinstance(obs, gym.spaces.Discrete):
         observations = "tabular"
     elif isinstance(obs, (gym.spaces.Dict, gym.spaces.Tuple)):

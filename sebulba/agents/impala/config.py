@@ -5,12 +5,13 @@ from __future__ import annotations
 import dataclasses
 
 from sebulba.cores import check_core
+from sebulba.networks import TORSO_KINDS
 from sebulba.schedules import check_decay_steps
 
 
 @dataclasses.dataclass(frozen=True)
 class ImpalaConfig:
-    torso: str = "auto"  # "auto" (MLP for vectors, Nature CNN for images) | "mlp" | "nature_cnn" | "impala_resnet"
+    torso: str = "auto"  # one of TORSO_KINDS (sebulba.networks.torso_for)
     hidden_sizes: tuple[int, ...] = (64, 64)  # MLP torso
     separate_value_torso: bool = False  # a second torso for the baseline (the paper shares one)
     discount: float = 0.99
@@ -49,8 +50,8 @@ class ImpalaConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "hidden_sizes", tuple(self.hidden_sizes))
-        if self.torso not in ("auto", "mlp", "nature_cnn", "impala_resnet"):
-            raise ValueError(f"torso must be auto, mlp, nature_cnn or impala_resnet, got {self.torso!r}")
+        if self.torso not in TORSO_KINDS:
+            raise ValueError(f"torso must be one of {TORSO_KINDS}, got {self.torso!r}")
         if self.loss_reduction not in ("mean", "sum"):
             raise ValueError(f"loss_reduction must be 'mean' or 'sum', got {self.loss_reduction!r}")
         if not isinstance(self.num_minibatches, int) or self.num_minibatches < 1:

@@ -12,7 +12,7 @@ from sebulba.schedules import check_decay_steps
 
 @dataclasses.dataclass(frozen=True)
 class PPOConfig:
-    torso: str = "auto"  # "auto" (MLP for vectors, Nature CNN for images) | "mlp" | "nature_cnn" | "impala_resnet"
+    torso: str = "auto"  # one of TORSO_KINDS (sebulba.networks.torso_for)
     hidden_sizes: tuple[int, ...] = (64, 64)  # MLP torsos
     activation: str = "tanh"  # MLP torsos: CleanRL's PPO uses tanh
     # Separate actor and critic torsos (CleanRL's MLP PPO); False shares one (its Atari PPO, a CNN).
