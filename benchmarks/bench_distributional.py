@@ -50,7 +50,7 @@ def main() -> None:
         f"Run {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC with "
         f"`python {' '.join(['benchmarks/bench_distributional.py', *sys.argv[1:]])}`  \n"
         f"Machine: {platform.platform()}, {os.cpu_count()} cores, CPU only; each run is `python -m` the entry point "
-        "with its CartPole preset (100k env steps; C51 and QR-DQN: 101 atoms, C51's from -100 to 100) and "
+        "with its CartPole preset (100k env steps; C51 and QR-DQN: 51 atoms, C51's from -100 to 100) and "
         "`--loop anakin`, in a fresh process, timed whole. References: CleanRL's c51.py on CartPole-v1 (101 atoms, "
         "500k steps).\n\n"
         f"| run | seed | env steps | episodes | final return (last 20 episodes) | bar met? (>= {BAR:.0f}) | "

@@ -29,12 +29,15 @@ from sebulba.experiment.recipe import Algorithm
 # holds only where it holds on several seeds: batch 64 at one update per 4 env steps and a copy
 # every 100 updates ended seeds 0-2 at 490.7, 500.0, 500.0 with the sampler of 2026-11-27 and at
 # 219.3, 442.5, 500.0 with today's (the same data, other draws); Adam 5e-4 collapsed to ~10.
+# --value_head c51 / qr: 51 atoms (C51's support from -100 to 100, the returns of any classic
+# control task at gamma 0.99); seed 0 ended at 500.0 / 499.5 (101 atoms, CleanRL's c51.py:
+# 500.0 / 500.0, in ~2x the time; 2026-11-29).
 CARTPOLE = Preset(
     total_env_steps=100_000, num_envs=8, steps_per_cycle=4, async_mode=False, inferencers_per_device=1,
     log_every_s=1.0,
     agent=DQNConfig(hidden_sizes=(128, 128), learning_rate=1e-3, adam_eps=1e-8, batch_size=128, replay_ratio=0.5,
                     learning_starts=1_000, replay_capacity=50_000, n_step=3, discount=0.99, target_update_period=200,
-                    epsilon_base=0.05, num_atoms=101, v_min=-100.0, v_max=100.0),
+                    epsilon_base=0.05, v_min=-100.0, v_max=100.0),
 )
 # Atari: Dopamine's DQN (Adam 6.25e-5, batch 32, an update every 4 env steps, 20k warm-up steps,
 # target every 8,000 updates) with double Q-learning and Ape-X epsilons over 32 envs, on EnvPool's

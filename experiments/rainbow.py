@@ -28,13 +28,13 @@ from sebulba.experiment.recipe import Algorithm
 RAINBOW = dict(value_head="c51", priority_exponent=0.5, importance_sampling_exponent=0.4, n_step=3, dueling=True,
                double=True)
 # CartPole-v1 (every vector, image or tabular task): DQN's CartPole preset with Rainbow's parts,
-# 101 atoms from -100 to 100 (CleanRL's c51.py on CartPole).
+# 51 atoms from -100 to 100 (as DQN's CartPole preset with --value_head c51).
 CARTPOLE = Preset(
     total_env_steps=100_000, num_envs=8, steps_per_cycle=4, async_mode=False, inferencers_per_device=1,
     log_every_s=1.0,
     agent=DQNConfig(hidden_sizes=(128, 128), learning_rate=1e-3, adam_eps=1e-8, batch_size=128, replay_ratio=0.5,
                     learning_starts=1_000, replay_capacity=50_000, discount=0.99, target_update_period=200,
-                    epsilon_base=0.05, num_atoms=101, v_min=-100.0, v_max=100.0, **RAINBOW),
+                    epsilon_base=0.05, v_min=-100.0, v_max=100.0, **RAINBOW),
 )
 # Atari: the paper's settings (Adam 6.25e-5, eps 1.5e-4, 51 atoms from -10 to 10 on clipped
 # rewards, a target copy every 8,000 updates, 20k warm-up steps, an update every 4 env steps,

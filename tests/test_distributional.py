@@ -184,7 +184,7 @@ def test_a_rainbow_run_has_its_parts_learns_and_loads(tmp_path):
     assert isinstance(agent, DQN)
     c = agent.config
     assert (c.value_head, c.num_atoms, c.n_step, c.priority_exponent, c.dueling, c.double, c.noisy, c.epsilon_base) == (
-        "c51", 101, 3, 0.5, True, True, True, 0.0)
+        "c51", 51, 3, 0.5, True, True, True, 0.0)
     _, networks = restore_networks(run, agent)
     assert_policy_acts_as_evaluation(sebulba.load_policy(run_dir), agent, networks)
 
