@@ -20,11 +20,10 @@ import dataclasses
 
 from sebulba.agents.ppo import PPO, PPOConfig
 from sebulba.distributions import check_action_space
-from sebulba.experiment.cli import Experiment
 from sebulba.experiment.env_kind import env_kind
 from sebulba.experiment.flags import CORE_FLAGS, Flag
 from sebulba.experiment.presets import Preset
-from sebulba.experiment.recipe import Algorithm, check_minibatches_of_steps
+from sebulba.experiment.recipe import Algorithm, check_minibatches
 from sebulba.networks import TORSO_KINDS
 
 # ---------------------------------------------------------------- presets
@@ -193,20 +192,6 @@ def preset(env_id: str, env_kwargs: dict | None = None) -> Preset:
     if kind.actions == "continuous":
         return CONTROL if kind.native else MUJOCO
     return CARTPOLE
-
-
-def check_minibatches(exp: Experiment) -> None:
-    """Each minibatch takes an equal share of every env's steps; with a recurrent core, of each
-    learner device's envs (whole sequences)."""
-    minibatches = exp.agent.num_minibatches
-    if exp.agent.core == "none":
-        check_minibatches_of_steps(exp)
-        return
-    envs_per_learner = exp.loop.num_envs // len(exp.loop.learner_devices)
-    if envs_per_learner % minibatches:
-        raise ValueError(f"--num_minibatches={minibatches} must divide each learner device's {envs_per_learner} envs "
-                         f"(--num_envs / learner devices): with --core {exp.agent.core} a minibatch takes whole envs' "
-                         "sequences")
 
 
 # ---------------------------------------------------------------- the recipe (sebulba.experiment.recipe)

@@ -15,9 +15,9 @@ import dataclasses
 
 from sebulba.agents.pqn import PQN, PQNConfig
 from sebulba.experiment.env_kind import env_kind, require_discrete_actions
-from sebulba.experiment.flags import Flag
+from sebulba.experiment.flags import CORE_FLAGS, Flag
 from sebulba.experiment.presets import Preset
-from sebulba.experiment.recipe import Algorithm, check_minibatches_of_steps
+from sebulba.experiment.recipe import Algorithm, check_minibatches
 from sebulba.networks import TORSO_KINDS
 
 # ---------------------------------------------------------------- presets
@@ -90,10 +90,11 @@ ALGORITHM = Algorithm(
                            "network)."),
         "torso": Flag(TORSO_KINDS, "Network torso."),
         "hidden_sizes": Flag(list, "MLP torso layer sizes, e.g. 128,128."),
+        **CORE_FLAGS,
     },
     optimizer_steps_per_update=lambda exp: exp.agent.num_epochs * exp.agent.num_minibatches,
-    minibatches_of_envs=lambda config: False,  # minibatches split each env's steps
-    check=check_minibatches_of_steps,
+    minibatches_of_envs=lambda config: config.core != "none",  # without a core, minibatches split each env's steps
+    check=check_minibatches,
     over_the_run=epsilon_over_the_run,
 )
 ALGORITHM.define_flags()

@@ -54,6 +54,8 @@ AGENTS = {
                                           num_atoms=8)),
     "ppo-gru": lambda: PPO(SPEC, PPOConfig(hidden_sizes=(16,), num_minibatches=2, num_epochs=2, core="gru", core_size=8)),
     "pqn": lambda: PQN(SPEC, PQNConfig(hidden_sizes=(16,), num_minibatches=2, num_epochs=2, epsilon_decay_updates=4)),
+    "pqn-gru": lambda: PQN(SPEC, PQNConfig(hidden_sizes=(16,), num_minibatches=2, num_epochs=2, epsilon_decay_updates=4,
+                                           core="gru", core_size=8)),
     "random": lambda: RandomAgent(SPEC),
     "custom": lambda: LinearPG(SPEC),
 }
@@ -83,7 +85,7 @@ def compiles(caplog):
 
 @pytest.mark.slow(seconds=8)  # measured 3-13 s each with 2 workers (R2D2 the longest); 2-3x on a busy host
 @pytest.mark.parametrize("devices", [1, 4])
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow(seconds=6)) if n in ("rainbow", "qr-dqn")
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow(seconds=6)) if n in ("rainbow", "qr-dqn", "pqn-gru")
                                   else n for n in AGENTS])  # DQN's heads: slow tier (DQN itself is in the fast)
 def test_every_agent_runs_in_the_program_with_no_retrace(name, devices, compiles):
     agent = AGENTS[name]()

@@ -32,8 +32,8 @@ CASES = [
     # recurrent cores (issue 53): a size without a core, a core on an agent without one, a minibatch
     # count that would cut the envs' sequences unevenly
     ("experiments.ppo", ["--core_size=16"], 2, "--core_size 16 sizes a recurrent core and this run has none: add --core"),
-    ("experiments.dqn", ["--core=lstm"], 2, "--core: this agent takes no recurrent core; experiments.ppo and "
-                                            "experiments.impala take --core lstm or --core gru"),
+    ("experiments.dqn", ["--core=lstm"], 2, "--core: this agent takes no recurrent core; experiments.ppo, "
+                                            "experiments.impala and experiments.pqn take --core lstm or --core gru"),
     ("experiments.ppo", ["--core=gru", "--num_minibatches=3"], 2, "--num_minibatches=3 must divide each learner "
                                                                   "device's 8 envs (--num_envs / learner devices)"),
 ]

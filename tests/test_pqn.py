@@ -17,12 +17,13 @@ import envs
 import sebulba
 from sebulba.agents.pqn import PQN, PQNConfig
 from sebulba.agents.pqn.returns import episode_q_lambda
-from sebulba.types import EnvStep
+from sebulba.types import EnvStep, Rollout
 from tests.support.cli import last_metrics, run_experiment
 from tests.support.learner_runs import one_cycle, straight_and_resumed, update_on
 
 CARTPOLE = envs.make_spec("CartPole-v1")
 SMALL = PQNConfig(hidden_sizes=(16,), num_epochs=2, num_minibatches=4, epsilon_decay_updates=4)
+RNN = dataclasses.replace(SMALL, core="gru", core_size=8, num_minibatches=2)  # PQN-RNN: minibatches of envs
 
 
 # ---------------------------------------------------------------- the targets
@@ -119,7 +120,7 @@ def test_the_learner_regresses_on_q_lambda_targets_of_its_own_networks():
     _, _, traj = one_cycle(agent)
     es = traj.env_step
     assert es.terminated.any() or es.truncated.any()
-    new_networks, samples = agent.begin_update(networks, traj, jax.random.key(1))
+    new_networks, samples = agent.begin_update(networks, Rollout(traj, ()), jax.random.key(1))
     assert float(new_networks["updates"]) == 1.0
     max_q = np.asarray(agent.net.apply(networks["params"], es.obs.reshape(-1, 4))).max(-1).reshape(17, 8)
     for b in range(8):
@@ -131,8 +132,9 @@ def test_the_learner_regresses_on_q_lambda_targets_of_its_own_networks():
 
 
 @pytest.mark.slow(seconds=6)
-def test_one_and_four_learner_devices_give_the_same_update():
-    agent = PQN(CARTPOLE, SMALL)
+@pytest.mark.parametrize("config", [SMALL, RNN], ids=["mlp", "gru"])
+def test_one_and_four_learner_devices_give_the_same_update(config):
+    agent = PQN(CARTPOLE, config)
     cycle = one_cycle(agent)
     one, four = update_on((0,), agent, cycle), update_on((0, 1, 2, 3), agent, cycle)
     for a, b in zip(jax.tree.leaves(one[0]), jax.tree.leaves(four[0]), strict=True):
@@ -141,16 +143,53 @@ def test_one_and_four_learner_devices_give_the_same_update():
 
 
 @pytest.mark.slow(seconds=8)
-def test_an_interrupted_run_resumes_exactly(tmp_path):
+@pytest.mark.parametrize("config", [SMALL, RNN], ids=["mlp", "gru"])
+def test_an_interrupted_run_resumes_exactly(config, tmp_path):
+    """With a core, the actors' recurrent state is part of what is saved and restored."""
     def make_loop():
         cfg = sebulba.LoopConfig(num_envs=4, steps_per_cycle=8, async_mode=False, inferencers_per_device=1,
                                  learner_devices=(0, 1), seed=5, log_every_s=1e3)
-        return sebulba.GymnasiumLoop(PQN(CARTPOLE, SMALL), cfg)
+        return sebulba.GymnasiumLoop(PQN(CARTPOLE, config), cfg)
 
     straight, resumed = straight_and_resumed(make_loop, tmp_path)
     for a, b in zip(jax.tree.leaves(straight), jax.tree.leaves(resumed), strict=True):
         np.testing.assert_array_equal(a, b)
     assert float(resumed["updates"]) == 6.0  # the epsilon schedule's count came back with the networks
+
+
+def test_pqn_rnn_the_learners_re_unroll_gives_the_actors_q_values():
+    """PQN-RNN: the actors step T + 1 times from a non-zero state (episodes start at t = 0 and 4 in
+    row 0, at 6 in row 1); the learner's one call over the sequence from the first state gives the
+    same Q-values and final state, and a row's Q after its reset does not depend on what came before."""
+    agent = PQN(CARTPOLE, RNN)
+    networks = agent.init_networks(jax.random.key(0))
+    T, B = 9, 4
+    rng = np.random.default_rng(0)
+    obs = jnp.asarray(rng.normal(size=(T + 1, B, 4)), jnp.float32)
+    first = np.zeros((T + 1, B), bool)
+    first[[0, 4], 0] = first[6, 1] = True
+    first = jnp.asarray(first)
+    start = jnp.asarray(rng.normal(size=(B, 8)), jnp.float32)
+    apply = jax.jit(agent.net.apply, static_argnames="sequence")
+    state, qs = start, []
+    for t in range(T + 1):
+        q, state = apply(networks["params"], obs[t], state, first[t])
+        qs.append(q)
+    q, final = apply(networks["params"], obs, start, first, sequence=True)
+    np.testing.assert_allclose(q, jnp.stack(qs), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(final, state, rtol=1e-5, atol=1e-6)
+    fresh, _ = apply(networks["params"], obs, agent.net.initial_state(B), first, sequence=True)
+    np.testing.assert_allclose(fresh[4:, 0], q[4:, 0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(fresh[6:, 1], q[6:, 1], rtol=1e-5, atol=1e-6)
+    assert not np.allclose(fresh[:, 3], q[:, 3])
+    # the step state carries the core, zeros at the start; evaluation carries it too
+    step_state = agent.init_step_state(networks, B, jax.random.key(1))
+    assert not np.any(step_state.core) and step_state.core.shape == (B, 8)
+    es = EnvStep(obs[0], jnp.zeros(B), jnp.zeros(B, bool), jnp.zeros(B, bool), first[0])
+    for step in (agent.step, agent.evaluation_step):
+        _, after = step(networks, step_state, es)
+        np.testing.assert_allclose(after.core, apply(networks["params"], obs[0], step_state.core, first[0])[1],
+                                   rtol=1e-5, atol=1e-6)
 
 
 def test_bad_config_values_are_refused_in_one_line():

@@ -183,8 +183,8 @@ def run_main(main: Callable[[list[str]], None]) -> None:
             return FLAGS(argv)
         except flags.Error as e:  # a bad flag or value: one line, as any other mistake in the input
             if isinstance(e, flags.UnrecognizedFlagError) and e.flagname in CORE_FLAGS:
-                e = (f"--{e.flagname}: this agent takes no recurrent core; experiments.ppo and experiments.impala take "
-                     "--core lstm or --core gru (experiments.r2d2 has an LSTM of its own)")
+                e = (f"--{e.flagname}: this agent takes no recurrent core; experiments.ppo, experiments.impala and "
+                     "experiments.pqn take --core lstm or --core gru (experiments.r2d2 has an LSTM of its own)")
             print(f"error: {e} (--helpshort lists the flags)", file=sys.stderr)
             raise SystemExit(2) from None
 

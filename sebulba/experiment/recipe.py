@@ -37,13 +37,20 @@ flags.disclaim_key_flags()
 DEFAULT_ENV = SHARED_FLAGS["env"].default  # CartPole-v1
 
 
-def check_minibatches_of_steps(exp: Experiment) -> None:
-    """An on-policy agent whose minibatches take an equal share of every env's steps (PPO without a
-    core, PQN): num_minibatches must divide steps_per_cycle, said in one line before anything is built."""
-    minibatches, T = exp.agent.num_minibatches, exp.loop.steps_per_cycle
-    if T % minibatches:
-        raise ValueError(f"--num_minibatches={minibatches} must divide --steps_per_cycle={T}: each minibatch takes an "
-                         "equal share of every env's steps")
+def check_minibatches(exp: Experiment) -> None:
+    """An on-policy agent's minibatches (PPO's, PQN's), said in one line before anything is built:
+    without a recurrent core each takes an equal share of every env's steps (num_minibatches must
+    divide steps_per_cycle); with one, whole sequences of an equal share of each learner device's envs."""
+    minibatches, core = exp.agent.num_minibatches, exp.agent.core
+    if core == "none":
+        if exp.loop.steps_per_cycle % minibatches:
+            raise ValueError(f"--num_minibatches={minibatches} must divide --steps_per_cycle={exp.loop.steps_per_cycle}: "
+                             "each minibatch takes an equal share of every env's steps")
+        return
+    envs_per_learner = exp.loop.num_envs // len(exp.loop.learner_devices)
+    if envs_per_learner % minibatches:
+        raise ValueError(f"--num_minibatches={minibatches} must divide each learner device's {envs_per_learner} envs "
+                         f"(--num_envs / learner devices): with --core {core} a minibatch takes whole envs' sequences")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from sebulba.cores import check_core
 from sebulba.networks import TORSO_KINDS
 from sebulba.schedules import check_decay_steps
 
@@ -34,6 +35,11 @@ class PQNConfig:
     exploration_fraction: float = 0.1
     epsilon_decay_updates: int = 1
     evaluation_epsilon: float = 0.0  # evaluation acts greedily (purejaxql's EPS_TEST)
+    # A recurrent core between the torso and the head (sebulba/cores.py): "lstm", "gru", or "none"
+    # (no memory). With one (the paper's PQN-RNN) the actors carry its state, the learner re-unrolls
+    # it over the rollout, and minibatches take whole envs' sequences.
+    core: str = "none"
+    core_size: int = 128
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "hidden_sizes", tuple(self.hidden_sizes))
@@ -54,3 +60,4 @@ class PQNConfig:
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
         check_decay_steps(self.lr_decay_steps)
+        check_core(self.core, self.core_size)
