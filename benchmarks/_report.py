@@ -111,6 +111,21 @@ def seed_args(description: str) -> tuple[list[int], bool]:
     return [int(s) for s in args.seeds.split(",")], args.no_write
 
 
+def bar_rows(runs, seeds: list[int], tmp: Path, bar: float) -> tuple[list[str], list[tuple[str, Path]]]:
+    """Each (name, module, args) of `runs` at each seed through `run_cli`: the table's rows (run,
+    seed, env steps, episodes, final return, bar met?, wall time) and the curves (label, metrics.csv)."""
+    rows, curves = [], []
+    for name, module, args in runs:
+        for seed in seeds:
+            wall, last, run_dir = run_cli(module, [*args, f"--seed={seed}"], Path(tmp) / f"{module}-{len(rows)}")
+            ret = float(last["episode_return_mean"])
+            rows.append(f"| {name} | {seed} | {int(last['env_steps']):,} | {int(last['episodes']):,} | {ret:.1f} | "
+                        f"{verdict(ret, bar, '{:.1f}')} | {wall:.0f} |")
+            print(rows[-1], flush=True)
+            curves.append((f"{name}, seed {seed}", run_dir / "metrics.csv"))
+    return rows, curves
+
+
 def run_cli(module: str, args: list[str], logdir: Path) -> tuple[float, dict, Path]:
     """Run `python -m module *args --logdir=logdir --noprogress` in a fresh process (1 CPU device),
     timed whole; returns (wall seconds, its last metrics row, its run directory)."""

@@ -18,30 +18,21 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks._report import BENCH_FILE, run_cli, seed_args, verdict, write_section  # noqa: E402
+from benchmarks._report import BENCH_FILE, bar_rows, seed_args, write_section  # noqa: E402
 from sebulba.experiment.curves import plot_curves  # noqa: E402
 
 FIGURES = Path(__file__).resolve().parent / "figures"
 BAR = 475.0
-RUNS = (("DQN (scalar head)", "experiments.dqn", []),
-        ("C51 (--value_head c51)", "experiments.dqn", ["--value_head=c51"]),
-        ("QR-DQN (--value_head qr)", "experiments.dqn", ["--value_head=qr"]),
-        ("Rainbow (experiments.rainbow)", "experiments.rainbow", []))
+RUNS = (("DQN (scalar head)", "experiments.dqn", ["--loop=anakin"]),
+        ("C51 (--value_head c51)", "experiments.dqn", ["--value_head=c51", "--loop=anakin"]),
+        ("QR-DQN (--value_head qr)", "experiments.dqn", ["--value_head=qr", "--loop=anakin"]),
+        ("Rainbow (experiments.rainbow)", "experiments.rainbow", ["--loop=anakin"]))
 
 
 def main() -> None:
     seeds, no_write = seed_args(__doc__)
-    rows, curves = [], []
     with tempfile.TemporaryDirectory() as tmp:
-        for name, module, args in RUNS:
-            for seed in seeds:
-                wall, last, run_dir = run_cli(module, [*args, "--loop=anakin", f"--seed={seed}"],
-                                              Path(tmp) / f"{module}{len(rows)}")
-                ret = float(last["episode_return_mean"])
-                rows.append(f"| {name} | {seed} | {int(last['env_steps']):,} | {int(last['episodes']):,} | {ret:.1f} | "
-                            f"{verdict(ret, BAR, '{:.1f}')} | {wall:.0f} |")
-                print(rows[-1], flush=True)
-                curves.append((f"{name}, seed {seed}", run_dir / "metrics.csv"))
+        rows, curves = bar_rows(RUNS, seeds, Path(tmp), BAR)
         if not no_write:
             FIGURES.mkdir(parents=True, exist_ok=True)
             plot_curves(curves, FIGURES / "distributional_cartpole.png", "DQN's value heads, CartPole-v1 (the presets)")

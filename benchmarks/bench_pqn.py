@@ -17,27 +17,20 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks._report import BENCH_FILE, run_cli, seed_args, verdict, write_section  # noqa: E402
+from benchmarks._report import BENCH_FILE, bar_rows, seed_args, write_section  # noqa: E402
 from sebulba.experiment.curves import plot_curves  # noqa: E402
 
 FIGURES = Path(__file__).resolve().parent / "figures"
 BAR = 475.0
-RUNS = (("CartPole-v1 (Sebulba, no flags)", []), ("CartPole-v1 --loop anakin", ["--loop=anakin"]),
-        ("gymnax/CartPole-v1 (Anakin)", ["--env=gymnax/CartPole-v1"]))
+RUNS = (("CartPole-v1 (Sebulba, no flags)", "experiments.pqn", []),
+        ("CartPole-v1 --loop anakin", "experiments.pqn", ["--loop=anakin"]),
+        ("gymnax/CartPole-v1 (Anakin)", "experiments.pqn", ["--env=gymnax/CartPole-v1"]))
 
 
 def main() -> None:
     seeds, no_write = seed_args(__doc__)
-    rows, curves = [], []
     with tempfile.TemporaryDirectory() as tmp:
-        for name, args in RUNS:
-            for seed in seeds:
-                wall, last, run_dir = run_cli("experiments.pqn", [*args, f"--seed={seed}"], Path(tmp) / f"{name}{seed}")
-                ret = float(last["episode_return_mean"])
-                rows.append(f"| {name} | {seed} | {int(last['env_steps']):,} | {int(last['episodes']):,} | {ret:.1f} | "
-                            f"{verdict(ret, BAR, '{:.1f}')} | {wall:.0f} |")
-                print(rows[-1], flush=True)
-                curves.append((f"{name}, seed {seed}", run_dir / "metrics.csv"))
+        rows, curves = bar_rows(RUNS, seeds, Path(tmp), BAR)
         if not no_write:
             FIGURES.mkdir(parents=True, exist_ok=True)
             plot_curves(curves, FIGURES / "pqn_cartpole.png", "PQN, CartPole-v1 (the preset)")
