@@ -3,7 +3,7 @@ HEAD` and `python -m experiments.rainbow`, fresh processes, `--loop anakin`: on 
 CartPole-v1 the same run as the no-flag Sebulba one, in less time), one row per seed and head:
 mean return over the last 20 episodes >= 475 within the 100k-step preset (the issue's bar: C51 and
 QR-DQN within 200k). DQN's own scalar head is the same-run baseline. The test suite checks seed 0
-of C51 and QR-DQN.
+of C51 at 50k.
 
     python benchmarks/bench_distributional.py [--seeds 0,1,2] [--no-write]
 """

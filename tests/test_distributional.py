@@ -189,18 +189,18 @@ def test_a_rainbow_run_has_its_parts_learns_and_loads(tmp_path):
     assert_policy_acts_as_evaluation(sebulba.load_policy(run_dir), agent, networks)
 
 
-@pytest.mark.slow(seconds=60)
+@pytest.mark.slow(seconds=40)
 @pytest.mark.timeout(600)
-@pytest.mark.parametrize("head, budget", [("c51", 50_000), ("qr", 100_000)])
-def test_learning_bar_cartpole(head, budget, tmp_path):
-    """`python -m experiments.dqn --value_head HEAD`: mean return >= 475 over the last 20 episodes,
-    seed 0 (the issue's bar: within 200k). QR-DQN at the preset's 100k; C51 at 50k, where it is
-    already there (seeds 0-2 at 100k for both, and Rainbow, in BENCHMARKS.md:
-    `benchmarks/bench_distributional.py`; QR-DQN at 70k: 440.6, measured 2026-11-29). `--loop
-    anakin` on the built-in CartPole is the no-flag Sebulba run, bit for bit, in less time."""
-    out = run_experiment("experiments.dqn", f"--value_head={head}", "--seed=0", "--loop=anakin",
-                         f"--total_env_steps={budget}", f"--logdir={tmp_path}", "--noprogress")
+def test_learning_bar_cartpole_c51(tmp_path):
+    """`python -m experiments.dqn --value_head c51`: mean return >= 475 over the last 20 episodes
+    within 50k env steps, seed 0 (the issue's bar: within 200k). QR-DQN's bar (the preset's 100k,
+    120 s of the suite's time: 440.6 at 70k) and seeds 0-2 of both at 100k, beside DQN and Rainbow,
+    are in BENCHMARKS.md (`benchmarks/bench_distributional.py`): the suite is at its time limit, and
+    QR-DQN differs from C51 only in its loss, checked above by hand. `--loop anakin` on the built-in
+    CartPole is the no-flag Sebulba run, bit for bit, in less time."""
+    out = run_experiment("experiments.dqn", "--value_head=c51", "--seed=0", "--loop=anakin", "--total_env_steps=50000",
+                         f"--logdir={tmp_path}", "--noprogress")
     assert out.returncode == 0, out.stderr[-3000:]
     _, last = last_metrics(tmp_path)
-    assert int(last["env_steps"]) >= budget
+    assert int(last["env_steps"]) >= 50_000
     assert float(last["episode_return_mean"]) >= 475, last
