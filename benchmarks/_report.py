@@ -7,7 +7,9 @@ leaves the rest of the file (other sections, hand-written analysis) as it was.
 from __future__ import annotations
 
 import csv
+import datetime
 import os
+import platform
 import subprocess
 import sys
 import time
@@ -109,6 +111,13 @@ def seed_args(description: str) -> tuple[list[int], bool]:
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     return [int(s) for s in args.seeds.split(",")], args.no_write
+
+
+def repeats_header(script: str, repeats: int) -> str:
+    """A side-by-side section's first line: the command as run, the machine, the date, the repeats."""
+    command = f"python benchmarks/{script} " + " ".join(sys.argv[1:])
+    return (f"Command: `{command}`; {platform.node()} ({os.cpu_count()} CPUs, CPU only), "
+            f"{datetime.date.today().isoformat()}; medians of {repeats} interleaved repeats, each run a fresh process.\n\n")
 
 
 def bar_rows(runs, seeds: list[int], tmp: Path, bar: float) -> tuple[list[str], list[tuple[str, Path]]]:

@@ -29,11 +29,9 @@ github.com/mttga/purejaxql, unmodified, in the directory).
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import math
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -41,7 +39,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks._report import publish, run_cli, verdict  # noqa: E402
+from benchmarks._report import publish, repeats_header, run_cli, verdict  # noqa: E402
 from benchmarks.bench_anakin import ROOT, median, training_sps  # noqa: E402
 from sebulba.loop.anakin import ENV_STEPS_PER_CALL  # noqa: E402
 
@@ -142,10 +140,7 @@ def main() -> None:
     parser.add_argument("--purejaxql_dir", default=os.environ.get("PUREJAXQL_DIR", "/work/purejaxql"))
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
-    command = "python benchmarks/bench_pqn_speed.py " + " ".join(sys.argv[1:])
-    header = (f"Command: `{command}`; {platform.node()} ({os.cpu_count()} CPUs, CPU only), "
-              f"{datetime.date.today().isoformat()}; medians of {args.repeats} interleaved repeats, each run a "
-              "fresh process.\n\n")
+    header = repeats_header("bench_pqn_speed.py", args.repeats)
     publish("bench_pqn_speed", "### PQN vs purejaxql's pqn_minatar.py at its MinAtar configuration "
             "(`benchmarks/bench_pqn_speed.py`)\n\n" + header + compare(args), not args.no_write)
 

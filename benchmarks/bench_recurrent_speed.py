@@ -25,10 +25,8 @@ wrappers.py) from github.com/luchris429/purejaxrl (purejaxrl/) in the directory.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -36,7 +34,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks._report import publish, run_cli, verdict  # noqa: E402
+from benchmarks._report import publish, repeats_header, run_cli, verdict  # noqa: E402
 from benchmarks.bench_anakin import PPO_FLAGS, ROOT, median, training_sps  # noqa: E402
 
 NUM_ENVS, STEPS = 4, 128
@@ -139,10 +137,7 @@ def main() -> None:
     parser.add_argument("--purejaxrl_dir", default=os.environ.get("PUREJAXRL_DIR", "/work/pjrl"))
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
-    command = "python benchmarks/bench_recurrent_speed.py " + " ".join(sys.argv[1:])
-    header = (f"Command: `{command}`; {platform.node()} ({os.cpu_count()} CPUs, CPU only), "
-              f"{datetime.date.today().isoformat()}; medians of {args.repeats} interleaved repeats, each run a "
-              "fresh process.\n\n")
+    header = repeats_header("bench_recurrent_speed.py", args.repeats)
     publish("bench_recurrent_speed", "### PPO with a GRU 128 core vs PureJaxRL's ppo_rnn.py, and what a core costs "
             "(`benchmarks/bench_recurrent_speed.py`)\n\n" + header + compare(args), not args.no_write)
 
