@@ -121,7 +121,7 @@ def test_the_heads_bootstrap_from_the_double_q_action():
         np.testing.assert_allclose(target, expected, atol=1e-3)
         np.testing.assert_allclose(loss, categorical_loss(taken, target[None]), rtol=1e-6)
         np.testing.assert_allclose(priority, loss)
-    qr = QuantileHead(2, None)
+    qr = QuantileHead(None)
     next_online = jnp.array([[[0.0, 0.0], [1.0, 3.0]]])  # means 0, 2: action 1
     next_target = jnp.array([[[5.0, 7.0], [-1.0, 1.0]]])  # means 6, 0: action 0
     for double, samples in ((True, [0.5 * -1.0 + 1, 0.5 * 1.0 + 1]), (False, [0.5 * 5 + 1, 0.5 * 7 + 1])):

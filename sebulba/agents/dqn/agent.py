@@ -53,15 +53,16 @@ class DQN(OffPolicyAgent):
     def init_step_state(self, networks: TargetNetworks, num_envs: int, key: jax.Array) -> StepState:
         return StepState(apex_epsilons(num_envs, self.config.epsilon_base, self.config.epsilon_alpha), key)
 
-    def _outputs(self, params, obs, key: jax.Array | None = None) -> jax.Array:
-        """The network's outputs, with a NoisyNet's noise drawn from key (None: its mean weights)."""
+    def _outputs(self, params, obs, key: jax.Array | None = None, stream: int = 0) -> jax.Array:
+        """The network's outputs; a NoisyNet draws its noise from `key` folded with `stream` (the
+        mean weights without a key, or without noisy layers)."""
         if key is None or not self.config.noisy:
             return self.net.apply(params, obs)
-        return self.net.apply(params, obs, noise=True, rngs={"noise": key})
+        return self.net.apply(params, obs, noise=True, rngs={"noise": jax.random.fold_in(key, stream)})
 
     def act(self, networks: TargetNetworks, step_state: StepState, obs, key: jax.Array) -> jax.Array:
         k_explore, k_random = jax.random.split(key)
-        q = self.head.q_values(self._outputs(networks.online, obs, jax.random.fold_in(key, 1)))
+        q = self.head.q_values(self._outputs(networks.online, obs, key, stream=1))
         return epsilon_greedy(q, step_state.epsilon, k_explore, k_random)
 
     def greedy(self, networks: TargetNetworks, step_state: StepState, obs) -> jax.Array:
@@ -71,9 +72,9 @@ class DQN(OffPolicyAgent):
                    ) -> tuple[jax.Array, Metrics, jax.Array]:
         b = batch.reward.shape[0]
         both = jax.tree.map(lambda o, n: jnp.concatenate([o, n]), batch.obs, batch.next_obs)
-        out = self._outputs(networks.online, both, jax.random.fold_in(key, 0))  # one pass over obs and next_obs
+        out = self._outputs(networks.online, both, key, stream=0)  # one pass over obs and next_obs
         next_online = jax.lax.stop_gradient(out[b:])
-        next_target = self._outputs(networks.target, batch.next_obs, jax.random.fold_in(key, 1))
+        next_target = self._outputs(networks.target, batch.next_obs, key, stream=1)
         loss, priority, metrics = self.head.loss(at(out[:b], batch.action), next_online, next_target, batch.reward,
                                                  batch.discount, self.config.double)
         return loss, metrics, priority

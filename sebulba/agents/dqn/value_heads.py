@@ -33,7 +33,6 @@ class ScalarHead(NamedTuple):
     """One Q-value an action; the (Huber) TD loss, |TD| as the priority."""
 
     huber_delta: float | None
-    outputs: int = 0  # the network's outputs an action: 0 means [B, A], no atom axis
 
     def q_values(self, out: jax.Array) -> jax.Array:
         return out
@@ -52,10 +51,6 @@ class CategoricalHead(NamedTuple):
 
     atoms: jax.Array  # [N], evenly spaced from v_min to v_max
 
-    @property
-    def outputs(self) -> int:
-        return self.atoms.shape[0]
-
     def q_values(self, out: jax.Array) -> jax.Array:
         return jnp.sum(jax.nn.softmax(out) * self.atoms, -1)
 
@@ -69,10 +64,9 @@ class CategoricalHead(NamedTuple):
 
 
 class QuantileHead(NamedTuple):
-    """QR-DQN: `outputs` quantiles an action; the quantile Huber loss against the target's
-    quantiles shifted by the n-step reward, which is also the priority."""
+    """QR-DQN: quantiles an action (at `losses.quantile_fractions`); the quantile Huber loss against
+    the target's quantiles shifted by the n-step reward, which is also the priority."""
 
-    outputs: int
     huber_delta: float | None  # the quantile Huber loss's kappa; None: the plain quantile loss
 
     def q_values(self, out: jax.Array) -> jax.Array:
@@ -93,6 +87,6 @@ def make_value_head(config: DQNConfig) -> ValueHead:
     if config.value_head == "c51":
         return CategoricalHead(jnp.linspace(config.v_min, config.v_max, config.num_atoms, dtype=jnp.float32))
     if config.value_head == "qr":
-        return QuantileHead(config.num_atoms, config.huber_delta)
+        return QuantileHead(config.huber_delta)
     return ScalarHead(config.huber_delta)
 
