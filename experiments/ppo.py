@@ -223,7 +223,9 @@ ALGORITHM = Algorithm(
         "scale_rewards": Flag(bool, "Divide rewards by the running std of the discounted return."),
         "torso": Flag(TORSO_KINDS, "Network torso."),
         "hidden_sizes": Flag(list, "MLP torso layer sizes, e.g. 64,64."),
-        "activation": Flag(("tanh", "relu"), "The MLP torsos' activation."),
+        "activation": Flag(("tanh", "relu"), "The MLP torsos' (and heads') activation."),
+        "head_sizes": Flag(list, "Hidden layers of the policy's and of the value's head each (after the torso and "
+                           "the core), e.g. 128 (PureJaxRL's ppo_rnn.py); empty: linear heads."),
         "separate_critic": Flag(bool, "A torso (and core) of the critic's own; --noseparate_critic: the policy and the "
                                 "value share one."),
         "action_mask": Flag(bool, "Mask the policy with the observation's 'action_mask' where it has one (PettingZoo's "

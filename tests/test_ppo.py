@@ -271,7 +271,8 @@ def test_config_and_spaces_are_validated():
                             (dict(clip_coef=0.0), "clip_coef must be > 0"),
                             (dict(num_minibatches=0), "num_minibatches must be an int >= 1"),
                             (dict(gae_lambda=1.5), "gae_lambda must be in"),
-                            (dict(activation="gelu"), "activation must be")]:
+                            (dict(activation="gelu"), "activation must be"),
+                            (dict(head_sizes=(0,)), r"head_sizes must be positive ints \(or none: linear heads\)")]:
         with pytest.raises(ValueError, match=message):
             PPOConfig(**kwargs)
     spec = envs.make_spec("CartPole-v1")
@@ -284,6 +285,33 @@ def test_config_and_spaces_are_validated():
     with pytest.raises(ValueError, match=r"num_minibatches=5 must divide the 16 steps"):
         sebulba.GymnasiumLoop(PPO(CARTPOLE, PPOConfig(num_minibatches=5)),
                               sebulba.LoopConfig(num_envs=4, steps_per_cycle=16, log_every_s=1000.0))
+
+
+def test_head_sizes_give_each_head_hidden_layers_of_its_own_after_the_core():
+    """--head_sizes 128 (PureJaxRL's ppo_rnn.py network): the policy and the value each read a
+    relu Dense(128) of their own after the shared torso and core; by hand from the parameters."""
+    from sebulba.agents.ppo.networks import make_network
+
+    config = PPOConfig(hidden_sizes=(8,), head_sizes=(6,), activation="relu", separate_critic=False, core="gru",
+                       core_size=5)
+    net = make_network(CARTPOLE.observation_space, CARTPOLE.action_space, config)
+    obs, first = jax.random.normal(jax.random.key(1), (3, 4)), jnp.ones(3, bool)
+    params = net.init(jax.random.key(0), obs, net.initial_state(3), first)["params"]
+    assert set(params) == {"torso", "core", "policy_hidden", "value_hidden", "policy", "value"}
+    policy, value, _ = net.apply({"params": params}, obs, net.initial_state(3), first)
+
+    def dense(p, x):
+        return x @ p["kernel"] + p["bias"]
+
+    import flax.linen as nn
+
+    x = jax.nn.relu(dense(params["torso"]["dense1"], obs))
+    _, h = nn.GRUCell(5).apply({"params": params["core"]["gru"]}, jnp.zeros((3, 5)), x)  # first: the zero state
+    np.testing.assert_allclose(policy.logits, dense(params["policy"], jax.nn.relu(dense(params["policy_hidden"]["dense1"], h))),
+                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(value, dense(params["value"], jax.nn.relu(dense(params["value_hidden"]["dense1"], h)))[:, 0],
+                               rtol=1e-5, atol=1e-6)
+    assert make_network(CARTPOLE.observation_space, CARTPOLE.action_space, PPOConfig()).head is None  # CleanRL's
 
 
 @pytest.mark.slow(seconds=12)

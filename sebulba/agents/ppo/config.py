@@ -14,7 +14,10 @@ from sebulba.schedules import check_decay_steps
 class PPOConfig:
     torso: str = "auto"  # one of TORSO_KINDS (sebulba.networks.torso_for)
     hidden_sizes: tuple[int, ...] = (64, 64)  # MLP torsos
-    activation: str = "tanh"  # MLP torsos: CleanRL's PPO uses tanh
+    activation: str = "tanh"  # MLP torsos (and heads): CleanRL's PPO uses tanh
+    # Hidden layers of each head of its own (the policy's and the value's, after the torso and the
+    # core): () for linear heads (CleanRL's); PureJaxRL's ppo_rnn.py and Craftax's PPO-RNN: (128,).
+    head_sizes: tuple[int, ...] = ()
     # Separate actor and critic torsos (CleanRL's MLP PPO); False shares one (its Atari PPO, a CNN).
     separate_critic: bool = True
     discount: float = 0.99
@@ -54,12 +57,15 @@ class PPOConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "hidden_sizes", tuple(self.hidden_sizes))
+        object.__setattr__(self, "head_sizes", tuple(self.head_sizes))
         if self.torso not in TORSO_KINDS:
             raise ValueError(f"torso must be one of {TORSO_KINDS}, got {self.torso!r}")
         if self.activation not in ("tanh", "relu"):
             raise ValueError(f"activation must be 'tanh' or 'relu', got {self.activation!r}")
         if not self.hidden_sizes or any(not isinstance(h, int) or h < 1 for h in self.hidden_sizes):
             raise ValueError(f"hidden_sizes must be positive ints, got {self.hidden_sizes}")
+        if any(not isinstance(h, int) or h < 1 for h in self.head_sizes):
+            raise ValueError(f"head_sizes must be positive ints (or none: linear heads), got {self.head_sizes}")
         for name in ("num_epochs", "num_minibatches"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:

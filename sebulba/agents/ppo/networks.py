@@ -43,6 +43,7 @@ class PPONet(nn.Module):
 
     core: str = "none"  # the cores' kind (sebulba.cores.CORES; "none": no memory) ...
     core_size: int = 1  # ... and units
+    head: nn.Module | None = None  # each head's hidden layers (a module cloned per head), or None: linear heads
 
     def initial_state(self, batch: int) -> PyTree:
         """The recurrent state an episode starts from, for `batch` rows: `()` without a core."""
@@ -61,6 +62,8 @@ class PPONet(nn.Module):
         state, features = through_cores(self.core, self.core_size, state, features, first, lead,
                                         names=("core", "critic_core"))
         h, hv = features[0], features[-1]
+        if self.head is not None:
+            h, hv = self.head.copy(name="policy_hidden")(h), self.head.copy(name="value_hidden")(hv)
         small = nn.initializers.orthogonal(0.01)
         if self.continuous:
             policy = GaussianHead(self.num_outputs, self.log_std_init, small, name="policy")(h)
@@ -95,10 +98,10 @@ def action_mask_key(observation_space: gym.spaces.Space, action_space: gym.space
 def make_network(observation_space: gym.spaces.Space, action_space: gym.spaces.Space, config: PPOConfig) -> PPONet:
     activation = {"tanh": nn.tanh, "relu": nn.relu}[config.activation]
 
-    def mlp_settings(torso: nn.Module) -> nn.Module:
+    def mlp_settings(torso: nn.Module, sizes: tuple[int, ...] = config.hidden_sizes) -> nn.Module:
         if not isinstance(torso, MLPTorso):
             return torso
-        return torso.clone(hidden_sizes=config.hidden_sizes, activation=activation,
+        return torso.clone(hidden_sizes=sizes, activation=activation,
                            kernel_init=nn.initializers.orthogonal(math.sqrt(2.0)))
 
     actor_key = None
@@ -118,5 +121,6 @@ def make_network(observation_space: gym.spaces.Space, action_space: gym.spaces.S
     outputs = action_space.shape[0] if continuous else sum(nvec) if nvec else int(action_space.n)
     actor_space = observation_space if actor_key is None else observation_space[actor_key]
     mask_key = action_mask_key(actor_space, action_space) if config.action_mask else None
+    head = mlp_settings(MLPTorso(()), config.head_sizes) if config.head_sizes else None
     return PPONet(torso, critic, outputs, continuous, config.log_std_init, nvec, actor_key, mask_key,
-                  config.core, config.core_size)
+                  config.core, config.core_size, head)
