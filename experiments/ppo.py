@@ -36,14 +36,17 @@ CARTPOLE = Preset(
     total_env_steps=200_000, num_envs=8, steps_per_cycle=128, async_mode=False, inferencers_per_device=1,
     log_every_s=0.5, agent=PPOConfig(learning_rate=2.5e-3),
 )
-# MinAtar (gymnax's four games, the Anakin loop): 64 envs x 128 steps, 4 epochs of 8 minibatches,
-# Adam 5e-4 decayed linearly, gamma 0.99, lambda 0.95, clip 0.2, entropy 0.01, gradient clip 0.5,
-# 1e7 env steps (the shape of gymnax's published PPO runs and PureJaxRL's MinAtar settings), on
-# MinAtar's reference CNN shared by the policy and the value (relu).
+# MinAtar (gymnax's four games, the Anakin loop): the settings of gymnax's published PPO (gymnax-blines'
+# agents/*-MinAtar/ppo.yaml): 64 envs x 128 steps, 4 epochs of 8 minibatches, Adam 5e-4 constant
+# (theirs warms up over the first 5%), gamma 0.999, lambda 0.95, clip 0.2, entropy 0.01, gradient
+# clip 0.5, 1e7 env steps, on its network: the 10x10xC planes flattened into a relu MLP of 256, 256
+# for the policy and another for the value. (MinAtar's CNN shared by both, with 0.99 and a decaying
+# rate, collapsed its entropy on Breakout: 6.5 at 1e7 against gymnax's 28; BENCHMARKS.md.)
 MINATAR = Preset(
     total_env_steps=10_000_000, num_envs=64, steps_per_cycle=128, async_mode=False, inferencers_per_device=1,
-    log_every_s=10.0,
-    agent=PPOConfig(torso="minatar", separate_critic=False, activation="relu", learning_rate=5e-4, num_minibatches=8),
+    log_every_s=10.0, lr_decay=False,
+    agent=PPOConfig(torso="mlp", hidden_sizes=(256, 256), activation="relu", separate_critic=True, discount=0.999,
+                    learning_rate=5e-4, num_minibatches=8),
 )
 # Gymnasium's continuous tasks (MuJoCo): CleanRL's ppo_continuous_action.py: 2048 steps per
 # update (here 8 envs x 256), 32 minibatches of 64, 10 epochs, Adam 3e-4 decayed, no entropy bonus,

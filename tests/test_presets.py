@@ -33,7 +33,7 @@ KINDS = [  # env, its kwargs, IMPALA's preset, R2D2's preset, PPO's preset
     ("pettingzoo/mpe2/simple_spread_v3", {"global_state": True}, "TABULAR", "CARTPOLE", "MULTIPLAYER_MAPPO"),
     ("pettingzoo/classic/connect_four_v3", None, "TABULAR", "CARTPOLE", "BOARD_GAME"),  # an action mask: self-play
     ("Combat-v5", None, "MULTIPLAYER_ATARI", "ATARI", "MULTIPLAYER_ATARI"),  # one screen: each row marked by player
-    ("gymnax/Breakout-MinAtar", None, "MINATAR", "CARTPOLE", "MINATAR"),  # MinAtar's CNN
+    ("gymnax/Breakout-MinAtar", None, "MINATAR", "CARTPOLE", "MINATAR"),  # MinAtar: each its own
 ]
 LOOP = dict(total_env_steps=1000, num_envs=4, steps_per_cycle=8, async_mode=False, inferencers_per_device=1,
             log_every_s=1.0)
