@@ -2,7 +2,6 @@
 per-player returns in the metrics and the learning curve, and the learning bar on MPE's
 simple_spread_v3 with `python -m experiments.ppo`'s preset."""
 
-import csv
 import math
 from collections import deque
 from types import SimpleNamespace
@@ -82,25 +81,23 @@ def test_learning_curve_draws_each_players_returns(tmp_path):
     assert with_players[:4] == b"\x89PNG" and with_players != without  # the players' lines are drawn
 
 
-@pytest.mark.slow(seconds=50)
-@pytest.mark.timeout(600)
-def test_learning_bar_simple_spread(tmp_path):
+@pytest.mark.slow(seconds=8)
+def test_a_simple_spread_run_reports_each_players_returns(tmp_path):
     """`python -m experiments.ppo --env pettingzoo/mpe2/simple_spread_v3` (the preset: IPPO, the
-    player's one-hot in the observation) on 80k env steps: the mean per-player return of the
-    second half of the run, over every metrics row (each the last 20 env episodes of a learner
-    iteration, a row per half second: about 20 rows, some 400 episodes), reaches -23.5. A random
-    policy scores -26.4 (std 8.1 per episode over 2000 episodes: such a mean of random play sits
-    within about +-0.4 of it); seed 0 reaches -22.6 here (and -18 at 1M env steps). metrics.csv
-    and the PNG have each player's returns."""
-    out = run_experiment("experiments.ppo", f"--env={SPREAD}", "--total_env_steps=80000", "--log_every_s=0.5",
+    player's one-hot in the observation), a few updates: metrics.csv and the PNG have each
+    player's returns. That IPPO learns the task is checked on JaxMARL's twin of it (the same
+    dynamics and rewards, the same preset) in the Anakin loop (tests/test_jaxmarl.py), on
+    connect four's self-play in this loop (tests/test_self_play.py), and here at 1M env steps,
+    seeds 0-2, in BENCHMARKS.md (`benchmarks/bench_ippo.py`: -18.4, -20.1, -18.8 against a
+    random policy's -26.4); 80k steps of it took 35-55 s of the suite for a 3-point margin."""
+    out = run_experiment("experiments.ppo", f"--env={SPREAD}", "--total_env_steps=4096", "--log_every_s=0.5",
                          f"--logdir={tmp_path}", "--noprogress")
     assert out.returncode == 0, out.stderr[-3000:]
     run_dir, last = last_metrics(tmp_path)
-    assert (run_dir / "learning_curve.png").exists()
+    assert (run_dir / "learning_curve.png").exists() and int(last["env_steps"]) >= 4096
     assert all(np.isfinite(float(last[f"episode_return_mean_player{p}"])) for p in range(3)), last
-    rows = list(csv.DictReader((run_dir / "metrics.csv").open()))
-    late = [float(r["episode_return_mean"]) for r in rows if int(r["env_steps"]) >= 40_000]
-    assert len(late) >= 5 and np.mean(late) >= -23.5, late
+    assert float(last["episode_return_mean"]) == pytest.approx(np.mean([float(last[f"episode_return_mean_player{p}"])
+                                                                        for p in range(3)]), rel=1e-4)
 
 
 def test_mappo_critic_reads_the_global_state_the_policy_does_not():

@@ -65,9 +65,11 @@ def test_cli_trains_on_the_host_pool_and_the_run_reloads_with_actions_in_bounds(
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("name", ["sac", "td3"])
 def test_learning_bar_pendulum(name, tmp_path):
-    """The no-flag run: mean return >= -250 over the last 20 episodes within 20k env steps (seed 0;
-    seeds 1, 2 in BENCHMARKS.md)."""
-    out = run_experiment(f"experiments.{name}", "--seed=0", f"--logdir={tmp_path}", "--noprogress")
+    """The preset's run: mean return >= -250 over the last 20 episodes within 20k env steps (seed 0;
+    seeds 1, 2 in BENCHMARKS.md). As `--loop anakin`, which on the built-in Pendulum runs the
+    no-flag run's envs and seeds in about 80% of its time: SAC's ends bit for bit where the no-flag
+    run ends (-121.8); TD3's draws its exploration noise apart (-131.8 against -129.1; 2026-11-29)."""
+    out = run_experiment(f"experiments.{name}", "--seed=0", "--loop=anakin", f"--logdir={tmp_path}", "--noprogress")
     assert out.returncode == 0, out.stderr[-3000:]
     _, last = last_metrics(tmp_path)
     assert 20_000 <= int(last["env_steps"]) < 21_000
