@@ -47,13 +47,14 @@ def test_agents_learn_a_dict_observation_task(agent, steps, tmp_path):
             policy.act({"position": np.zeros((2, 3), np.float32), "signal": np.zeros(2, int)})
 
 
-@pytest.mark.slow(seconds=36)
+@pytest.mark.slow(seconds=18)
 def test_impala_learns_minigrid(tmp_path):
     pytest.importorskip("minigrid", reason="the minigrid extra is not installed: pip install -e '.[minigrid]'")
     out = run_experiment("experiments.impala", "--env=MiniGrid-Empty-5x5-v0",
-                         "--env_kwargs=drop_observation_keys=['mission']", "--total_env_steps=100000",
+                         "--env_kwargs=drop_observation_keys=['mission']", "--total_env_steps=50000",
                          f"--logdir={tmp_path}", "--noprogress", timeout=400)
     assert out.returncode == 0, out.stderr[-3000:]
-    # The random policy's return is about 0.2 (it finds the goal late, if at all, in 100 steps);
-    # the optimum 0.955 (5 steps). Seeds 0-2 ended at 0.8-0.9.
+    # The optimum is 0.955 (5 steps); the first rows' (the first 10k env steps: a policy near the
+    # initial one, whose episodes end only when it finds the goal) about 0.6. Seeds 0-2 ended at
+    # 0.8-0.9 at 100k; seed 0 held 0.81-0.83 from 23k on (0.83 at 50k, 2026-11-29).
     assert final_return(tmp_path) >= 0.7
