@@ -19,6 +19,8 @@ from sebulba.agents.ppo import PPO, PPOConfig
 from sebulba.agents.pqn import PQN, PQNConfig
 from sebulba.agents.dqn import DQN, DQNConfig
 from sebulba.agents.r2d2 import R2D2, R2D2Config
+from sebulba.agents.sac import SAC, SACConfig
+from sebulba.agents.td3 import TD3, TD3Config
 from sebulba.loop import anakin, anakin_program
 from sebulba.loop.anakin import AnakinLoop
 from sebulba.loop.checkpoint import CheckpointConfig, Checkpointer
@@ -394,7 +396,8 @@ def test_evaluation_during_an_anakin_run_plays_the_staged_networks(tmp_path):
 
 @pytest.mark.slow(seconds=5)
 @pytest.mark.parametrize("env_id, name", [("CartPole-v1", "ppo"), ("gymnax/CartPole-v1", "ppo"), ("CartPole-v1", "dqn"),
-                                          ("CartPole-v1", "ppo-gru"), ("CartPole-v1", "pqn")])
+                                          ("CartPole-v1", "ppo-gru"), ("CartPole-v1", "pqn"), ("Pendulum-v1", "sac"),
+                                          ("Pendulum-v1", "td3")])
 def test_anakin_and_sebulba_sync_learn_the_same_networks_on_the_same_envs(env_id, name):
     """One device, one inferencer, the same seed: the Anakin loop starts from the Sebulba loop's
     keys and envs (the built-in CartPole: the stateless compiled env against the pool's own
@@ -413,6 +416,9 @@ def test_anakin_and_sebulba_sync_learn_the_same_networks_on_the_same_envs(env_id
                                            reward_scale=0.1)),
         "dqn": lambda: DQN(spec, DQNConfig(hidden_sizes=(8,), batch_size=4, replay_capacity=256, learning_starts=64,
                                            replay_ratio=1 / 16, n_step=2, target_update_period=3)),
+        **{key: (lambda a=a, c=c: a(spec, c(hidden_sizes=(8,), batch_size=4, replay_capacity=256, learning_starts=64,
+                                             replay_ratio=1 / 16)))
+           for key, a, c in (("sac", SAC, SACConfig), ("td3", TD3, TD3Config))},
     }[name]
     anakin = AnakinLoop(agent(), sebulba.LoopConfig(loop="anakin", **cfg), updates_per_call=4)
     _, result = anakin.call()
