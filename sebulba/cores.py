@@ -10,9 +10,10 @@ re-unrolls it, from the state recorded at the trajectory's first step, over the 
 (truncated BPTT). Both must see the same states for the same networks, so the episode
 boundary is handled inside the step, the one function both use: a row whose `first` flag is
 set (its env was just reset, see `EnvStep`) starts from the initial state *before* the step,
-including mid-rollout. `unroll` is nothing but that step under `jax.lax.scan`, so the learner's
-states equal the actors' by construction (R2D2's `unroll` in agents/r2d2/networks.py does the
-same for its own network).
+including mid-rollout. `unroll` is that step under `jax.lax.scan` (`RecurrentCore.unroll` with
+the cell's input layers run on the whole sequence first), so the learner's states equal the
+actors' up to float rounding (R2D2's `unroll` in agents/r2d2/networks.py does the same for its own
+network).
 """
 
 from __future__ import annotations
