@@ -123,6 +123,7 @@ def test_observations_and_rewards_are_pettingzoos_from_the_same_positions(task):
         assert np.ptp(rewards[:, :3], axis=1).max() == 0.0
 
 
+@pytest.mark.slow(seconds=5)
 def test_the_pool_serves_it_with_envpools_player_rows():
     pool = envs.make(SPREAD, num_envs=4, batch_size=2, seed=7, add_player_id=True)
     try:
@@ -185,6 +186,7 @@ def test_anakin_and_sebulba_learn_the_same_mappo_networks_on_the_same_envs():
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
+@pytest.mark.slow(seconds=5)
 def test_the_anakin_loop_reports_each_rows_episode_on_one_and_two_devices():
     """A fixed policy (every player idle) on 4 envs x 3 players, one update of 26 steps: each row's
     episode return is the sum of its rewards stepping the JaxEnv alone, tagged with its player

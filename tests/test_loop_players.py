@@ -123,6 +123,7 @@ def test_evaluator_plays_each_players_episodes_once():
     assert sorted(result.lengths.tolist()) == [1, 1, 2, 2, 3, 3]
 
 
+@pytest.mark.slow(seconds=7)
 def test_a_multi_player_run_checkpoints_and_resumes(tmp_path):
     """The rows' cycle state (step states, last env step, running sums) is saved and restored:
     a resumed run goes on at its counts (the process backend's envs start fresh episodes)."""

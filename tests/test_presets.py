@@ -107,6 +107,7 @@ def presets(agent: str, cases: list) -> list:
     return json.loads(out.stdout)
 
 
+@pytest.mark.slow(seconds=5)
 @pytest.mark.parametrize("agent, column", [("impala", 2), ("r2d2", 3), ("ppo", 4)])
 def test_the_preset_follows_the_envs_kind(agent, column):
     cases = [case for case in KINDS if case[column] is not None]

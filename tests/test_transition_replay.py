@@ -211,6 +211,7 @@ def test_sources_are_separate_streams():
     assert {k: v[3] for k, v in got.items()} == expected
 
 
+@pytest.mark.slow(seconds=5)
 def test_empty_replay_draws_nothing_with_weight():
     replay = empty(64, 4, 4, 1)
     for exponent in (0.0, 0.6):
