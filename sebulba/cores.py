@@ -77,11 +77,11 @@ class _CellParams(nn.Module):
                 jnp.concatenate([b for _, b in hh], -1))
 
 
-def _project(params: tuple, x: jax.Array) -> PyTree:
+def _project(kind: str, params: tuple, x: jax.Array) -> PyTree:
     """The cell's input layers on x [N, F]: the GRU's three gates' (each with its bias), the LSTM's
     four at once (no bias: Flax's optimised LSTM puts it in the recurrent layer)."""
     wi, bi, _, _ = params
-    return tuple(x @ w + b for w, b in zip(wi, bi)) if isinstance(wi, list) else x @ wi
+    return tuple(x @ w + b for w, b in zip(wi, bi)) if kind == "gru" else x @ wi
 
 
 def _recur(kind: str, params: tuple, state: PyTree, xp: PyTree) -> tuple[PyTree, jax.Array]:
@@ -144,8 +144,9 @@ class RecurrentCore(nn.Module):
             return state, x
         params = _CellParams(self.kind, self.size, name=self.kind)(x)
         if not sequence:
-            return self._step(params, state, _project(params, x), first)
-        xps = jax.tree.map(lambda y: y.reshape(*x.shape[:2], -1), _project(params, x.reshape(-1, x.shape[-1])))
+            return self._step(params, state, _project(self.kind, params, x), first)
+        rows = _project(self.kind, params, x.reshape(-1, x.shape[-1]))  # the input layers on all T x B rows
+        xps = jax.tree.map(lambda y: y.reshape(*x.shape[:2], -1), rows)
         return jax.lax.scan(lambda s, inputs: self._step(params, s, *inputs), state, (xps, first))
 
     def unroll(self, state: PyTree, xs: jax.Array, firsts: jax.Array) -> tuple[PyTree, jax.Array]:

@@ -307,10 +307,11 @@ def test_head_sizes_give_each_head_hidden_layers_of_its_own_after_the_core():
 
     x = jax.nn.relu(dense(params["torso"]["dense1"], obs))
     _, h = nn.GRUCell(5).apply({"params": params["core"]["gru"]}, jnp.zeros((3, 5)), x)  # first: the zero state
-    np.testing.assert_allclose(policy.logits, dense(params["policy"], jax.nn.relu(dense(params["policy_hidden"]["dense1"], h))),
-                               rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(value, dense(params["value"], jax.nn.relu(dense(params["value_hidden"]["dense1"], h)))[:, 0],
-                               rtol=1e-5, atol=1e-6)
+    def head(name):
+        return dense(params[name], jax.nn.relu(dense(params[f"{name}_hidden"]["dense1"], h)))
+
+    np.testing.assert_allclose(policy.logits, head("policy"), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(value, head("value")[:, 0], rtol=1e-5, atol=1e-6)
     assert make_network(CARTPOLE.observation_space, CARTPOLE.action_space, PPOConfig()).head is None  # CleanRL's
 
 

@@ -43,7 +43,7 @@ class PPONet(nn.Module):
 
     core: str = "none"  # the cores' kind (sebulba.cores.CORES; "none": no memory) ...
     core_size: int = 1  # ... and units
-    head: nn.Module | None = None  # each head's hidden layers (a module cloned per head), or None: linear heads
+    head: nn.Module | None = None  # each head's hidden layers (a copy per head), or None: linear heads
 
     def initial_state(self, batch: int) -> PyTree:
         """The recurrent state an episode starts from, for `batch` rows: `()` without a core."""
