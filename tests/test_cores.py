@@ -112,6 +112,38 @@ def test_a_first_mid_sequence_restarts_that_row_only(kind):
     assert np.abs(continued[3:, 0] - fresh[:, 0]).max() > 1e-3  # without the reset row 0 would differ
 
 
+@pytest.mark.parametrize("kind", RECURRENT)
+@pytest.mark.parametrize("features, size, batch", [(F, SIZE, B), (128, 128, 4)])
+def test_the_step_is_flaxs_cell_bit_for_bit_on_flaxs_parameters(kind, features, size, batch):
+    """The core keeps Flax's parameters (names, shapes, initial values: a Flax cell applies the
+    core's own) and its arithmetic: a step is `nn.GRUCell` / `nn.OptimizedLSTMCell`'s, to the bit.
+    Along a sequence the input layers run on all T x B rows at once, which may round a last bit
+    apart from the step's B rows (the tests above hold the unroll to 1e-6)."""
+    import flax.linen as nn
+
+    core = RecurrentCore(kind, size)
+    rng = np.random.default_rng(3)
+    x = jnp.asarray(rng.standard_normal((batch, features)), jnp.float32)
+    params = core.init(jax.random.key(0), core.initial_state(batch), x, jnp.zeros(batch, bool))
+    state = jax.tree.map(lambda z: jnp.asarray(rng.standard_normal(z.shape), jnp.float32), core.initial_state(batch))
+    cell = nn.GRUCell(size) if kind == "gru" else nn.OptimizedLSTMCell(size)
+    reference = cell.init(jax.random.key(0), tuple(state) if kind == "lstm" else state, x)["params"]
+    assert jax.tree.map(jnp.shape, reference) == jax.tree.map(jnp.shape, params["params"][kind])
+
+    class FlaxCellInside(nn.Module):  # the core as it was: Flax's cell under the same name
+        @nn.compact
+        def __call__(self, s, v):
+            return (nn.GRUCell(size, name="gru") if kind == "gru" else nn.OptimizedLSTMCell(size, name="lstm"))(s, v)
+
+    old = FlaxCellInside().init(jax.random.key(0), tuple(state) if kind == "lstm" else state, x)
+    jax.tree.map(np.testing.assert_array_equal, old, params)  # the same initial values from the same key
+    new_state, y = jax.jit(core.apply)(params, state, x, jnp.zeros(batch, bool))
+    carry = tuple(state) if kind == "lstm" else state
+    flax_state, flax_y = jax.jit(cell.apply)({"params": params["params"][kind]}, carry, x)
+    np.testing.assert_array_equal(y, flax_y)
+    jax.tree.map(np.testing.assert_array_equal, tuple(new_state) if kind == "lstm" else new_state, flax_state)
+
+
 def test_initial_state_shapes():
     assert RecurrentCore("none", 8).initial_state(B) == ()
     lstm = RecurrentCore("lstm", 8).initial_state(B)
