@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from sebulba.networks import ImpalaResNet, MinAtarCNN, MLPTorso, NatureCNN, torso_for
+from sebulba.networks import ImpalaResNet, MinAtarCNN, MLPTorso, NatureCNN, ShiftedConv, max_pool_2x2, torso_for
 
 B = 2
 SMALL_NATURE = (4, 36, 44)  # the smallest NatureCNN input (1x2 after conv3); non-square to catch an H/W swap
@@ -302,6 +302,25 @@ def test_the_minatar_torso_is_minatars_conv_and_dense(layer_norm):
     if layer_norm:
         x = nn.LayerNorm().apply({"params": p["norm2"]}, x)
     np.testing.assert_allclose(torso.apply(params, planes), nn.relu(x), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("kernel_size", [(2, 2), (3, 2)])
+def test_a_shifted_conv_is_flaxs_valid_conv_with_its_parameters_and_initial_values(kernel_size):
+    """ShiftedConv (the small grid CNN's convs): the parameter tree and initial values of
+    nn.Conv(F, kernel_size, VALID) under the same name and key, and its function on them."""
+    x = np.random.default_rng(0).normal(size=(3, 7, 6, 5)).astype(np.float32)  # non-square, odd
+    ours = ShiftedConv(8, kernel_size).init(key(2), x)
+    flax_conv = nn.Conv(8, kernel_size, padding="VALID")
+    theirs = flax_conv.init(key(2), x)
+    assert jax.tree.structure(ours) == jax.tree.structure(theirs)
+    for a, b in zip(jax.tree.leaves(ours), jax.tree.leaves(theirs)):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_allclose(ShiftedConv(8, kernel_size).apply(ours, x), flax_conv.apply(ours, x), rtol=1e-5, atol=1e-5)
+
+
+def test_the_2x2_max_pool_is_flaxs():
+    x = np.random.default_rng(1).normal(size=(2, 7, 6, 3)).astype(np.float32)  # an odd row is dropped
+    np.testing.assert_array_equal(max_pool_2x2(x), nn.max_pool(x, (2, 2), strides=(2, 2)))
 
 
 def test_torso_for_rejects_unknown_kinds():
