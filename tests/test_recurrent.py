@@ -196,20 +196,26 @@ def test_the_sebulba_loop_never_retraces_a_recurrent_agent_once_warm():
         assert [f._cache_size() for f in fns] == sizes and len(loop.learner._compiled) == compiled
 
 
-# ---------------------------------------------------------------- learning bars (seed 0 of MemoryChain's; all four
-# bars on seeds 0-2, with and without the core: benchmarks/bench_recurrent.py, BENCHMARKS.md; the CartPoleNoVelocity
-# and MiniGrid bars take 25-70 s each here, past what the suite's 20 minutes on 2 cores allow)
-@pytest.mark.slow(seconds=35)
+# ---------------------------------------------------------------- learning bars (seed 0; every bar on seeds 0-2,
+# with and without the core: benchmarks/bench_recurrent.py, BENCHMARKS.md)
 @pytest.mark.timeout(600)
-@pytest.mark.parametrize("module, env, extra, core, bar", [
-    ("experiments.ppo", "gymnax/MemoryChain-bsuite", [], "lstm", 0.9),
-], ids=["ppo-lstm-memory-chain"])
+@pytest.mark.parametrize("module, env, extra, core, bar", [  # the marks: each one's time on 2 cores
+    pytest.param("experiments.ppo", "gymnax/MemoryChain-bsuite", [], "lstm", 0.9,
+                 marks=pytest.mark.slow(seconds=30), id="ppo-lstm-memory-chain"),
+    pytest.param("experiments.ppo", "CartPoleNoVelocity-v1", ["--loop=anakin"], "gru", 475.0,
+                 marks=pytest.mark.slow(seconds=65), id="ppo-gru-cartpole-no-velocity"),
+    pytest.param("experiments.impala", "CartPoleNoVelocity-v1", ["--loop=anakin"], "lstm", 475.0,
+                 marks=pytest.mark.slow(seconds=25), id="impala-lstm-cartpole-no-velocity"),
+    pytest.param("experiments.ppo", "xminigrid/MiniGrid-Empty-6x6", [], "gru", 0.8,
+                 marks=pytest.mark.slow(seconds=35), id="ppo-gru-minigrid-empty-6x6"),
+])
 def test_learning_bar_of_a_memory_task_with_its_preset(module, env, extra, core, bar, tmp_path):
     """`python -m experiments.<agent> --env ID`: the memory task's own preset (its recurrent core
     included), mean return over the last 20 episodes at or above the bar within its budget
-    (MemoryChain 150k, CartPoleNoVelocity 500k env steps). The built-in CartPoleNoVelocity runs
-    with --loop anakin, the preset's run with the same envs and seeds (its seeds 0-2 ended at the
-    same figures in both loops: BENCHMARKS.md), in about a third of the time."""
+    (MemoryChain 150k, CartPoleNoVelocity 500k, MiniGrid-Empty-6x6 100k env steps). The built-in
+    CartPoleNoVelocity runs with --loop anakin (its compiled step: the preset's envs and seeds in
+    one program) in a third of the Sebulba loop's time for PPO and half of it for IMPALA; the
+    Sebulba loop's seeds 0-2 are in BENCHMARKS.md."""
     from tests.support.cli import last_metrics, run_experiment
 
     out = run_experiment(module, f"--env={env}", "--seed=0", *extra, f"--logdir={tmp_path}", "--noprogress",
