@@ -6,7 +6,8 @@ none`: the same run without memory), seeds as given. Mean return over the last 2
 - PPO (GRU) and IMPALA (LSTM) on CartPoleNoVelocity-v1 >= 475 within 500k; without a core < 200;
 - PPO (GRU) on xminigrid/MiniGrid-Empty-6x6 >= 0.8 within 100k.
 
-The test suite checks seed 0 of the first three with their cores (tests/test_recurrent.py).
+The test suite checks seed 0 of all four with their cores (tests/test_recurrent.py; CartPoleNoVelocity
+in the Anakin loop).
 
     python benchmarks/bench_recurrent.py [--seeds 0,1,2] [--no-write]
 """
