@@ -1,0 +1,148 @@
+"""The benchmark suites of `python -m benchmarks.suite` (issue 55), declared as data: each a grid
+of tasks x agents x seeds x budget, where each cell is one CLI run (`python -m experiments.AGENT
+--env TASK --seed S`, at the agent's preset for the task unless the suite sets a budget), so what
+is measured is what users run.
+
+A task holds the score it is held against (`reference`) and where that comes from; a uniformly
+random policy's score, the other end of the normalisation, is measured by the runner itself.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+
+@dataclasses.dataclass(frozen=True)
+class Agent:
+    """An entry point and the flags that make it this suite's variant (e.g. `--core none`)."""
+
+    label: str
+    module: str  # experiments.<agent>
+    args: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        if not re.fullmatch(r"[A-Za-z0-9_.+-]+", self.label):
+            raise ValueError(f"agent label {self.label!r}: letters, digits and _.+- only (it names directories)")
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+    """An env id, the agents run on it, and the published or solved score it is held against."""
+
+    env: str
+    agents: tuple[Agent, ...]
+    reference: float
+    source: str  # where `reference` comes from
+    args: tuple[str, ...] = ()  # flags every agent's run of this task takes (e.g. --loop=anakin)
+
+
+@dataclasses.dataclass(frozen=True)
+class Cell:
+    """One run of the grid."""
+
+    agent: Agent
+    task: Task
+    seed: int
+    budget: int | None  # env steps; None: the preset's
+
+    @property
+    def key(self) -> str:
+        """The cell's directory name: agent, env and seed."""
+        return f"{self.agent.label}--{re.sub(r'[^A-Za-z0-9_.-]', '_', self.task.env)}--s{self.seed}"
+
+    def argv(self) -> list[str]:
+        """The entry point's flags (without --logdir)."""
+        budget = [] if self.budget is None else [f"--total_env_steps={self.budget}"]
+        return [f"--env={self.task.env}", f"--seed={self.seed}", *budget, *self.task.args, *self.agent.args]
+
+
+@dataclasses.dataclass(frozen=True)
+class Suite:
+    name: str
+    description: str
+    tasks: tuple[Task, ...]
+    seeds: tuple[int, ...]
+    budget: int | None = None  # env steps of every cell; None: each preset's
+    cost: str = ""  # what a run of the whole suite takes, as measured (or estimated, said so)
+
+    def __post_init__(self):
+        if not self.tasks or not self.seeds:
+            raise ValueError(f"suite {self.name!r} has no tasks or no seeds")
+        keys = [c.key for c in self.cells()]
+        if len(keys) != len(set(keys)):
+            raise ValueError(f"suite {self.name!r} has two cells of the same agent, task and seed")
+
+    def cells(self, seeds: tuple[int, ...] | None = None) -> list[Cell]:
+        return [Cell(agent, task, seed, self.budget) for task in self.tasks for agent in task.agents
+                for seed in (seeds if seeds is not None else self.seeds)]
+
+    def agents(self) -> list[str]:
+        return list(dict.fromkeys(a.label for t in self.tasks for a in t.agents))
+
+
+def agent(name: str, *args: str, label: str | None = None) -> Agent:
+    return Agent(label or name, f"experiments.{name}", tuple(args))
+
+
+GYMNASIUM = "Gymnasium's reward_threshold"
+DISCRETE = tuple(agent(a) for a in ("ppo", "impala", "dqn", "pqn", "r2d2"))
+DISCRETE_JAX = tuple(agent(a) for a in ("ppo", "impala", "dqn", "pqn"))
+CONTINUOUS = tuple(agent(a) for a in ("ppo", "sac", "td3"))
+
+CLASSIC = Suite(
+    "classic", "Classic control at each agent's preset: the built-in tasks in the Sebulba loop, their gymnax twins "
+    "in the Anakin loop.",
+    tasks=(
+        Task("CartPole-v1", DISCRETE, 475.0, GYMNASIUM),
+        Task("Acrobot-v1", DISCRETE, -100.0, GYMNASIUM),
+        Task("MountainCar-v0", DISCRETE, -110.0, GYMNASIUM),
+        Task("Pendulum-v1", CONTINUOUS, -200.0, "the usual solved score (Gymnasium has none)"),
+        Task("gymnax/CartPole-v1", DISCRETE_JAX, 475.0, GYMNASIUM),
+        Task("gymnax/Acrobot-v1", DISCRETE_JAX, -100.0, GYMNASIUM),
+        Task("gymnax/Pendulum-v1", (agent("ppo"),), -200.0, "the usual solved score (Gymnasium has none)"),
+    ),
+    seeds=(0, 1, 2, 3, 4),
+    cost="not yet run whole here",
+)
+
+GYMNAX_PPO = "gymnax's published PPO at 1e7 env steps (gymnax README)"
+MINATAR = Suite(
+    "minatar", "gymnax's four MinAtar games at 1e7 env steps, each agent's MINATAR preset, in the Anakin loop.",
+    tasks=tuple(Task(f"gymnax/{game}-MinAtar", tuple(agent(a) for a in ("ppo", "pqn", "dqn", "impala")), ref, GYMNAX_PPO)
+                for game, ref in (("Asterix", 15.0), ("Breakout", 28.0), ("Freeway", 58.0), ("SpaceInvaders", 131.0))),
+    seeds=(0,),
+    cost="~8-26 minutes a run here (BENCHMARKS.md's MinAtar table): ~2-6 hours for the 16 runs of one seed",
+)
+
+MEMORY = Suite(
+    "memory", "Partially observed tasks with each one's preset core, and the same runs without it (--core none).",
+    tasks=(
+        Task("gymnax/MemoryChain-bsuite", (agent("ppo", label="ppo-lstm"), agent("ppo", "--core=none", label="ppo-none")),
+             1.0, "the task's best return (a recalled bit every episode)"),
+        Task("CartPoleNoVelocity-v1", (agent("ppo", label="ppo-gru"), agent("ppo", "--core=none", label="ppo-none"),
+                                       agent("impala", label="impala-lstm"),
+                                       agent("impala", "--core=none", label="impala-none")),
+             475.0, GYMNASIUM + " (CartPole-v1's)"),
+        Task("xminigrid/MiniGrid-Empty-6x6", (agent("ppo", label="ppo-gru"), agent("ppo", "--core=none", label="ppo-none")),
+             0.8, "XLand-MiniGrid's debug config (configs/debug/single.yaml)"),
+    ),
+    seeds=(0, 1, 2),
+    cost="~25 minutes here (benchmarks/bench_recurrent.py runs the same grid)",
+)
+
+CLEANRL_TD3_1M = "CleanRL's TD3 at 1M env steps (its docs, td3_continuous_action)"
+MUJOCO = Suite(
+    "mujoco", "Gymnasium's MuJoCo v5 locomotion at 300k env steps on this host (1M where a GPU is lent).",
+    tasks=(
+        Task("HalfCheetah-v5", CONTINUOUS, 9583.0, CLEANRL_TD3_1M),
+        Task("Hopper-v5", CONTINUOUS, 3135.0, CLEANRL_TD3_1M),
+        Task("Walker2d-v5", CONTINUOUS, 4058.0, CLEANRL_TD3_1M),
+        Task("Ant-v5", CONTINUOUS, 6000.0, GYMNASIUM),
+    ),
+    seeds=(0, 1, 2),
+    budget=300_000,
+    cost="not yet run whole here (SAC/TD3 at 300k: ~1-2 hours a run on 2 cores)",
+)
+
+SUITES = {s.name: s for s in (CLASSIC, MINATAR, MEMORY, MUJOCO)}

@@ -1,0 +1,131 @@
+"""The benchmark suite runner (issue 55): the aggregate statistics against hand computations and a
+plain loop, and the runner on a tiny suite of real CLI runs: it runs its cells, never reruns a
+finished one, resumes an interrupted one from its checkpoint, and reports what the statistics
+say."""
+
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import scipy.stats
+
+from benchmarks import aggregate, suite as runner
+from benchmarks.suites import SUITES, Suite, Task, agent
+from tests.support.cli import JAX_CACHE, ROOT, child_env
+
+
+# ---------------------------------------------------------------- the statistics
+def test_normalised_scores_put_random_at_0_and_the_reference_at_1():
+    got = aggregate.normalise(np.array([[20.0, -300.0], [475.0, -100.0]]), [20.0, -500.0], [475.0, -100.0])
+    np.testing.assert_allclose(got, [[0.0, 0.5], [1.0, 1.0]])
+    with pytest.raises(ValueError, match="reference equals its random score"):
+        aggregate.normalise(np.ones((2, 1)), [1.0], [1.0])
+
+
+def test_the_aggregates_by_hand():
+    scores = np.arange(8.0).reshape(2, 4)  # 0..7: the IQM drops 0, 1 and 6, 7
+    assert aggregate.iqm(scores) == 3.5 == scipy.stats.trim_mean(scores, 0.25, axis=None)
+    assert aggregate.iqm(np.array([[1.0, 2.0, 100.0]])) == pytest.approx(np.mean([1.0, 2.0, 100.0]))  # 3 // 4 = 0
+    est = aggregate.interval_estimates({"a": scores}, reps=100)["a"]
+    assert (est["IQM"].value, est["median"].value, est["mean"].value) == (3.5, 3.5, 3.5)
+    one_run = aggregate.interval_estimates({"a": np.array([[0.2, 0.4, 0.9]])}, reps=50)["a"]
+    for metric, want in (("IQM", 0.5), ("median", 0.4), ("mean", 0.5)):  # one run per task: nothing to resample
+        assert one_run[metric] == pytest.approx((want, want, want))
+    assert aggregate.performance_profile({"a": scores / 7}, [0.0, 0.5, 1.0])["a"].tolist() == [7 / 8, 4 / 8, 0.0]
+
+
+def test_the_bootstrap_intervals_equal_a_plain_loop_over_the_same_draws():
+    """Each resample draws every task's runs with replacement from that task's own (stratified);
+    the interval is the 2.5th and 97.5th percentiles of the aggregate over the resamples."""
+    rng = np.random.default_rng(7)
+    scores = {"a": rng.normal(size=(5, 3)), "b": rng.normal(1.0, 2.0, size=(5, 3))}
+    reps, seed = 300, 4
+    got = aggregate.interval_estimates(scores, reps=reps, seed=seed)
+    for i, (name, s) in enumerate(scores.items()):
+        rows = np.random.default_rng([seed, i]).integers(0, 5, size=(reps, 5, 3))
+        values = {"IQM": [], "median": [], "mean": []}
+        for r in range(reps):
+            sample = np.array([[s[rows[r, n, m], m] for m in range(3)] for n in range(5)])
+            values["IQM"].append(scipy.stats.trim_mean(sample, 0.25, axis=None))
+            values["median"].append(np.median(sample))
+            values["mean"].append(sample.mean())
+        for metric, v in values.items():
+            low, high = np.percentile(v, [2.5, 97.5])
+            assert got[name][metric].low == pytest.approx(low) and got[name][metric].high == pytest.approx(high)
+            assert got[name][metric].low <= got[name][metric].value <= got[name][metric].high
+    with pytest.raises(ValueError, match="a: scores must be a finite"):
+        aggregate.interval_estimates({"a": np.array([[np.nan]])})
+
+
+def test_every_declared_suite_is_a_grid_of_known_entry_points():
+    import importlib.util
+
+    for s in SUITES.values():
+        cells = s.cells()
+        assert len({c.key for c in cells}) == len(cells) == sum(len(t.agents) for t in s.tasks) * len(s.seeds)
+        for c in cells:
+            assert importlib.util.find_spec(c.agent.module) is not None, c.agent.module
+            assert c.task.source and np.isfinite(c.task.reference)
+
+
+def test_the_command_line_refuses_bad_input_in_one_line():
+    for argv, message in ((["nope"], "name a suite: classic"), (["memory", "--jobs", "0"], "--jobs and --reps"),
+                          (["memory", "--seeds", "a"], "--seeds: comma-separated integers")):
+        out = subprocess.run([sys.executable, "-m", "benchmarks.suite", *argv], cwd=ROOT, capture_output=True, text=True)
+        assert out.returncode == 2 and out.stderr.count("\n") == 1 and message in out.stderr, out.stderr
+
+
+# ---------------------------------------------------------------- the runner, on real runs
+TINY = Suite("tiny", "Two seeds of PPO on CartPole.",
+             tasks=(Task("CartPole-v1", (agent("ppo", "--num_envs=4", "--checkpoint_every=1"),), 475.0, "a test"),),
+             seeds=(0, 1), budget=20_480, cost="seconds")
+
+
+@pytest.mark.slow(seconds=25)
+@pytest.mark.timeout(600)
+def test_the_runner_runs_resumes_never_reruns_and_reports(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", str(JAX_CACHE))
+    monkeypatch.setenv("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+    first, second = TINY.cells()
+    # seed 1's run is interrupted (SIGTERM) once it has a checkpoint: the runner must resume it
+    logdir = runner.cell_dir(tmp_path, TINY, second) / "runs"
+    proc = subprocess.Popen([sys.executable, "-m", second.agent.module, *second.argv(), f"--logdir={logdir}",
+                             "--noprogress"], cwd=ROOT, env=child_env(XLA_FLAGS="", JAX_COMPILATION_CACHE_DIR=str(JAX_CACHE)),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    while not list(logdir.glob("*/checkpoints/[0-9]*")):
+        assert proc.poll() is None, "the run ended before its first checkpoint"
+        assert time.monotonic() < deadline, "no checkpoint within 300 s"
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=120) == 143
+
+    assert runner.run_suite(tmp_path, TINY, jobs=2) == []
+    results = {c.seed: runner.finished(tmp_path, TINY, c) for c in TINY.cells()}
+    assert [results[s]["resumed"] for s in (0, 1)] == [False, True]
+    for c in TINY.cells():
+        r = results[c.seed]
+        assert r["env_steps"] >= 20_480 and np.isfinite(r["return"])
+        rows = (runner.cell_dir(tmp_path, TINY, c) / r["run_dir"] / "metrics.csv").read_text().splitlines()
+        assert float(rows[-1].split(",")[rows[0].split(",").index("episode_return_mean")]) == r["return"]
+    stamps = [(runner.cell_dir(tmp_path, TINY, c) / "result.json").stat().st_mtime_ns for c in TINY.cells()]
+
+    capsys.readouterr()
+    assert runner.run_suite(tmp_path, TINY, jobs=2) == []  # nothing left to run
+    assert "2 of 2 cells finished; running 0" in capsys.readouterr().out
+    assert stamps == [(runner.cell_dir(tmp_path, TINY, c) / "result.json").stat().st_mtime_ns for c in TINY.cells()]
+
+    body = runner.report(tmp_path, TINY, TINY.seeds, {"CartPole-v1": 20.0}, reps=200, figures=tmp_path / "figures")
+    scores = aggregate.normalise(np.array([[results[0]["return"]], [results[1]["return"]]]), [20.0], [475.0])
+    e = aggregate.interval_estimates({"ppo": scores}, reps=200)["ppo"]
+    row = "| ppo | 2 x 1 | " + " | ".join(f"{e[m].value:.2f} [{e[m].low:.2f}, {e[m].high:.2f}]"
+                                         for m in aggregate.METRICS) + " | CartPole-v1 |"
+    assert row in body, body
+    assert "2 of 2 cells finished" in body
+    assert sorted(p.name for p in (tmp_path / "figures").iterdir()) == ["suite-tiny-CartPole-v1.png",
+                                                                        "suite-tiny-aggregate.png"]
+    assert json.loads((runner.cell_dir(tmp_path, TINY, first) / "result.json").read_text())["seed"] == 0
