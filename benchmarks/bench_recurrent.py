@@ -34,7 +34,7 @@ from sebulba.experiment.curves import plot_curves  # noqa: E402
 
 FIGURES = Path(__file__).resolve().parent / "figures"
 # (agent, env id, its preset's core, bar with the core, most without it (None: not a bar)); the
-# runs are the memory suite's cells `{agent}-{core}` and `{agent}-none`
+# runs are the memory suite's cells `{agent}` (the preset's core) and `{agent}-none`
 BARS = [
     ("ppo", "gymnax/MemoryChain-bsuite", "lstm", 0.9, 0.3),
     ("ppo", "CartPoleNoVelocity-v1", "gru", 475.0, 200.0),
@@ -67,7 +67,7 @@ def main() -> None:
             for seed in seeds:
                 result = {}
                 for kind in (core, "none"):
-                    c = cell(f"{agent}-{kind}", env, seed)
+                    c = cell(agent if kind == core else f"{agent}-none", env, seed)
                     r = json.loads((cell_dir(root, MEMORY, c) / "result.json").read_text())
                     result[kind] = (r["return"], r["this_process_s"], r["env_steps"])
                     curves.append((f"{kind}, seed {seed}", cell_dir(root, MEMORY, c) / r["run_dir"] / "metrics.csv"))

@@ -116,19 +116,19 @@ MINATAR = Suite(
 )
 
 MEMORY = Suite(
-    "memory", "Partially observed tasks with each one's preset core, and the same runs without it (--core none).",
+    "memory", "Partially observed tasks with each one's preset core (ppo, impala: GRU or LSTM, as the preset "
+    "says), and the same runs without it (ppo-none, impala-none: --core none).",
     tasks=(
-        Task("gymnax/MemoryChain-bsuite", (agent("ppo", label="ppo-lstm"), agent("ppo", "--core=none", label="ppo-none")),
+        Task("gymnax/MemoryChain-bsuite", (agent("ppo"), agent("ppo", "--core=none", label="ppo-none")),
              1.0, "the task's best return (a recalled bit every episode)"),
-        Task("CartPoleNoVelocity-v1", (agent("ppo", label="ppo-gru"), agent("ppo", "--core=none", label="ppo-none"),
-                                       agent("impala", label="impala-lstm"),
+        Task("CartPoleNoVelocity-v1", (agent("ppo"), agent("ppo", "--core=none", label="ppo-none"), agent("impala"),
                                        agent("impala", "--core=none", label="impala-none")),
              475.0, GYMNASIUM + " (CartPole-v1's)"),
-        Task("xminigrid/MiniGrid-Empty-6x6", (agent("ppo", label="ppo-gru"), agent("ppo", "--core=none", label="ppo-none")),
+        Task("xminigrid/MiniGrid-Empty-6x6", (agent("ppo"), agent("ppo", "--core=none", label="ppo-none")),
              0.8, "XLand-MiniGrid's debug config (configs/debug/single.yaml)"),
     ),
     seeds=(0, 1, 2),
-    cost="~25 minutes here (benchmarks/bench_recurrent.py runs the same grid)",
+    cost="~8 minutes here (benchmarks/bench_recurrent.py runs the same grid)",
 )
 
 CLEANRL_TD3_1M = "CleanRL's TD3 at 1M env steps (its docs, td3_continuous_action)"
