@@ -85,7 +85,7 @@ TINY = Suite("tiny", "Two seeds of PPO on CartPole.",
              seeds=(0, 1), budget=20_480, cost="seconds")
 
 
-@pytest.mark.slow(seconds=25)
+@pytest.mark.slow(seconds=20)
 @pytest.mark.timeout(600)
 def test_the_runner_runs_resumes_never_reruns_and_reports(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", str(JAX_CACHE))

@@ -201,13 +201,13 @@ def test_the_sebulba_loop_never_retraces_a_recurrent_agent_once_warm():
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("module, env, extra, core, bar", [  # the marks: each one's time on 2 cores
     pytest.param("experiments.ppo", "gymnax/MemoryChain-bsuite", [], "lstm", 0.9,
-                 marks=pytest.mark.slow(seconds=20), id="ppo-lstm-memory-chain"),
+                 marks=pytest.mark.slow(seconds=12), id="ppo-lstm-memory-chain"),
     pytest.param("experiments.ppo", "CartPoleNoVelocity-v1", ["--loop=anakin"], "gru", 475.0,
-                 marks=pytest.mark.slow(seconds=35), id="ppo-gru-cartpole-no-velocity"),
+                 marks=pytest.mark.slow(seconds=25), id="ppo-gru-cartpole-no-velocity"),
     pytest.param("experiments.impala", "CartPoleNoVelocity-v1", ["--loop=anakin"], "lstm", 475.0,
-                 marks=pytest.mark.slow(seconds=25), id="impala-lstm-cartpole-no-velocity"),
+                 marks=pytest.mark.slow(seconds=10), id="impala-lstm-cartpole-no-velocity"),
     pytest.param("experiments.ppo", "xminigrid/MiniGrid-Empty-6x6", [], "gru", 0.8,
-                 marks=pytest.mark.slow(seconds=25), id="ppo-gru-minigrid-empty-6x6"),
+                 marks=pytest.mark.slow(seconds=18), id="ppo-gru-minigrid-empty-6x6"),
 ])
 def test_learning_bar_of_a_memory_task_with_its_preset(module, env, extra, core, bar, tmp_path):
     """`python -m experiments.<agent> --env ID`: the memory task's own preset (its recurrent core
@@ -226,7 +226,7 @@ def test_learning_bar_of_a_memory_task_with_its_preset(module, env, extra, core,
     assert float(last["episode_return_mean"]) >= bar, last
 
 
-@pytest.mark.slow(seconds=12)
+@pytest.mark.slow(seconds=5)
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("module, env, extra, ceiling", [  # the issue's: MemoryChain <= 0.3, CartPoleNoVelocity < 200
     ("experiments.ppo", "gymnax/MemoryChain-bsuite", [], 0.3),
