@@ -36,6 +36,52 @@ def space_to_dm_spec(space: gym.spaces.Space, name: str) -> Any:
     raise ValueError(f"no dm_env spec for space {space}")
 
 
+class ArraySpec:
+    """One entry of `EnvSpec.state_array_spec` / `action_array_spec`, as EnvPool's
+    (`envpool.python.protocol.ArraySpec`): dtype, per-env shape (-1: one per player), and minimum
+    and maximum (element-wise arrays where the bounds differ per element). Unbounded entries carry
+    EnvPool's defaults, its C++ `std::numeric_limits<T>::min()` and `max()` (for floats that
+    minimum is the smallest positive normal number, as EnvPool's is)."""
+
+    def __init__(self, dtype: Any, shape: Sequence[int], minimum: Any = None, maximum: Any = None):
+        self.dtype = np.dtype(dtype)
+        self.shape = list(shape)
+        if self.dtype == np.bool_:
+            limits = (False, True)
+        elif np.issubdtype(self.dtype, np.integer):
+            limits = (np.iinfo(self.dtype).min, np.iinfo(self.dtype).max)
+        else:
+            limits = (np.finfo(self.dtype).tiny, np.finfo(self.dtype).max)
+        self.minimum = limits[0] if minimum is None else minimum
+        self.maximum = limits[1] if maximum is None else maximum
+
+    def __repr__(self) -> str:
+        return f"ArraySpec(shape={self.shape}, dtype={self.dtype}, minimum={self.minimum}, maximum={self.maximum})"
+
+
+def _space_array_specs(space: gym.spaces.Space, key: str, lead: Sequence[int]) -> dict[str, ArraySpec]:
+    """A space's EnvPool array specs under `key` ("obs", "action"): a Dict/Tuple space's leaves as
+    "key:a" then "key:a.b" (EnvPool's names), `lead` (e.g. [-1]: per player) before each shape."""
+    if isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple)):
+        items = space.spaces.items() if isinstance(space, gym.spaces.Dict) else enumerate(space.spaces)
+        out = {}
+        for k, sub in items:
+            out.update(_space_array_specs(sub, f"{key}{'.' if ':' in key else ':'}{k}", lead))
+        return out
+    if isinstance(space, gym.spaces.Discrete):
+        low, high = int(space.start), int(space.start + space.n - 1)
+    elif isinstance(space, gym.spaces.Box):
+        uniform = space.low.size and (space.low == space.low.flat[0]).all() and (space.high == space.high.flat[0]).all()
+        low, high = (space.low.flat[0], space.high.flat[0]) if uniform else (space.low, space.high)
+    elif isinstance(space, gym.spaces.MultiDiscrete):
+        low, high = space.start, space.start + space.nvec - 1
+    elif isinstance(space, gym.spaces.MultiBinary):
+        low, high = 0, 1
+    else:
+        raise ValueError(f"no array spec for space {space}")
+    return {key: ArraySpec(space.dtype, [*lead, *space.shape], low, high)}
+
+
 class EnvSpec:
     """What `make_spec` returns: the single env's spaces (channel-first) and the pool config.
 
@@ -96,6 +142,40 @@ class EnvSpec:
     def action_spec(self) -> specs.Array:
         return space_to_dm_spec(self.action_space, "action")
 
+    @property
+    def reward_threshold(self) -> float | None:
+        """The return at which the task counts as solved, None for none: Gymnasium's registered
+        `reward_threshold` for the id (EnvPool's configs copy gym's: CartPole-v1 475, Acrobot-v1
+        -100, Ant-v5 6000, ...)."""
+        try:
+            return gym.spec(self._config.task_id).reward_threshold
+        except gym.error.Error:
+            return None
+
+    @property
+    def action_array_spec(self) -> dict[str, ArraySpec]:
+        """EnvPool's internal action entries: "env_id", "players.env_id" (EnvPool's common ones),
+        then the action's (a Discrete action [-1] bounded 0..n-1, a Box one [-1, *shape]: one per
+        player), so `action_array_spec["action"].maximum + 1` is a Discrete space's n."""
+        i32 = np.int32
+        return {"env_id": ArraySpec(i32, []), "players.env_id": ArraySpec(i32, [-1]),
+                **_space_array_specs(self.action_space, "action", [-1])}
+
+    @property
+    def state_array_spec(self) -> dict[str, ArraySpec]:
+        """EnvPool's internal state entries, in its order: its common ones ("info:env_id",
+        "info:players.env_id", "elapsed_step", "done", "reward", "discount", "step_type", "trunc"),
+        then the observation ("obs", or "obs:key" per leaf of a Dict/Tuple space) and the task's
+        info fields ("info:lives", ...)."""
+        i32 = np.int32
+        out = {"info:env_id": ArraySpec(i32, []), "info:players.env_id": ArraySpec(i32, [-1]),
+               "elapsed_step": ArraySpec(i32, []), "done": ArraySpec(np.bool_, []),
+               "reward": ArraySpec(np.float32, [-1]), "discount": ArraySpec(np.float32, [-1], 0.0, 1.0),
+               "step_type": ArraySpec(i32, []), "trunc": ArraySpec(np.bool_, [])}
+        out.update(_space_array_specs(self.observation_space, "obs", []))
+        out.update({f"info:{k}": ArraySpec(np.dtype(d).base, list(np.dtype(d).shape)) for k, d in self.extra_info.items()})
+        return out
+
     def reward_spec(self) -> specs.Array:
         return specs.Array((), np.float32, name="reward")
 
@@ -106,4 +186,4 @@ class EnvSpec:
         return f"EnvSpec({self._config.task_id!r}, obs={self.observation_space}, action={self.action_space})"
 
 
-__all__ = ["EnvSpec", "dm_env", "space_to_dm_spec"]
+__all__ = ["ArraySpec", "EnvSpec", "dm_env", "space_to_dm_spec"]

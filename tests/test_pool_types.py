@@ -68,6 +68,36 @@ def test_make_spec_observation_spec_describes_what_step_returns():
     assert cartpole._fields == ("obs", "env_id", "elapsed_step") and cartpole.obs.shape == (4,)
 
 
+def test_the_spec_has_envpools_array_specs_and_reward_threshold():
+    """EnvPool's EnvSpec attributes (its Atari api_test reads `action_array_spec["action"].maximum`
+    and counts three action entries): the internal action and state entries by EnvPool's names,
+    in its order, with EnvPool's per-player leading -1; the reward threshold Gymnasium registers."""
+    pong = envs.make_spec("Pong-v5")
+    actions = pong.action_array_spec
+    assert list(actions) == ["env_id", "players.env_id", "action"]
+    assert actions["action"].maximum + 1 == 6 and actions["action"].minimum == 0 and actions["action"].shape == [-1]
+    assert actions["players.env_id"].shape == [-1] and actions["env_id"].shape == []
+    states = pong.state_array_spec
+    assert list(states) == ["info:env_id", "info:players.env_id", "elapsed_step", "done", "reward", "discount",
+                            "step_type", "trunc", "obs", "info:lives", "info:reward"]
+    assert states["obs"].shape == [4, 84, 84] and (states["obs"].minimum, states["obs"].maximum) == (0, 255)
+    assert (states["discount"].minimum, states["discount"].maximum) == (0.0, 1.0) and states["reward"].shape == [-1]
+    assert states["elapsed_step"].maximum == np.iinfo(np.int32).max and states["done"].dtype == np.bool_
+    pendulum = envs.make_spec("Pendulum-v1").action_array_spec["action"]
+    assert pendulum.shape == [-1, 1] and (pendulum.minimum, pendulum.maximum) == (-2.0, 2.0)
+    cartpole = envs.make_spec("CartPole-v1")
+    np.testing.assert_array_equal(cartpole.state_array_spec["obs"].maximum, cartpole.observation_space.high)  # per element
+    assert "ArraySpec(shape=[-1], dtype=int64, minimum=0, maximum=1)" == repr(cartpole.action_array_spec["action"])
+    assert cartpole.reward_threshold == 475.0 and envs.make_spec("Acrobot-v1").reward_threshold == -100.0
+    assert pong.reward_threshold is None and envs.make_spec("gymnax/CartPole-v1").reward_threshold is None
+    from envs.spec import EnvSpec
+
+    nested = gym.spaces.Dict({"pos": gym.spaces.Box(-1, 1, (2,)), "inner": gym.spaces.Dict({"n": gym.spaces.Discrete(3)})})
+    structured = EnvSpec(cartpole.pool_config, nested, gym.spaces.Discrete(2)).state_array_spec  # EnvPool's leaf names
+    assert [k for k in structured if k.startswith("obs")] == ["obs:inner.n", "obs:pos"]
+    assert structured["obs:inner.n"].maximum == 2 and structured["obs:pos"].shape == [2]
+
+
 def _reference_frames(task: str, seed: int, actions: list) -> list[np.ndarray]:
     env = gym.make(task, render_mode="rgb_array").unwrapped
     env.reset(seed=seed)
