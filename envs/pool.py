@@ -102,6 +102,14 @@ class EnvPool(ClosedOnExit):
     def closed(self) -> bool:
         return self._closed
 
+    def seed(self, seed: int | Sequence[int] | None = None) -> None:
+        """Does nothing but warn, as EnvPool's `seed` (abandoned there): a pool's seeds are fixed
+        when it is made (`envs.make(..., seed=...)`) and a reset takes `seed=` to reseed."""
+        import warnings
+
+        warnings.warn("seed() does nothing here, as EnvPool's abandoned seed(): pass seed= to envs.make (or to "
+                      "reset) instead", stacklevel=2)
+
     @property
     def render_mode(self) -> str | None:
         return self._cfg.render_mode

@@ -98,6 +98,18 @@ def test_the_spec_has_envpools_array_specs_and_reward_threshold():
     assert structured["obs:inner.n"].maximum == 2 and structured["obs:pos"].shape == [2]
 
 
+@pytest.mark.parametrize("env_type", ["dm", "gymnasium"])
+def test_seed_is_envpools_abandoned_no_op_that_warns(env_type):
+    """EnvPool's `seed()` warns and changes nothing (its seeds are make's); its DMC tests call it."""
+    with envs.make("CartPole-v1", env_type=env_type, num_envs=2, seed=3) as pool, \
+            envs.make("CartPole-v1", env_type=env_type, num_envs=2, seed=3) as twin:
+        with pytest.warns(UserWarning, match=r"seed\(\) does nothing here.*pass seed= to envs.make"):
+            assert pool.seed(7) is None
+        first, same = pool.reset(), twin.reset()
+        obs = (lambda r: r.observation.obs) if env_type == "dm" else (lambda r: r[0])
+        np.testing.assert_array_equal(obs(first), obs(same))
+
+
 def _reference_frames(task: str, seed: int, actions: list) -> list[np.ndarray]:
     env = gym.make(task, render_mode="rgb_array").unwrapped
     env.reset(seed=seed)
