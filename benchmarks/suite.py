@@ -274,7 +274,8 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--seeds", help="comma-separated; default: the suite's")
     parser.add_argument("--reps", type=int, default=2000, help="bootstrap resamples")
     parser.add_argument("--report-only", action="store_true", help="report the finished cells, run none")
-    parser.add_argument("--no-write", action="store_true", help="print the report; leave BENCHMARKS.md and the docs")
+    parser.add_argument("--no-write", action="store_true",
+                        help="print the report (its figures under --dir); leave BENCHMARKS.md and the docs")
     args = parser.parse_args(argv)
     if not args.list and args.suite not in SUITES:
         parser.error(f"name a suite: {', '.join(SUITES)} (--list describes them)")
@@ -300,7 +301,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     suite = SUITES[args.suite]
     seeds = args.seeds or suite.seeds
     failures = [] if args.report_only else run_suite(args.dir, suite, args.jobs, seeds)
-    body = report(args.dir, suite, seeds, random_returns(args.dir, suite), args.reps)
+    figures = args.dir / suite.name / "figures" if args.no_write else FIGURES  # --no-write leaves the docs alone
+    body = report(args.dir, suite, seeds, random_returns(args.dir, suite), args.reps, figures=figures)
     print("\n" + body)
     if not args.no_write:
         for path in (BENCH_FILE, DOCS_PAGE):
