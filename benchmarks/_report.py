@@ -135,17 +135,23 @@ def bar_rows(runs, seeds: list[int], tmp: Path, bar: float) -> tuple[list[str], 
     return rows, curves
 
 
+def cli_env() -> dict[str, str]:
+    """The environment of a benchmark's CLI run: this checkout on PYTHONPATH, one CPU device (no
+    XLA_FLAGS from the caller)."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env.pop("XLA_FLAGS", None)
+    return env
+
+
 def run_cli(module: str, args: list[str], logdir: Path) -> tuple[float, dict, Path]:
     """Run `python -m module *args --logdir=logdir --noprogress` in a fresh process (1 CPU device),
     timed whole; returns (wall seconds, its last metrics row, its run directory)."""
     root = Path(__file__).resolve().parents[1]
     logdir.mkdir(parents=True, exist_ok=True)
     before = set(logdir.iterdir())
-    env = {**os.environ, "PYTHONPATH": str(root)}
-    env.pop("XLA_FLAGS", None)
     start = time.perf_counter()
     subprocess.run([sys.executable, "-m", module, *args, f"--logdir={logdir}", "--noprogress"],
-                   cwd=root, env=env, check=True, capture_output=True)
+                   cwd=root, env=cli_env(), check=True, capture_output=True)
     wall = time.perf_counter() - start
     (run_dir,) = set(logdir.iterdir()) - before
     rows = list(csv.DictReader((run_dir / "metrics.csv").open()))

@@ -33,7 +33,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from benchmarks import aggregate  # noqa: E402
-from benchmarks._report import BENCH_FILE, write_section  # noqa: E402
+from benchmarks._report import BENCH_FILE, cli_env, write_section  # noqa: E402
 from benchmarks.suites import SUITES, Cell, Suite, Task  # noqa: E402
 
 DOCS_PAGE = ROOT / "docs" / "benchmarks.md"
@@ -63,10 +63,8 @@ def run_cell(root: Path, suite: Suite, cell: Cell) -> dict:
     started = sorted(d for d in logdir.iterdir() if (d / "flags.json").exists())
     flags = [f"--resume={started[-1]}"] if started else [*cell.argv(), f"--logdir={logdir}"]
     command = [sys.executable, "-m", cell.agent.module, *flags, "--noprogress"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    env.pop("XLA_FLAGS", None)
     start = time.perf_counter()
-    out = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+    out = subprocess.run(command, cwd=ROOT, env=cli_env(), capture_output=True, text=True)
     wall = time.perf_counter() - start
     if out.returncode != 0:
         (here / "error.txt").write_text(f"{' '.join(command)}\nexit {out.returncode}\n{out.stderr[-5000:]}")
@@ -154,8 +152,12 @@ def score_matrices(suite: Suite, results: dict[str, dict], randoms: dict[str, fl
 
 
 def curve(path: Path) -> tuple[np.ndarray, np.ndarray]:
-    rows = [r for r in csv.DictReader(path.open()) if r.get("episode_return_mean") not in (None, "", "nan")]
-    return np.array([float(r["env_steps"]) for r in rows]), np.array([float(r["episode_return_mean"]) for r in rows])
+    """A run's (env steps, episode_return_mean) where both are numbers."""
+    from sebulba.experiment.curves import read_columns
+
+    cols = read_columns(path, ["env_steps", "episode_return_mean"])
+    ok = np.isfinite(cols["env_steps"]) & np.isfinite(cols["episode_return_mean"])
+    return cols["env_steps"][ok], cols["episode_return_mean"][ok]
 
 
 def task_figure(task: Task, runs: dict[str, list[Path]], out: Path) -> None:

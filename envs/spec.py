@@ -24,16 +24,24 @@ def space_to_dm_spec(space: gym.spaces.Space, name: str) -> Any:
         return tuple(space_to_dm_spec(s, f"{name}/{i}") for i, s in enumerate(space.spaces))
     if isinstance(space, gym.spaces.Discrete):
         return specs.DiscreteArray(int(space.n), dtype=space.dtype, name=name)
+    return specs.BoundedArray(space.shape, space.dtype, *_bounds(space), name=name)
+
+
+def _bounds(space: gym.spaces.Space) -> tuple[Any, Any]:
+    """A leaf space's (minimum, maximum): scalars where every element shares them (as EnvPool's
+    specs hold them), else per element; a ValueError for a space with none."""
+    if isinstance(space, gym.spaces.Discrete):
+        return int(space.start), int(space.start + space.n - 1)
     if isinstance(space, gym.spaces.Box):
         low, high = space.low, space.high
         if low.size and (low == low.flat[0]).all() and (high == high.flat[0]).all():
-            low, high = low.flat[0], high.flat[0]  # uniform bounds as scalars, as EnvPool's specs
-        return specs.BoundedArray(space.shape, space.dtype, low, high, name=name)
+            return low.flat[0], high.flat[0]
+        return low, high
     if isinstance(space, gym.spaces.MultiDiscrete):
-        return specs.BoundedArray(space.shape, space.dtype, space.start, space.start + space.nvec - 1, name=name)
+        return space.start, space.start + space.nvec - 1
     if isinstance(space, gym.spaces.MultiBinary):
-        return specs.BoundedArray(space.shape, space.dtype, 0, 1, name=name)
-    raise ValueError(f"no dm_env spec for space {space}")
+        return 0, 1
+    raise ValueError(f"no spec for space {space}")
 
 
 class ArraySpec:
@@ -68,18 +76,7 @@ def _space_array_specs(space: gym.spaces.Space, key: str, lead: Sequence[int]) -
         for k, sub in items:
             out.update(_space_array_specs(sub, f"{key}{'.' if ':' in key else ':'}{k}", lead))
         return out
-    if isinstance(space, gym.spaces.Discrete):
-        low, high = int(space.start), int(space.start + space.n - 1)
-    elif isinstance(space, gym.spaces.Box):
-        uniform = space.low.size and (space.low == space.low.flat[0]).all() and (space.high == space.high.flat[0]).all()
-        low, high = (space.low.flat[0], space.high.flat[0]) if uniform else (space.low, space.high)
-    elif isinstance(space, gym.spaces.MultiDiscrete):
-        low, high = space.start, space.start + space.nvec - 1
-    elif isinstance(space, gym.spaces.MultiBinary):
-        low, high = 0, 1
-    else:
-        raise ValueError(f"no array spec for space {space}")
-    return {key: ArraySpec(space.dtype, [*lead, *space.shape], low, high)}
+    return {key: ArraySpec(space.dtype, [*lead, *space.shape], *_bounds(space))}
 
 
 class EnvSpec:
