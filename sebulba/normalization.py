@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+import gymnasium as gym
 import jax
 import jax.numpy as jnp
 import optax
@@ -24,6 +25,13 @@ class RunningMeanStd(NamedTuple):
     mean: Array
     var: Array
     count: Array  # float32 scalar; starts at a tiny epsilon, as SB3's, so the first update dominates
+
+
+def check_observations(space: Any, agent: str) -> None:
+    """A ValueError, in one line, unless `space` is a float (non-uint8) Box: the observations a
+    running normalisation takes."""
+    if not (isinstance(space, gym.spaces.Box) and space.dtype != "uint8"):
+        raise ValueError(f"{agent}'s normalize_observations takes vector (float Box) observations, not {space}")
 
 
 def init(shape: tuple[int, ...]) -> RunningMeanStd:

@@ -73,8 +73,8 @@ class PPO(Agent[dict, optax.OptState, Samples, StepState]):
         self.recurrent = config.core != "none"
         self.continuous = isinstance(env_spec.action_space, gym.spaces.Box)
         obs = env_spec.observation_space
-        if config.normalize_observations and not (isinstance(obs, gym.spaces.Box) and obs.dtype != "uint8"):
-            raise ValueError(f"normalize_observations takes vector (float Box) observations, not {obs}")
+        if config.normalize_observations:
+            normalization.check_observations(obs, "PPO")
         self.net = make_network(obs, env_spec.action_space, config)
         self._loss_fn = functools.partial(ppo_loss, clip_coef=config.clip_coef, clip_value_loss=config.clip_value_loss,
                                           value_cost=config.value_cost, entropy_cost=config.entropy_cost)
