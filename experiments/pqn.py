@@ -34,6 +34,18 @@ CARTPOLE = Preset(
                     epsilon_finish=0.05, exploration_fraction=0.5, reward_scale=0.1),
 )
 
+# MountainCar-v0: CARTPOLE's preset found the flag late (seeds 0-2 at -131, -118, -150 after 1M env
+# steps; -140 at its 500k). 16 envs x 16 steps (PPO's MountainCar layout: twice the updates per env
+# step, each on half the samples), RAdam 1e-3 decayed, epsilon 1 -> 0.01 over the first half, 1M env
+# steps, the rest as CARTPOLE: seeds 0-4 ended at -103.8, -100.7, -104.2, -104.6, -101.2 (2026-11-30, ~45 s a run;
+# with epsilon to 0.05: -104.8, -110.1, -117.2, -108.0, -113.2; 4 x 128 with gamma 0.98 and 1e-3:
+# -111.7 on seed 0; without the reward scale, or lambda 0.9: -200).
+MOUNTAIN_CAR = CARTPOLE.replace(
+    total_env_steps=1_000_000, num_envs=16, steps_per_cycle=16,
+    agent=dataclasses.replace(CARTPOLE.agent, learning_rate=1e-3, epsilon_finish=0.01),
+)
+TASKS = {"MountainCar-v0": MOUNTAIN_CAR, "gymnax/MountainCar-v0": MOUNTAIN_CAR}  # tuned for the task, by env id
+
 # MinAtar (gymnax's four games, the Anakin loop): purejaxql's pqn_minatar.yaml (128 envs x 32 steps,
 # 2 epochs of 32 minibatches, RAdam 5e-4 decayed linearly, gradient clip 10, gamma 0.99, lambda
 # 0.65, epsilon 1 -> 0.05 over the first 10%, 1e7 env steps; the config's defaults) on MinAtar's
@@ -56,11 +68,13 @@ ATARI = Preset(
 
 
 def preset(env_id: str, env_kwargs: dict | None = None) -> Preset:
-    """ATARI for Atari games, MINATAR for gymnax's MinAtar games, CARTPOLE for every other
-    Discrete-action env; PQN needs Discrete actions: any other env is refused here, in one line,
+    """ATARI for Atari games, MINATAR for gymnax's MinAtar games, the tasks tuned one by one (TASKS)
+    theirs, CARTPOLE for every other Discrete-action env; PQN needs Discrete actions: any other env is refused here, in one line,
     before anything is built."""
     kind = env_kind(env_id, env_kwargs)
     require_discrete_actions("PQN", kind)
+    if env_id in TASKS:
+        return TASKS[env_id]
     return {"atari": ATARI, "minatar": MINATAR}.get(kind.observations, CARTPOLE)
 
 
@@ -72,7 +86,7 @@ def epsilon_over_the_run(config: PQNConfig, updates: int) -> PQNConfig:
 # ---------------------------------------------------------------- the recipe (sebulba.experiment.recipe)
 ALGORITHM = Algorithm(
     "pqn", PQN, preset,
-    presets={"discrete": CARTPOLE, "MinAtar": MINATAR, "Atari": ATARI},
+    presets={"discrete": CARTPOLE, "MountainCar": MOUNTAIN_CAR, "MinAtar": MINATAR, "Atari": ATARI},
     flags={
         "steps_per_cycle": Flag(int, "Steps per env in each rollout.", lower_bound=1),
         "learning_rate": Flag(float, "RAdam learning rate (decays linearly to 0 over the run)."),

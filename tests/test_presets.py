@@ -124,6 +124,14 @@ def test_the_four_minatar_games_take_the_minatar_presets(agent):
     assert presets(agent, cases) == ["MINATAR"] * 4 + ["CARTPOLE", "ATARI"]
 
 
+@pytest.mark.slow(seconds=4)
+@pytest.mark.parametrize("agent", ["dqn", "pqn", "ppo"])
+def test_mountain_car_takes_its_own_preset(agent):
+    """Tuned for the task (CartPole's presets end it at -200): the built-in id and gymnax's twin."""
+    assert presets(agent, [["MountainCar-v0", None], ["gymnax/MountainCar-v0", None], ["Acrobot-v1", None]]) == [
+        "MOUNTAIN_CAR", "MOUNTAIN_CAR", "CARTPOLE"]
+
+
 @pytest.mark.slow(seconds=3)
 def test_continuous_actions_are_refused_by_name_by_a_discrete_only_agent():
     (got,) = presets("r2d2", [["Pendulum-v1", None]])
