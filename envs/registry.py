@@ -34,6 +34,9 @@ from envs.mujoco import MUJOCO_TASKS
 from envs.native.base import NativeTask
 from envs.native.tasks import NATIVE_TASKS
 from envs.native_stderr import captured_stderr
+from envs.toy_text import register as register_toy_text
+
+register_toy_text()  # EnvPool's toy-text ids that Gymnasium lacks (Catch-v0, NChain-v0, Taxi-v3, CliffWalking-v0)
 
 # Gymnasium id -> (the EnvSpec probed, whether it builds); re-probed when the id is re-registered.
 _BUILDS: dict[str, tuple[gym.envs.registration.EnvSpec, bool]] = {}
