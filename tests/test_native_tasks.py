@@ -21,7 +21,7 @@ from envs.native.acrobot import Acrobot
 from envs.native.base import NativeTask
 from envs.native.cartpole import CartPole
 from envs.native.mountain_car import MountainCar, MountainCarContinuous
-from envs.native.pendulum import Pendulum
+from envs.native.pendulum import Pendulum, PendulumV0
 from envs.native.tasks import NATIVE_TASKS
 
 PI = np.pi
@@ -75,6 +75,7 @@ CASES = [
     Case(MountainCar, _mountain_car_state, _discrete(3)),
     Case(MountainCarContinuous, _continuous_mountain_car_state, _box(1.0)),
     Case(Pendulum, lambda rng: rng.uniform([-2 * PI, -8], [2 * PI, 8]), _box(2.0)),
+    Case(PendulumV0, lambda rng: rng.uniform([-2 * PI, -8], [2 * PI, 8]), _box(2.0)),  # EnvPool's v0, our reference
 ]
 IDS = [c.id for c in CASES]
 
@@ -166,7 +167,7 @@ def test_step_for_step_from_identical_states(case: Case, idx):
                 sync(i)
         for i in np.setdiff1d(np.arange(n), ids):  # envs outside idx do not move
             np.testing.assert_array_equal(task.get_state(i), np.asarray(refs[i].state))
-    if case.task is not Pendulum:  # Pendulum never terminates
+    if not issubclass(case.task, Pendulum):  # Pendulum never terminates
         assert terminations > 0, "the sampled states should reach a termination"
 
 
@@ -230,3 +231,16 @@ def test_pendulum_torque_cost_uses_float32_pow():
     for i in range(8):
         ref.state = np.zeros(2)
         assert reward[i] == np.float32(ref.step(u[i : i + 1])[1])
+
+
+def test_pendulum_v0_moves_the_angle_by_the_unclipped_velocity():
+    """The one difference between EnvPool's Pendulum-v0 (gym 0.21's) and v1, by hand: from
+    theta 0.5 at speed 7.99 with torque 2, the new speed 7.99 + (15 sin 0.5 + 6) 0.05 passes the
+    clip at 8; v1 moves theta by 8 x 0.05, v0 by the unclipped speed x 0.05. Both keep speed 8."""
+    new_speed = 7.99 + (15 * np.sin(0.5) + 6.0) * 0.05
+    for task, theta in ((Pendulum, 0.5 + 8 * 0.05), (PendulumV0, 0.5 + new_speed * 0.05)):
+        env = task(1, 0)
+        env.state[:, 0] = [0.5, 7.99]
+        env.step(np.arange(1), np.array([[2.0]], np.float32))
+        np.testing.assert_allclose(env.state[:, 0], [theta, 8.0], rtol=1e-12)
+    assert "Pendulum-v0" in envs.list_all_envs() and envs.make_spec("Pendulum-v0").config["max_episode_steps"] == 200

@@ -1,4 +1,6 @@
 """Pendulum-v1, vectorized; reproduces gymnasium.envs.classic_control.pendulum.PendulumEnv (g=10).
+Pendulum-v0 (EnvPool's, as gym 0.21's): the same but for one line, the angle moving by the new
+velocity before it is clipped to +-8 (v1 clips first); `PendulumV0Env` is its Gymnasium reference.
 
 Exactness notes (NumPy >= 2 promotion, as the reference runs under):
 - The torque u is the clipped float32 action, and the reference's `u**2`, `0.001 * u**2` and
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.envs.classic_control.pendulum import PendulumEnv, angle_normalize
 
 from envs.native.base import Index, NativeTask
 
@@ -47,6 +50,7 @@ class Pendulum(NativeTask):
     draws_per_reset = 2
     state_rows = 2  # rows: th, thdot
     reference_entry_point = "gymnasium.envs.classic_control.pendulum:PendulumEnv"
+    clip_before_moving = True  # v1: the angle moves by the clipped velocity
 
     def __init__(self, num_envs: int, seed: int):
         super().__init__(num_envs, seed)
@@ -76,8 +80,12 @@ class Pendulum(NativeTask):
             + 0.001 * (np.power(u, self._two[:n]) if _POWF_EXACT else np.square(u))
         )
         newthdot = thdot + (THDOT_GAIN * np.sin(th) + U_GAIN * u) * DT
-        newthdot = np.minimum(np.maximum(newthdot, -MAX_SPEED), MAX_SPEED)
-        s[0, idx] = th + newthdot * DT
+        if self.clip_before_moving:
+            newthdot = np.minimum(np.maximum(newthdot, -MAX_SPEED), MAX_SPEED)
+            s[0, idx] = th + newthdot * DT
+        else:
+            s[0, idx] = th + newthdot * DT
+            newthdot = np.minimum(np.maximum(newthdot, -MAX_SPEED), MAX_SPEED)
         s[1, idx] = newthdot
         reward = costs.astype(np.float32)
         np.negative(reward, out=reward)  # -costs: negation commutes with the float32 rounding
@@ -91,3 +99,37 @@ class Pendulum(NativeTask):
         out[2] = thdot
         return out.T.astype(np.float32, order="C")
 
+
+
+class PendulumV0(Pendulum):
+    """EnvPool's Pendulum-v0 (gym 0.21's): the angle moves by the unclipped new velocity."""
+
+    task_id = "Pendulum-v0"
+    reference_entry_point = "envs.native.pendulum:PendulumV0Env"
+    clip_before_moving = False
+
+
+class PendulumV0Env(PendulumEnv):
+    """Gymnasium's PendulumEnv with Pendulum-v0's step (gym 0.21's order: the angle moves by the
+    new velocity, then the velocity is clipped), the reference of `PendulumV0`."""
+
+    def step(self, u):
+        th, thdot = self.state
+        g, m, l, dt = self.g, self.m, self.l, self.dt
+        u = np.clip(u, -self.max_torque, self.max_torque)[0]
+        self.last_u = u
+        costs = angle_normalize(th) ** 2 + 0.1 * thdot**2 + 0.001 * (u**2)
+        newthdot = thdot + (3 * g / (2 * l) * np.sin(th) + 3.0 / (m * l**2) * u) * dt
+        newth = th + newthdot * dt
+        newthdot = np.clip(newthdot, -self.max_speed, self.max_speed)
+        self.state = np.array([newth, newthdot])
+        if self.render_mode == "human":
+            self.render()
+        return self._get_obs(), -costs, False, False, {}
+
+
+def register() -> None:
+    """Registers Pendulum-v0's Gymnasium id (backend="process" runs PendulumV0Env), 200 steps."""
+    if PendulumV0.task_id not in gym.registry:
+        gym.register(PendulumV0.task_id, entry_point=PendulumV0.reference_entry_point,
+                     max_episode_steps=PendulumV0.max_episode_steps)

@@ -43,7 +43,8 @@ inline double np_remainder(double a, double b) {
 inline double clip(double x, double lo, double hi) { return std::fmin(std::fmax(x, lo), hi); }
 inline float clipf(float x, float lo, float hi) { return std::fmin(std::fmax(x, lo), hi); }
 
-enum Task : int { CARTPOLE = 0, CARTPOLE_NO_VELOCITY = 1, ACROBOT = 2, MOUNTAIN_CAR = 3, MOUNTAIN_CAR_CONTINUOUS = 4, PENDULUM = 5 };
+enum Task : int { CARTPOLE = 0, CARTPOLE_NO_VELOCITY = 1, ACROBOT = 2, MOUNTAIN_CAR = 3, MOUNTAIN_CAR_CONTINUOUS = 4, PENDULUM = 5,
+                  PENDULUM_V0 = 6 };
 
 struct TaskInfo {
   int rows;     // state variables per env
@@ -58,7 +59,8 @@ inline TaskInfo task_info(int task) {
     case ACROBOT: return {4, 6, 3};
     case MOUNTAIN_CAR: return {2, 2, 3};
     case MOUNTAIN_CAR_CONTINUOUS: return {2, 2, 0};
-    case PENDULUM: return {2, 3, 0};
+    case PENDULUM:
+    case PENDULUM_V0: return {2, 3, 0};
   }
   return {0, 0, -1};
 }
@@ -227,7 +229,7 @@ inline bool step_continuous(Env e, float a, float* reward) {
 }
 }  // namespace mountain_car
 
-// ----------------------------------------------------------------------------- Pendulum-v1
+// ----------------------------------------------------------------------------- Pendulum-v1 (and -v0)
 namespace pendulum {
 constexpr double MAX_SPEED = 8, DT = 0.05, G = 10.0, M = 1.0, L = 1.0;
 constexpr float MAX_TORQUE = 2.0f;
@@ -239,14 +241,16 @@ inline void reset(Env e, Pcg64& r) {
   e.s[1] = uniform(r, -1.0, 1.0);
 }
 
-inline bool step(Env e, float action, float* reward) {
+// v0 (EnvPool's, gym 0.21's): the angle moves by the new velocity before it is clipped.
+inline bool step(Env e, float action, float* reward, bool v0 = false) {
   double th = e.s[0], thdot = e.s[1];
   float u = clipf(action, -MAX_TORQUE, MAX_TORQUE);
   double costs = ::pow(np_remainder(th + M_PI, 2 * M_PI) - M_PI, 2.0) + 0.1 * ::pow(thdot, 2.0) +
                  (double)(0.001f * ::powf(u, 2.0f));
   double newthdot = thdot + (THDOT_GAIN * std::sin(th) + (double)(U_GAIN * u)) * DT;
+  if (v0) e.s[0] = th + newthdot * DT;
   newthdot = clip(newthdot, -MAX_SPEED, MAX_SPEED);
-  e.s[0] = th + newthdot * DT;
+  if (!v0) e.s[0] = th + newthdot * DT;
   e.s[1] = newthdot;
   *reward = -(float)costs;
   return false;
@@ -261,7 +265,8 @@ inline void reset(int task, Env e, Pcg64& r) {
     case ACROBOT: acrobot::reset(e, r); break;
     case MOUNTAIN_CAR: mountain_car::reset(e, r); break;
     case MOUNTAIN_CAR_CONTINUOUS: mountain_car::reset(e, r); *e.fresh = 1; break;
-    case PENDULUM: pendulum::reset(e, r); break;
+    case PENDULUM:
+    case PENDULUM_V0: pendulum::reset(e, r); break;
   }
 }
 
@@ -274,6 +279,7 @@ inline bool step(int task, Env e, int discrete, float box, float* reward) {
     case MOUNTAIN_CAR: return mountain_car::step(e, discrete, reward);
     case MOUNTAIN_CAR_CONTINUOUS: return mountain_car::step_continuous(e, box, reward);
     case PENDULUM: return pendulum::step(e, box, reward);
+    case PENDULUM_V0: return pendulum::step(e, box, reward, true);
   }
   return false;
 }
@@ -289,7 +295,8 @@ inline void observe(int task, const double* s, float* out) {
       break;
     case MOUNTAIN_CAR:
     case MOUNTAIN_CAR_CONTINUOUS: out[0] = (float)s[0]; out[1] = (float)s[1]; break;
-    case PENDULUM: out[0] = (float)std::cos(s[0]); out[1] = (float)std::sin(s[0]); out[2] = (float)s[1]; break;
+    case PENDULUM:
+    case PENDULUM_V0: out[0] = (float)std::cos(s[0]); out[1] = (float)std::sin(s[0]); out[2] = (float)s[1]; break;
   }
 }
 
