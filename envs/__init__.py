@@ -27,6 +27,8 @@ from envs.backends import configure, make_pool
 from envs.config import PoolConfig
 from envs.manager import AsyncSubprocessEnvManager, BaseEnvManager, BaseEnvTimestep, EnvState, SyncSubprocessEnvManager
 from envs.pool import DmEnvPool, DmObservation, EnvPool, GymnasiumEnvPool
+
+DMEnvPool = DmEnvPool  # EnvPool's name for it
 from envs.ids import renders_in_workers
 from envs.process.errors import WorkerError
 from envs.registry import list_all_envs, resolve
@@ -39,17 +41,17 @@ def make(task_id: str, env_type: str = "gymnasium", **kwargs: Any) -> EnvPool:
     return make_pool(task_id, env_type, **kwargs)
 
 
-def make_gym(task_id: str, **kwargs: Any) -> EnvPool:
+def make_gym(task_id: str, **kwargs: Any) -> GymnasiumEnvPool:
     """`make` with env_type "gym" (the same pool as "gymnasium", as EnvPool's `make_gym`)."""
     return make(task_id, env_type="gym", **kwargs)
 
 
-def make_gymnasium(task_id: str, **kwargs: Any) -> EnvPool:
+def make_gymnasium(task_id: str, **kwargs: Any) -> GymnasiumEnvPool:
     """`make` with env_type "gymnasium": a `gymnasium.vector.VectorEnv` with EnvPool's one-env spaces."""
     return make(task_id, env_type="gymnasium", **kwargs)
 
 
-def make_dm(task_id: str, **kwargs: Any) -> EnvPool:
+def make_dm(task_id: str, **kwargs: Any) -> DmEnvPool:
     """`make` with env_type "dm": a `dm_env.Environment` whose TimeSteps hold a batch."""
     return make(task_id, env_type="dm", **kwargs)
 
@@ -74,6 +76,7 @@ __all__ = [
     "AsyncSubprocessEnvManager",
     "BaseEnvManager",
     "BaseEnvTimestep",
+    "DMEnvPool",
     "DmEnvPool",
     "DmObservation",
     "EnvPool",

@@ -236,8 +236,8 @@ def test_reward_clip_keeps_each_players_raw_reward_in_info():
     [
         ("Combat-v5", {"max_num_players": 1}, r"max_num_players=1: 'Combat-v5' has modes for \[2\] players"),
         ("Warlords-v5", {"max_num_players": 3}, r"max_num_players=3: 'Warlords-v5' has modes for \[2, 4\] players"),
-        ("Combat-v5", {"mode": 0}, r"mode must be None or one of the ROM's modes for 2 players \[1, 2,"),
-        ("Joust-v5", {"difficulty": 1}, r"difficulty must be None or one of the ROM's difficulties \[0\], got 1"),
+        ("Combat-v5", {"mode": 0}, r"mode must be -1 \(the ROM.s default\) or one of the ROM.s modes for 2 players \[1, 2,"),
+        ("Joust-v5", {"difficulty": 1}, r"difficulty must be -1 \(the ROM.s default\) or one of the ROM.s difficulties \[0\], got 1"),
         ("Combat-v5", {"episodic_life": True}, "episodic_life=True is for single-player games"),
         ("Combat-v5", {"img_height": 300}, r"img_height must be <= 256 and img_width <= 160 \(the screen\), got 300 x 84"),
         ("Combat-v5", {"frame_skip": 0}, "frame_skip must be an int >= 1, got 0"),

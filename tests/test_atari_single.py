@@ -84,6 +84,9 @@ def test_backend_selection():
 
     assert backend() == "vector"
     assert backend(mode=0, difficulty=0) == "vector"  # the ROM's defaults: the vector env plays them
+    assert backend(mode=-1, difficulty=-1) == backend(mode=None, difficulty=None) == "vector"  # -1: EnvPool's "default"
+    spec = envs.make_spec("Breakout-v5")
+    assert (spec.config.mode, spec.config.difficulty) == (-1, -1)  # EnvPool's defaults
     assert backend(mode=4) == "single" and backend(difficulty=1) == "single"
     assert backend(render_mode="rgb_array") == "single"
     assert envs.make_spec("Breakout-v5", mode=4).config["mode"] == 4
@@ -92,9 +95,9 @@ def test_backend_selection():
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        (dict(mode=3), r"mode must be None or one of the ROM's available modes \[0, 4, 8, .*44\], got 3"),
-        (dict(difficulty=2), r"difficulty must be None or one of the ROM's available difficulties \[0, 1\], got 2"),
-        (dict(mode=True), "mode must be None or one of"),
+        (dict(mode=3), r"mode must be -1 \(the ROM.s default\) or one of the ROM.s available modes \[0, 4, 8, .*44\], got 3"),
+        (dict(difficulty=2), r"difficulty must be -1 \(the ROM.s default\) or one of the ROM.s available difficulties \[0, 1\], got 2"),
+        (dict(mode=True), "mode must be -1 \\(the ROM.s default\\) or one of"),
         (dict(render_mode="rgb_array", img_height=250), "img_height must be <= 210 and img_width <= 160"),
     ],
 )

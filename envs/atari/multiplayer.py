@@ -27,6 +27,7 @@ import gymnasium as gym
 import numpy as np
 
 from envs.atari.single import AreaResizer, CppNoopSampler, push_frames, skip_frames, start_game
+from envs.atari.task import rom_default
 
 INSTALL_HINT = (
     "the multi-player Atari games (Combat-v5, Joust-v5, MazeCraze-v5, Warlords-v5) need the extra "
@@ -171,7 +172,7 @@ class AtariPlayersEnv:
         ale.setInt("random_seed", int(seed))
         ale.loadROM(rom_path(self._spec.rom))
         ale.setMode(self._spec.mode)
-        if self._o["difficulty"] is not None:
+        if not rom_default(self._o["difficulty"]):
             ale.setDifficulty(int(self._o["difficulty"]))
         if ale.numPlayersActive() != self._p:
             raise RuntimeError(f"{self._spec.rom}: mode {self._spec.mode} has {ale.numPlayersActive()} players, not {self._p}")

@@ -28,6 +28,7 @@ from envs.atari.task import (
     DEFAULT_MAX_EPISODE_STEPS,
     check_frame_limit,
     check_options,
+    rom_default,
 )
 from envs.config import PoolConfig, check_seed_range
 from envs.process.gym_task import GymTask, retry_config
@@ -46,8 +47,10 @@ def _num_players(task_id: str, given: Any, counts: dict[int, tuple[int, ...]]) -
 
 
 def _pick(task_id: str, name: str, value: Any, available: tuple[int, ...], what: str) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value not in available):
-        raise ValueError(f"{task_id}: {name} must be None or one of the ROM's {what} {list(available)}, got {value!r}")
+    if not rom_default(value) and (isinstance(value, bool) or not isinstance(value, (int, np.integer))
+                                   or value not in available):
+        raise ValueError(f"{task_id}: {name} must be -1 (the ROM's default) or one of the ROM's {what} "
+                         f"{list(available)}, got {value!r}")
 
 
 def configure(task_id: str, env_type: str, kwargs: dict[str, Any]) -> GymTask:
@@ -76,7 +79,7 @@ def configure(task_id: str, env_type: str, kwargs: dict[str, Any]) -> GymTask:
     if h > sh or w > sw:
         raise ValueError(f"{task_id}: frames are only downscaled: img_height must be <= {sh} and img_width <= {sw} "
                          f"(the screen), got {h} x {w}")  # fmt: skip
-    mode = modes[0] if o["mode"] is None else int(o["mode"])
+    mode = modes[0] if rom_default(o["mode"]) else int(o["mode"])
     factory = AtariPlayersFactory(rom, players, mode, config.max_episode_steps, tuple(sorted(o.items())))
     probe = factory()  # its spaces; building one ALE also proves the ROM and mode load
     probe.close()

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from envs.atari.task import ALE_MAX_SEED, ATARI_INFO, AtariTask, require_ale
+from envs.atari.task import ALE_MAX_SEED, ATARI_INFO, AtariTask, require_ale, rom_default
 from envs.contract import Backend
 from envs.episodes import EpisodeBook
 from envs.ready import Batch, Chunk
@@ -357,8 +357,8 @@ def _make_ale(ale_py: Any, rom_path: Any, seed: int, o: Any) -> Any:
     ale.setFloat("repeat_action_probability", float(o("repeat_action_probability")))
     ale.setInt("random_seed", int(seed))
     ale.loadROM(rom_path)
-    if o("mode") is not None:
+    if not rom_default(o("mode")):
         ale.setMode(int(o("mode")))
-    if o("difficulty") is not None:
+    if not rom_default(o("difficulty")):
         ale.setDifficulty(int(o("difficulty")))
     return ale

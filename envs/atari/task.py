@@ -27,8 +27,8 @@ ATARI_KWARGS: dict[str, Any] = {
     "repeat_action_probability": 0.0,
     "use_fire_reset": True,
     "full_action_space": False,
-    "mode": None,  # ALE game mode; None: the ROM's default (the first of its available modes)
-    "difficulty": None,  # ALE difficulty switch; None: the ROM's default (0)
+    "mode": -1,  # ALE game mode; -1 (EnvPool's default) or None: the ROM's default (the first available mode)
+    "difficulty": -1,  # ALE difficulty switch; -1 or None: the ROM's default (0)
 }
 DEFAULT_MAX_EPISODE_STEPS = 27_000  # agent steps: 108,000 frames at frame_skip 4
 # Info beyond env_id and elapsed_step, from either Atari backend: lives, and the raw (unclipped) reward.
@@ -95,19 +95,26 @@ def game_variants(rom: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
     return tuple(ale.getAvailableModes()), tuple(ale.getAvailableDifficulties())
 
 
+def rom_default(value: Any) -> bool:
+    """Whether a mode or difficulty option asks for the ROM's default: -1 (EnvPool's) or None."""
+    return value is None or (not isinstance(value, bool) and isinstance(value, (int, np.integer)) and value == -1)
+
+
 def _uses_variant(task_id: str, rom: str, o: dict[str, Any]) -> bool:
     """Validates mode and difficulty; True when either is not the ROM's default, which ALE's
     vector env cannot play (ALE's default mode is the first available one, difficulty 0)."""
-    if o["mode"] is None and o["difficulty"] is None:
+    if rom_default(o["mode"]) and rom_default(o["difficulty"]):
         return False
     modes, difficulties = game_variants(rom)
     for name, plural, available in (("mode", "modes", modes), ("difficulty", "difficulties", difficulties)):
         v = o[name]
-        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v not in available):
+        if not rom_default(v) and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v not in available):
             raise ValueError(
-                f"{task_id}: {name} must be None or one of the ROM's available {plural} {list(available)}, got {v!r}"
+                f"{task_id}: {name} must be -1 (the ROM's default) or one of the ROM's available {plural} "
+                f"{list(available)}, got {v!r}"
             )
-    return o["mode"] not in (None, modes[0]) or o["difficulty"] not in (None, 0)
+    return not (rom_default(o["mode"]) or o["mode"] == modes[0]) or not (rom_default(o["difficulty"])
+                                                                        or o["difficulty"] == 0)
 
 
 @functools.cache
