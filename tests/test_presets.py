@@ -19,7 +19,7 @@ from tests.support.cli import ROOT, child_env, last_metrics, run_experiment
 KINDS = [  # env, its kwargs, IMPALA's preset, R2D2's preset, PPO's preset
     ("CartPole-v1", None, "CARTPOLE", "CARTPOLE", "CARTPOLE"),
     ("Acrobot-v1", None, "CARTPOLE", "CARTPOLE", "CARTPOLE"),
-    ("MountainCar-v0", None, "CARTPOLE", "CARTPOLE", "MOUNTAIN_CAR"),  # PPO's tuned for the task
+    ("MountainCar-v0", None, "CARTPOLE", "MOUNTAIN_CAR", "MOUNTAIN_CAR"),  # R2D2's and PPO's tuned for the task
     ("FrozenLake-v1", {"is_slippery": False}, "TABULAR", "CARTPOLE", "CARTPOLE"),
     ("CliffWalking-v1", None, "TABULAR", "CARTPOLE", "CARTPOLE"),
     ("CartPoleNoVelocity-v1", None, "MEMORY", "MEMORY", "MEMORY"),  # each agent's memory preset
@@ -125,7 +125,7 @@ def test_the_four_minatar_games_take_the_minatar_presets(agent):
 
 
 @pytest.mark.slow(seconds=4)
-@pytest.mark.parametrize("agent", ["dqn", "pqn", "ppo"])
+@pytest.mark.parametrize("agent", ["dqn", "pqn", "ppo", "r2d2"])
 def test_mountain_car_takes_its_own_preset(agent):
     """Tuned for the task (CartPole's presets end it at -200): the built-in id and gymnax's twin."""
     assert presets(agent, [["MountainCar-v0", None], ["gymnax/MountainCar-v0", None], ["Acrobot-v1", None]]) == [
