@@ -20,6 +20,7 @@ KINDS = [  # env, its kwargs, IMPALA's preset, R2D2's preset, PPO's preset
     ("CartPole-v1", None, "CARTPOLE", "CARTPOLE", "CARTPOLE"),
     ("Acrobot-v1", None, "CARTPOLE", "CARTPOLE", "CARTPOLE"),
     ("MountainCar-v0", None, "CARTPOLE", "MOUNTAIN_CAR", "MOUNTAIN_CAR"),  # R2D2's and PPO's tuned for the task
+    ("gymnax/MountainCar-v0", None, "CARTPOLE", "MOUNTAIN_CAR", "MOUNTAIN_CAR"),  # and for its twin
     ("FrozenLake-v1", {"is_slippery": False}, "TABULAR", "CARTPOLE", "CARTPOLE"),
     ("CliffWalking-v1", None, "TABULAR", "CARTPOLE", "CARTPOLE"),
     ("CartPoleNoVelocity-v1", None, "MEMORY", "MEMORY", "MEMORY"),  # each agent's memory preset
@@ -125,9 +126,9 @@ def test_the_four_minatar_games_take_the_minatar_presets(agent):
 
 
 @pytest.mark.slow(seconds=4)
-@pytest.mark.parametrize("agent", ["dqn", "pqn", "ppo", "r2d2"])
+@pytest.mark.parametrize("agent", ["dqn", "pqn"])  # PPO's and R2D2's: KINDS
 def test_mountain_car_takes_its_own_preset(agent):
-    """Tuned for the task (CartPole's presets end it at -200): the built-in id and gymnax's twin."""
+    """Tuned for the task (CartPole's presets leave it short of -110): the built-in id and gymnax's twin."""
     assert presets(agent, [["MountainCar-v0", None], ["gymnax/MountainCar-v0", None], ["Acrobot-v1", None]]) == [
         "MOUNTAIN_CAR", "MOUNTAIN_CAR", "CARTPOLE"]
 
@@ -162,19 +163,6 @@ def test_learning_bar_acrobot(module, tmp_path):
     _, last = last_metrics(tmp_path)
     assert int(last["env_steps"]) <= 500_000 + 20_000  # the budget (the last cycle may overshoot it)
     assert float(last["episode_return_mean"]) >= -100, last
-
-
-@pytest.mark.slow(seconds=40)
-@pytest.mark.timeout(900)
-def test_learning_bar_mountain_car_ppo(tmp_path):
-    """`python -m experiments.ppo --env MountainCar-v0`, no other flag: mean return >= -110 (Gymnasium's
-    reward_threshold) over the last 20 episodes within 1M env steps (seed 0; seeds 0-4 ended at -96 to
-    -110; CartPole's preset stays at -200, never reaching the flag)."""
-    out = run_experiment("experiments.ppo", "--env=MountainCar-v0", f"--logdir={tmp_path}", "--noprogress")
-    assert out.returncode == 0, out.stderr[-3000:]
-    _, last = last_metrics(tmp_path)
-    assert int(last["env_steps"]) <= 1_000_000 + 300, last
-    assert float(last["episode_return_mean"]) >= -110, last
 
 
 @pytest.mark.slow(seconds=18)
