@@ -80,13 +80,9 @@ class Pendulum(NativeTask):
             + 0.001 * (np.power(u, self._two[:n]) if _POWF_EXACT else np.square(u))
         )
         newthdot = thdot + (THDOT_GAIN * np.sin(th) + U_GAIN * u) * DT
-        if self.clip_before_moving:
-            newthdot = np.minimum(np.maximum(newthdot, -MAX_SPEED), MAX_SPEED)
-            s[0, idx] = th + newthdot * DT
-        else:
-            s[0, idx] = th + newthdot * DT
-            newthdot = np.minimum(np.maximum(newthdot, -MAX_SPEED), MAX_SPEED)
-        s[1, idx] = newthdot
+        clipped = np.minimum(np.maximum(newthdot, -MAX_SPEED), MAX_SPEED)
+        s[0, idx] = th + (clipped if self.clip_before_moving else newthdot) * DT
+        s[1, idx] = clipped
         reward = costs.astype(np.float32)
         np.negative(reward, out=reward)  # -costs: negation commutes with the float32 rounding
         return reward, np.zeros(n, bool)
