@@ -25,6 +25,8 @@ import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from benchmarks._report import publish
+
 ROOT = Path(__file__).resolve().parent.parent
 FILES = (  # the files issue 56 names, EnvPool's paths
     "envpool/make_test.py",
@@ -123,7 +125,7 @@ def run_file(shim: Path, source: Path, rel: str, timeout: int) -> dict[str, str]
 def report(results: dict[str, dict[str, str]], source: Path) -> str:
     commit = subprocess.run(["git", "-C", str(source), "log", "-1", "--format=%h %cs"], capture_output=True,
                             text=True).stdout.strip() or "unknown"
-    total = {k: sum(v == k for r in results.values() for v in r.values()) for k in ("passed", "failed", "skipped")}
+    total = {k: sum(v.startswith(k) for r in results.values() for v in r.values()) for k in ("passed", "failed", "skipped")}
     cases = sum(total.values())
     lines = [f"EnvPool's own tests with `envs` in place of `envpool` (EnvPool at {commit}; "
              f"`python -m benchmarks.envpool_tests --envpool DIR --write`, {datetime.date.today()}): "
@@ -134,17 +136,6 @@ def report(results: dict[str, dict[str, str]], source: Path) -> str:
         counts = [sum(v.startswith(k) for v in cases_of.values()) for k in ("passed", "failed", "skipped")]
         lines.append(f"| `{rel}` | {counts[0]} | {counts[1]} | {counts[2]} | {failing or '-'} |")
     return "\n".join(lines)
-
-
-def write_section(text: str, path: Path = ROOT / "BENCHMARKS.md") -> None:
-    body = path.read_text()
-    begin, end = f"<!-- {SECTION}:begin -->", f"<!-- {SECTION}:end -->"
-    block = f"{begin}\n{text}\n{end}"
-    if begin in body:
-        body = re.sub(re.escape(begin) + r".*?" + re.escape(end), lambda _: block, body, flags=re.S)
-    else:
-        body = body.rstrip() + f"\n\n## EnvPool's own tests (issue 56)\n\n{block}\n"
-    path.write_text(body)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -160,10 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         shim = Path(tmp)
         build_shim(shim)
         results = {rel: run_file(shim, args.envpool, rel, args.timeout) for rel in FILES}
-    text = report(results, args.envpool)
-    print(text)
-    if args.write:
-        write_section(text)
+    publish(SECTION, report(results, args.envpool) + "\n", args.write)
     return 0
 
 
