@@ -26,7 +26,8 @@ from envs.atari.games import ATARI_PLAYER_TASKS, ATARI_TASKS
 from envs.backends import configure, make_pool
 from envs.config import PoolConfig
 from envs.manager import AsyncSubprocessEnvManager, BaseEnvManager, BaseEnvTimestep, EnvState, SyncSubprocessEnvManager
-from envs.pool import DmEnvPool, DmObservation, EnvPool, GymnasiumEnvPool
+from envs.info import DmObservation
+from envs.pool import DmEnvPool, EnvPool, GymnasiumEnvPool
 
 DMEnvPool = DmEnvPool  # EnvPool's name for it
 from envs.ids import renders_in_workers

@@ -16,6 +16,7 @@ from envs.contract import BackendBase
 from envs.pool import DmEnvPool, EnvPool, GymnasiumEnvPool
 from envs.atari.games import ATARI_PLAYER_TASKS
 from envs.ids import is_pettingzoo_id, renders_in_workers
+from envs.mujoco.dmc import DMC_IDS
 from envs.registry import resolve
 from envs.spec import EnvSpec
 
@@ -71,7 +72,12 @@ def configure(task_id: str, env_type: str, kwargs: dict[str, Any]) -> Configured
 
         if not mujoco_backend.mujoco_available():
             raise ImportError(mujoco_backend.INSTALL_HINT)
-        task = mujoco_backend.configure(task_id, env_type, kwargs)
+        if task_id in DMC_IDS:
+            from envs.mujoco.dmc import backend as dmc_backend
+
+            task, backend_cls = dmc_backend.configure(task_id, env_type, kwargs), dmc_backend.DmcBackend
+        else:
+            task, backend_cls = mujoco_backend.configure(task_id, env_type, kwargs), mujoco_backend.MujocoBackend
 
         def start_mujoco() -> BackendBase:
             from envs.mujoco.build import library, why_unavailable
@@ -79,7 +85,7 @@ def configure(task_id: str, env_type: str, kwargs: dict[str, Any]) -> Configured
             lib = library()
             if lib is None:
                 raise RuntimeError(f"backend='mujoco': the native MuJoCo pool is unavailable ({why_unavailable()})")
-            return mujoco_backend.MujocoBackend(task, lib)
+            return backend_cls(task, lib)
 
         return Configured(task.config, task.observation_space, task.action_space, task.extra_info, NO_PLAYERS,
                           start_mujoco)  # fmt: skip

@@ -205,11 +205,22 @@ class DmObservation(NamedTuple):
 
 
 @functools.cache
-def dm_observation_type(extra: tuple[str, ...]) -> type:
+def dm_observation_type(extra: tuple[str, ...], obs_keys: tuple[str, ...] = ()) -> type:
     """DmObservation, or with extra info (a task's, as Atari's lives and reward, or a Gymnasium
     env's own keys) the same fields plus one per key, in order, named by `dm_field_names`:
     a key that is a usable field name keeps it, a mask `_k` becomes `k_mask`, any other key
-    `info_<key>` (non-identifier characters as "_")."""
-    if not extra:
+    `info_<key>` (non-identifier characters as "_"). With `obs_keys` (a Dict observation spread
+    as EnvPool's DMC pools give it: its state keys obs:KEY) a field per key stands in for `obs`."""
+    if not extra and not obs_keys:
         return DmObservation
-    return collections.namedtuple("DmObservation", (*DmObservation._fields, *dm_field_names(extra, DmObservation._fields)))
+    head = (*(obs_keys or ("obs",)), "env_id", "elapsed_step")
+    return collections.namedtuple("DmObservation", (*head, *dm_field_names(extra, head)))
+
+
+def dm_observation(obs: Any, env_id: Any, elapsed: Any, extra: Mapping[str, Any] | None, spread: bool) -> Any:
+    """A dm TimeStep's observation (or its spec, or its template: any leaves): `obs` as one field,
+    or, where `spread`, each key of the Dict observation `obs` as its own field."""
+    extra = extra or {}
+    keys = tuple(obs) if spread else ()
+    head = [obs[k] for k in keys] if spread else [obs]
+    return dm_observation_type(tuple(extra), keys)(*head, env_id, elapsed, *extra.values())

@@ -22,7 +22,7 @@ from gymnasium.utils import seeding
 from envs.closing import ClosedOnExit
 from envs.config import ConfigDict, PoolConfig
 from envs.contract import Backend, BackendBase  # Backend: also envs.pool.Backend, its home before envs.contract
-from envs.info import DmObservation, dm_observation_type
+from envs.info import dm_observation
 from envs.metadata import vector_metadata
 from envs.players import array_to_envs, envs_to_rows, rows_to_envs
 from envs.ready import Batch, Chunk, ReadyQueue
@@ -599,7 +599,5 @@ class DmEnvPool(EnvPool, dm_env.Environment):
             b.elapsed == 0, dm_env.StepType.FIRST, np.where(b.terminated | b.truncated, dm_env.StepType.LAST, dm_env.StepType.MID)
         ).astype(np.int32)
         discount = (~b.terminated).astype(np.float32)
-        if b.extra is None:
-            return dm_env.TimeStep(step_type, b.reward, discount, DmObservation(b.obs, b.env_id, b.elapsed))
-        observation = dm_observation_type(tuple(b.extra))(b.obs, b.env_id, b.elapsed, *b.extra.values())
+        observation = dm_observation(b.obs, b.env_id, b.elapsed, b.extra, self._spec.spreads_observation)
         return dm_env.TimeStep(step_type, b.reward, discount, observation)

@@ -31,6 +31,7 @@ from envs.atari.games import (
 from envs.ids import find_spec, is_pettingzoo_id
 from envs.jax.registry import close_suite, installed_suites, is_jax_id, served_ids
 from envs.mujoco import MUJOCO_TASKS
+from envs.mujoco.dmc import DMC_IDS, served as dmc_served
 from envs.native.base import NativeTask
 from envs.native.tasks import NATIVE_TASKS
 from envs.native_stderr import captured_stderr
@@ -117,14 +118,25 @@ def gymnasium_id_builds(task_id: str) -> bool:
 
 def host_envs() -> list[str]:
     """The host ids `make` builds here with default kwargs: the built-in tasks, the Atari games
-    (with ale-py installed; the multi-player ones with multi_agent_ale_py too), then the registered
+    (with ale-py installed; the multi-player ones with multi_agent_ale_py too), the DMC ids served
+    (with mujoco and dm_control installed), then the registered
     Gymnasium ids that build on this install (ids whose packages are missing, e.g. Box2D or MuJoCo
     ones, or whose spaces the pool cannot batch are left out; `make` of them raises). The first
     call builds one env of each non-ALE Gymnasium id. Imports no JAX suite and no PettingZoo env."""
     native = sorted(NATIVE_TASKS)
     atari = sorted(ATARI_TASKS) if ale_available() else []
     atari = sorted(atari + (list(ATARI_PLAYER_TASKS) if multi_agent_ale_available() else []))
-    return native + atari + [t for t in gymnasium_ids() if t not in NATIVE_TASKS and gymnasium_id_builds(t)]
+    dmc = sorted(dmc_served()) if dmc_ready() else []
+    return native + atari + dmc + [t for t in gymnasium_ids() if t not in NATIVE_TASKS and gymnasium_id_builds(t)]
+
+
+def dmc_ready() -> bool:
+    """Whether the DMC ids run here: mujoco and dm_control (its models) installed, the kernel built."""
+    from envs.mujoco.backend import mujoco_available
+    from envs.mujoco.build import library
+    from envs.mujoco.dmc.assets import dm_control_available
+
+    return mujoco_available() and dm_control_available() and library() is not None
 
 
 # PettingZoo id -> whether it builds with default kwargs (probed once per process).
@@ -330,6 +342,10 @@ def resolve(task_id: Any, backend: str | None) -> tuple[str, type[NativeTask] | 
         if backend not in (None, "atari"):
             raise ValueError(f"{task_id!r} is an Atari task: it runs on backend='atari' (ALE's vector env) only")
         return "atari", None
+    if task_id in DMC_IDS:  # dm_control's suite: the native MuJoCo pool only (envs/mujoco/dmc)
+        if backend not in (None, "mujoco"):
+            raise ValueError(f"{task_id!r} is a dm_control suite task: it runs on backend='mujoco' (native) only")
+        return "mujoco", None
     if task_id in MUJOCO_TASKS and backend in (None, "mujoco"):
         if backend == "mujoco" or native_mujoco_ready(task_id):
             return "mujoco", None

@@ -11,7 +11,8 @@ import numpy as np
 from dm_env import specs
 
 from envs.config import PoolConfig
-from envs.info import dm_observation_type
+from envs.info import dm_observation
+from envs.mujoco.dmc import DMC_IDS
 from envs.players import PLAYERS
 
 
@@ -120,21 +121,27 @@ class EnvSpec:
         """Specs of one env's TimeStep.observation: `.obs`, `.env_id`, `.elapsed_step`, extras (and
         `.players` in a multi-player pool: one row's). The spaces are one player's."""
         n = self._config.num_envs
-        fields = {
-            "obs": space_to_dm_spec(self.observation_space, "obs"),
-            "env_id": specs.BoundedArray((), np.int32, 0, n - 1, name="env_id"),
-            "elapsed_step": specs.Array((), np.int32, name="elapsed_step"),
-        }
-        fields.update({k: specs.Array(np.dtype(d).shape, np.dtype(d).base, name=k) for k, d in self.extra_info.items()})
+        if self.spreads_observation:
+            obs = {k: space_to_dm_spec(s, k) for k, s in self.observation_space.spaces.items()}
+        else:
+            obs = space_to_dm_spec(self.observation_space, "obs")
+        env_id = specs.BoundedArray((), np.int32, 0, n - 1, name="env_id")
+        elapsed = specs.Array((), np.int32, name="elapsed_step")
+        extra = {k: specs.Array(np.dtype(d).shape, np.dtype(d).base, name=k) for k, d in self.extra_info.items()}
         p = self._config.max_num_players
-        if p == 1:
-            return dm_observation_type(tuple(self.extra_info))(*fields.values())
-        fields[PLAYERS] = {  # one (env, player) row's ids (envs/players.py)
-            "env_id": specs.BoundedArray((), np.int32, 0, n - 1, name="players/env_id"),
-            "id": specs.BoundedArray((), np.int32, 0, p - 1, name="players/id"),
-            "alive": specs.Array((), bool, name="players/alive"),
-        }
-        return dm_observation_type((*self.extra_info, PLAYERS))(*fields.values())
+        if p > 1:
+            extra[PLAYERS] = {  # one (env, player) row's ids (envs/players.py)
+                "env_id": specs.BoundedArray((), np.int32, 0, n - 1, name="players/env_id"),
+                "id": specs.BoundedArray((), np.int32, 0, p - 1, name="players/id"),
+                "alive": specs.Array((), bool, name="players/alive"),
+            }
+        return dm_observation(obs, env_id, elapsed, extra, self.spreads_observation)
+
+    @property
+    def spreads_observation(self) -> bool:
+        """Whether a dm TimeStep's observation has a field per observation key (EnvPool's DMC
+        pools: their state keys obs:position, obs:velocity, ...) instead of one `obs` field."""
+        return self._config.task_id in DMC_IDS and self._config.backend == "mujoco"
 
     def action_spec(self) -> specs.Array:
         return space_to_dm_spec(self.action_space, "action")

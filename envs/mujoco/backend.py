@@ -65,6 +65,7 @@ class MujocoTask:
     action_space: gym.spaces.Box
     extra_info: dict[str, np.dtype]
     camera_id: int | None  # the camera camera_id / camera_name picked (None: the task's own)
+    nstep: int  # physics steps per env step (frame_skip; dm_control's n_sub_steps)
 
 
 def _check_kwargs(task_id: str, kw: dict[str, Any], defaults: dict[str, Any]) -> None:
@@ -113,19 +114,20 @@ def configure(task_id: str, env_type: str, kwargs: dict[str, Any]) -> MujocoTask
     # Humanoid's tendon_length and tendon_velocity have a value per tendon: a subarray dtype
     info = {k: np.dtype((np.float64, (model.ntendon,))) if k in task_cls.vector_info else np.dtype(np.float64)
             for k in task_cls.info_keys}
-    return MujocoTask(config, task_cls, model, probe.observation_space(), action_space, info, camera_id)
+    return MujocoTask(config, task_cls, model, probe.observation_space(), action_space, info, camera_id,
+                      int(kw["frame_skip"]))
 
 
 class _Job:
     """A kernel job's arrays for n envs, and the kernel's arguments pointing at them."""
 
-    def __init__(self, n: int, model: Any, sizes: list[int], frame_skip: int):
+    def __init__(self, n: int, model: Any, sizes: list[int], frame_skip: int, action_dtype: np.dtype):
         self.n = n
         self.ids = np.zeros(n, np.int32)
         self.explicit = np.zeros(n, bool)
         self.reset = np.zeros(n, bool)
         self.flags = np.zeros(n, np.uint8)
-        self.action = np.zeros((n, model.nu), np.float32)
+        self.action = np.zeros((n, model.nu), action_dtype)
         self.ctrl = np.zeros((n, model.nu))
         self.qpos = np.zeros((n, model.nq))
         self.qvel = np.zeros((n, model.nv))
@@ -138,6 +140,12 @@ class _Job:
 
 
 class MujocoBackend(Backend):
+    """Gymnasium's v5 tasks; envs/mujoco/dmc/backend.py's DmcBackend serves dm_control's suite
+    on the same kernel, through the hooks marked below."""
+
+    kernel_mode = 0  # the kernel's MODE_GYM: Gymnasium's mj_step x frame_skip, then mj_rnePostConstraint
+    action_dtype = np.dtype(np.float32)  # the action Gymnasium's env gets through worker processes
+
     def __init__(self, task: MujocoTask, lib: ctypes.CDLL):
         import mujoco
 
@@ -149,10 +157,11 @@ class MujocoBackend(Backend):
         self.extra_info = dict(task.extra_info)
         self._model = model = task.model
         kw = dict(config.task_kwargs)
-        self._frame_skip = int(kw["frame_skip"])
-        self._datas = [mujoco.MjData(model) for _ in range(n)]
-        self.task = task.task_cls(kw, model, self._datas[0].qpos.copy(), self._datas[0].qvel.copy())
-        self._rngs = [np.random.default_rng(config.seed + i) for i in range(n)]
+        self._frame_skip = task.nstep
+        self._models = self._env_models(model, n)
+        self._datas = [mujoco.MjData(m) for m in self._models]
+        self.task = self._make_task(task, kw)
+        self._rngs = self._make_rngs(config.seed, n)
         self._book = EpisodeBook(n, config.max_episode_steps)
         self._renderer = None  # before the kernel's threads start: a GL backend that fails leaves nothing running
         if config.render_mode is not None:
@@ -161,7 +170,8 @@ class MujocoBackend(Backend):
         self._sizes = [getattr(self._datas[0], f).size for f in fields]
         # each env's last value of the fields its next step reads as "before"
         self._last = {f: np.zeros((n, s)) for f, s in zip(fields, self._sizes) if f in self.task.before_fields}
-        # Addresses the kernel reads: the mjData of each env and its fields (stable for its lifetime).
+        # Addresses the kernel reads: the mjModel and mjData of each env and its fields (stable for its lifetime).
+        self._model_ptrs = np.array([m._address for m in self._models], np.uintp)
         self._data_ptrs = np.array([d._address for d in self._datas], np.uintp)
         self._field_ptrs = np.array([[getattr(d, f).ctypes.data for f in fields] for d in self._datas], np.uintp)
         self._field_size = np.array(self._sizes, np.int32)
@@ -169,9 +179,10 @@ class MujocoBackend(Backend):
         threads = config.num_threads or min(config.batch_size, os.cpu_count() or 1)
         self._lib = lib
         self._pool = lib.mjp_create(
-            model._address, self._data_ptrs.ctypes.data, self._field_ptrs.ctypes.data, self._field_size.ctypes.data,
-            n, len(fields), fn["mj_step"], fn["mj_rnePostConstraint"], fn["mj_resetData"], fn["mj_forward"], threads,
-            config.thread_affinity_offset, 1,  # the caller steps envs too while it waits
+            self._model_ptrs.ctypes.data, self._data_ptrs.ctypes.data, self._field_ptrs.ctypes.data,
+            self._field_size.ctypes.data, n, len(fields), fn["mj_step"], fn["mj_rnePostConstraint"], fn["mj_resetData"],
+            fn["mj_forward"], fn["mj_step1"], fn["mj_step2"], self.kernel_mode, threads, config.thread_affinity_offset,
+            1,  # the caller steps envs too while it waits
         )
         if not self._pool:
             raise MemoryError("the MuJoCo pool could not be created")
@@ -179,6 +190,36 @@ class MujocoBackend(Backend):
         self._jobs: dict[int, list[_Job]] = {}  # the kernel's buffers by job size
         self._job: _Job | None = None  # the job in the kernel
         self._queued: list[tuple[np.ndarray | None, np.ndarray | None]] = []  # (ids, action or None: reset)
+
+    # ------------------------------------------------------------------ hooks (DmcBackend's differ)
+    def _env_models(self, model: Any, n: int) -> list[Any]:
+        """Each env's mjModel: one shared (no v5 task changes its model)."""
+        return [model] * n
+
+    def _make_task(self, task: MujocoTask, kw: dict[str, Any]) -> Any:
+        return task.task_cls(kw, task.model, self._datas[0].qpos.copy(), self._datas[0].qvel.copy())
+
+    def _make_rngs(self, seed: int, n: int) -> list[Any]:
+        return [np.random.default_rng(seed + i) for i in range(n)]
+
+    def _reset_rows(self, job: _Job, rows: np.ndarray) -> None:
+        """Job rows `rows` reset: each env's noise drawn here, the reset itself done by the kernel
+        (flag 1: mj_resetData, the drawn qpos and qvel, mj_forward)."""
+        for k in rows.tolist():
+            job.qpos[k], job.qvel[k] = self.task.reset_noise(self._rngs[job.ids[k]])
+
+    def _results(self, job: _Job, ids: np.ndarray, reset: np.ndarray, after: dict[str, np.ndarray]) -> tuple:
+        """(obs, reward, terminated, info) of a finished job, from the fields it copied out."""
+        before = {f: v[ids] for f, v in self._last.items()}
+        reward, terminated, info = self.task.step(before, after, job.action)
+        obs = self.task.observe(after)
+        if np.count_nonzero(reset):
+            reset_info = self.task.reset_info({f: v[reset] for f, v in after.items()})
+            for k, v in info.items():
+                v[reset] = reset_info[k]
+            reward[reset] = 0.0
+            terminated = terminated & ~reset
+        return obs, reward, terminated, info
 
     # ------------------------------------------------------------------ the pool's backend API
     def prime_reset(self, ids: np.ndarray, seeds: list[int | None] | None, options: dict | None) -> None:
@@ -211,7 +252,8 @@ class MujocoBackend(Backend):
         Two sets, used in turn: one job steps while the last one's results are read."""
         pair = self._jobs.get(n)
         if pair is None:
-            pair = self._jobs[n] = [_Job(n, self._model, self._sizes, self._frame_skip) for _ in range(2)]
+            pair = self._jobs[n] = [_Job(n, self._model, self._sizes, self._frame_skip, self.action_dtype)
+                                    for _ in range(2)]
         pair.reverse()
         return pair[0]
 
@@ -225,7 +267,7 @@ class MujocoBackend(Backend):
             job.ids[:] = self._all_ids if ids is None else ids
             job.explicit[:] = action is None
             if action is not None:
-                job.action[:] = action  # as float32: the action Gymnasium's env gets through worker processes
+                job.action[:] = action  # as action_dtype
         else:
             all_ids = [self._all_ids if ids is None else ids for ids, _ in queued]
             job = self._buffers(sum(map(len, all_ids)))
@@ -242,9 +284,8 @@ class MujocoBackend(Backend):
         np.logical_or(job.explicit, self._book.done[job.ids], out=reset)
         job.flags[:] = reset
         if np.count_nonzero(reset):
-            for k in np.flatnonzero(reset).tolist():
-                job.qpos[k], job.qvel[k] = self.task.reset_noise(self._rngs[job.ids[k]])
-        job.ctrl[:] = job.action  # data.ctrl[:] = action, as the Gymnasium env does
+            self._reset_rows(job, np.flatnonzero(reset))
+        job.ctrl[:] = job.action  # data.ctrl[:] = action, as the Gymnasium env (and dm_control's Task) does
         self._job = job
         self._lib.mjp_start(self._pool, *job.args)
 
@@ -258,15 +299,7 @@ class MujocoBackend(Backend):
                 "NaN, Inf or huge values in qpos, qvel or qacc and reset its state); its results would be those of a "
                 "reset, not of the step, so the pool stops. Smaller actions, reset noise or timestep avoid it"
             )
-        before = {f: v[ids] for f, v in self._last.items()}
-        reward, terminated, info = self.task.step(before, after, job.action)
-        obs = self.task.observe(after)
-        if np.count_nonzero(reset):
-            reset_info = self.task.reset_info({f: v[reset] for f, v in after.items()})
-            for k, v in info.items():
-                v[reset] = reset_info[k]
-            reward[reset] = 0.0
-            terminated = terminated & ~reset
+        obs, reward, terminated, info = self._results(job, ids, reset, after)
         for f, v in self._last.items():
             v[ids] = after[f]
         # a reset (the caller's or an auto-reset) starts the episode: elapsed 0, not done
@@ -283,8 +316,8 @@ class MujocoBackend(Backend):
         spec = mujoco.mjtState.mjSTATE_INTEGRATION
         size = mujoco.mj_stateSize(self._model, spec)
         states = np.empty((self._n, size))
-        for d, row in zip(self._datas, states):
-            mujoco.mj_getState(self._model, d, row, spec)
+        for m, d, row in zip(self._models, self._datas, states):
+            mujoco.mj_getState(m, d, row, spec)
         return states
 
     def snapshot(self) -> tuple:
@@ -300,8 +333,8 @@ class MujocoBackend(Backend):
         if kind != "mujoco" or task_id != self._config.task_id or n != self._n:
             raise ValueError(f"snapshot of {task_id} x {n} does not fit this pool ({self._config.task_id} x {self._n})")
         spec = mujoco.mjtState.mjSTATE_INTEGRATION
-        for d, row in zip(self._datas, states):  # the next step starts from the state alone
-            mujoco.mj_setState(self._model, d, row, spec)
+        for m, d, row in zip(self._models, self._datas, states):  # the next step starts from the state alone
+            mujoco.mj_setState(m, d, row, spec)
         self._last, self._rngs, self._book = copy.deepcopy(last), copy.deepcopy(rngs), copy.deepcopy(book)
 
     def render(self, ids: np.ndarray) -> np.ndarray:

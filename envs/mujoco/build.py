@@ -53,7 +53,7 @@ def _load() -> ctypes.CDLL:
         raise KernelUnavailable(f"cannot load {path}: {e}") from e
     p, i = ctypes.c_void_p, ctypes.c_int
     sig = {
-        "mjp_create": (p, [p, p, p, p, i, i, p, p, p, p, i, i, i]),
+        "mjp_create": (p, [p, p, p, p, i, i, p, p, p, p, p, p, i, i, i, i]),
         "mjp_start": (None, [p, p, p, i, i, p, p, p, p, p]),
         "mjp_wait": (None, [p]),
         "mjp_done": (i, [p]),
@@ -89,7 +89,7 @@ def warn_unavailable(task_id: str) -> None:
 
 @functools.cache
 def mujoco_functions() -> dict[str, int]:
-    """Addresses of mj_step, mj_rnePostConstraint, mj_resetData and mj_forward in the libmujoco
+    """Addresses of mj_step, mj_rnePostConstraint, mj_resetData, mj_forward, mj_step1 and mj_step2 in the libmujoco
     that the `mujoco` package loaded (the same file, so the same library instance)."""
     import mujoco
 
@@ -98,5 +98,5 @@ def mujoco_functions() -> dict[str, int]:
     if not candidates:
         raise KernelUnavailable(f"the mujoco package has no libmujoco in {lib_dir}")
     lib = ctypes.CDLL(str(candidates[0]))
-    names = ("mj_step", "mj_rnePostConstraint", "mj_resetData", "mj_forward")
+    names = ("mj_step", "mj_rnePostConstraint", "mj_resetData", "mj_forward", "mj_step1", "mj_step2")
     return {n: ctypes.cast(getattr(lib, n), ctypes.c_void_p).value for n in names}

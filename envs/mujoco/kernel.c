@@ -1,13 +1,19 @@
 // Steps a batch of MuJoCo simulations on a persistent thread pool, exactly as Gymnasium's MuJoCo
-// envs step one (envs/mujoco/backend.py, DESIGN.md "Native MuJoCo").
+// envs or dm_control's suite step one (envs/mujoco/backend.py, DESIGN.md "Native MuJoCo").
 //
 // Each env is an mjData the Python side made (mujoco.MjData); this file gets its address and the
-// addresses of the fields the task reads (qpos, qvel, xpos, cfrc_ext, ...). It is compiled
-// against the headers the `mujoco` package ships, so mjData's layout is that library's. A job runs, for each env of the call:
-//   step:  ctrl <- the env's action; mj_step x nstep; mj_rnePostConstraint (Gymnasium's
+// addresses of the fields the task reads (qpos, qvel, xpos, cfrc_ext, ...), and its mjModel (one
+// shared, or one per env where a task moves its targets per episode). It is compiled against the
+// headers the `mujoco` package ships, so mjData's layout is that library's. A job runs, for each
+// env of the call, by the pool's mode:
+//   step, MODE_GYM: ctrl <- the env's action; mj_step x nstep; mj_rnePostConstraint (Gymnasium's
 //          MujocoEnv._step_mujoco_simulation);
-//   reset: mj_resetData; qpos, qvel <- the given rows; mj_forward (Gymnasium's reset and
+//   step, MODE_DM: ctrl <- the action; mj_step2; mj_step x (nstep - 1); mj_step1 (dm_control's
+//          Physics.step with legacy_step, for Euler and implicit integrators);
+//   step, MODE_DM_RK4: ctrl <- the action; mj_step x nstep; mj_step1 (the same for RK4);
+//   reset (flag 1): mj_resetData; qpos, qvel <- the given rows; mj_forward (Gymnasium's reset and
 //          set_state), for the envs the job marks reset;
+//   reset done (flag 2): nothing (the caller reset the env's mjData, as dm_control's tasks do);
 // then the fields are copied to batched outputs, row k for the job's k-th env.
 // MuJoCo's own functions come as pointers from the library the `mujoco` package loaded, so the
 // physics is bit for bit the one Gymnasium runs.
@@ -29,16 +35,19 @@
 
 typedef void (*mj_fn)(const mjModel* m, mjData* d);
 
+enum { MODE_GYM = 0, MODE_DM = 1, MODE_DM_RK4 = 2 };
+
 typedef struct {
   // set once
-  const mjModel* model;
+  const mjModel** models; // num_envs
   mjData** data;         // num_envs
   double** field_src;    // num_envs * nfield
   const int* field_size; // nfield, doubles
   int num_envs, nfield;
-  mj_fn step, rne_post, reset_data, forward;
+  mj_fn step, rne_post, reset_data, forward, step1, step2;
+  int mode;
   // the job
-  const unsigned char* reset;  // n: 1 where the env resets instead of stepping
+  const unsigned char* reset;  // n: 1 where the env resets instead of stepping, 2 where it was reset
   const int* ids;
   int n, nstep;
   const double* action;  // n * nu (reset rows unused)
@@ -61,14 +70,24 @@ static int instability(const mjData* d) {
 }
 
 static void run_env(Pool* p, int k) {
-  const mjModel* m = p->model;
+  const mjModel* m = p->models[p->ids[k]];
   mjData* d = p->data[p->ids[k]];
   int before = instability(d);
   if (!p->reset[k]) {
     memcpy(d->ctrl, p->action + (size_t)k * m->nu, sizeof(mjtNum) * m->nu);
-    for (int s = 0; s < p->nstep; s++) p->step(m, d);
-    p->rne_post(m, d);
-  } else {
+    if (p->mode == MODE_GYM) {
+      for (int s = 0; s < p->nstep; s++) p->step(m, d);
+      p->rne_post(m, d);
+    } else {
+      int s = 0;
+      if (p->mode == MODE_DM) {
+        p->step2(m, d);
+        s = 1;
+      }
+      for (; s < p->nstep; s++) p->step(m, d);
+      p->step1(m, d);
+    }
+  } else if (p->reset[k] == 1) {
     p->reset_data(m, d);
     memcpy(d->qpos, p->qpos_in + (size_t)k * m->nq, sizeof(mjtNum) * m->nq);
     memcpy(d->qvel, p->qvel_in + (size_t)k * m->nv, sizeof(mjtNum) * m->nv);
@@ -101,12 +120,12 @@ static void* worker(void* arg) {
   }
 }
 
-Pool* mjp_create(const mjModel* model, mjData** data, double** field_src, const int* field_size, int num_envs,
-                 int nfield, void* step, void* rne_post, void* reset_data, void* forward, int nthread,
-                 int affinity_offset, int help) {
+Pool* mjp_create(const mjModel** models, mjData** data, double** field_src, const int* field_size, int num_envs,
+                 int nfield, void* step, void* rne_post, void* reset_data, void* forward, void* step1, void* step2,
+                 int mode, int nthread, int affinity_offset, int help) {
   Pool* p = (Pool*)calloc(1, sizeof(Pool));
   if (!p) return NULL;
-  p->model = model;
+  p->models = models;
   p->data = data;
   p->field_src = field_src;
   p->field_size = field_size;
@@ -116,6 +135,9 @@ Pool* mjp_create(const mjModel* model, mjData** data, double** field_src, const 
   p->rne_post = (mj_fn)rne_post;
   p->reset_data = (mj_fn)reset_data;
   p->forward = (mj_fn)forward;
+  p->step1 = (mj_fn)step1;
+  p->step2 = (mj_fn)step2;
+  p->mode = mode;
   p->nthread = nthread;
   p->help = help;
   pthread_mutex_init(&p->mu, NULL);

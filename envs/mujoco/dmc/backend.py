@@ -1,0 +1,131 @@
+"""The native pool of dm_control's suite: MujocoBackend's kernel, dm_control's step and resets.
+
+What differs from the Gymnasium v5 tasks (envs/mujoco/backend.py):
+- Stepping: dm_control's `Physics.step` with `legacy_step` (mj_step2, mj_step x (n - 1), mj_step1;
+  the kernel's MODE_DM, or MODE_DM_RK4 for RK4 models), n the task's physics steps per control step.
+- Resets run here, per env, on that env's own mjModel and mjData: `Physics.reset_context` around
+  the task's `initialize_episode` (mj_resetData, a forward without actuation, the task's draws
+  from its `numpy.random.RandomState`, a forward without actuation); the kernel then only copies
+  the env's fields (flag 2). Each env has its own mjModel, as tasks that place a target per
+  episode (reacher, fish, ...) change their model. Env i's RandomState is seeded seed + i, so env
+  i of a pool is `dm_control.suite.load(domain, task, task_kwargs={"random": seed + i})`.
+- Observations are dm_control's dicts (a Dict space of float64 Boxes), actions float64, rewards
+  dm_control's (float32 in the batch, as every pool's), terminations its discount-0 steps; the
+  time limit truncates at dm_control's step count. Info holds EnvPool's test keys (qpos0, ...).
+"""
+
+from __future__ import annotations
+
+import collections
+import copy
+import ctypes
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from envs.config import PoolConfig
+from envs.mujoco.backend import MujocoBackend, MujocoTask, _Job
+from envs.mujoco.dmc import DMC_IDS, served, unserved_error
+from envs.mujoco.dmc.base import DmcTask, forward_without_actuation
+from envs.mujoco.log import route_warnings
+
+
+def _probe_observation(task: DmcTask, model: Any) -> dict[str, np.ndarray]:
+    """One env's observation at the model's reset state (its keys and shapes)."""
+    import mujoco
+
+    data = mujoco.MjData(model)
+    forward_without_actuation(model, data)
+    return task.observe({f: getattr(data, f).reshape(1, -1).copy() for f in task.fields})
+
+
+def configure(task_id: str, env_type: str, kwargs: dict[str, Any]) -> MujocoTask:
+    """The validated config, model and spaces of a DMC id's native pool."""
+    if task_id not in served():
+        raise unserved_error(task_id)
+    task_cls = served()[task_id]
+    route_warnings()
+    model = task_cls.load_model()
+    config = PoolConfig.create(task_id, env_type, "mujoco", task_cls.max_episode_steps(model), kwargs, {})
+    if config.render_mode is not None:
+        raise ValueError(f"render_mode={config.render_mode!r}: rendering of the DMC ids is not served yet")
+    task = task_cls(model)
+    obs = _probe_observation(task, model)
+    # in dm_control's order (a plain dict would be sorted by gymnasium)
+    observation_space = gym.spaces.Dict(
+        collections.OrderedDict((k, gym.spaces.Box(-np.inf, np.inf, v.shape[1:], np.float64)) for k, v in obs.items()))
+    low, high = model.actuator_ctrlrange.T  # dm_control's mujoco.action_spec: float64, bounded by ctrlrange
+    action_space = gym.spaces.Box(low=low.copy(), high=high.copy(), dtype=np.float64)
+    sizes = {"qpos0": model.nq, "qvel0": model.nv}
+    extra_info = {k: np.dtype((np.float64, (sizes[k],))) for k in task_cls.test_info}
+    return MujocoTask(config, task_cls, model, observation_space, action_space, extra_info, None,
+                      task_cls.n_sub_steps(model))
+
+
+class DmcBackend(MujocoBackend):
+    action_dtype = np.dtype(np.float64)  # dm_control's action spec
+
+    def __init__(self, task: MujocoTask, lib: ctypes.CDLL):
+        import mujoco
+
+        # the kernel's MODE_DM (legacy step), or MODE_DM_RK4 for RK4 models
+        self.kernel_mode = 2 if task.model.opt.integrator == mujoco.mjtIntegrator.mjINT_RK4 else 1
+        n = task.config.num_envs
+        self._test_info = {k: np.zeros((n, *d.shape)) for k, d in task.extra_info.items()}
+        super().__init__(task, lib)
+
+    def _env_models(self, model: Any, n: int) -> list[Any]:
+        return [copy.deepcopy(model) for _ in range(n)]
+
+    def _make_task(self, task: MujocoTask, kw: dict[str, Any]) -> DmcTask:
+        return task.task_cls(task.model)
+
+    def _make_rngs(self, seed: int, n: int) -> list[np.random.RandomState]:
+        return [np.random.RandomState((seed + i) % 2**32) for i in range(n)]
+
+    def prime_reset(self, ids: np.ndarray, seeds: list[int | None] | None, options: dict | None) -> None:
+        """Env i's episode draws come from RandomState(seeds[i]), as dm_control's task_kwargs random."""
+        if seeds is not None:
+            for i in ids.tolist():
+                if seeds[i] is not None:
+                    self._rngs[i] = np.random.RandomState(seeds[i] % 2**32)
+
+    def _reset_rows(self, job: _Job, rows: np.ndarray) -> None:
+        import mujoco
+
+        for k in rows.tolist():
+            i = int(job.ids[k])
+            model, data = self._models[i], self._datas[i]
+            mujoco.mj_resetData(model, data)  # Physics.reset_context: reset ...
+            forward_without_actuation(model, data)
+            info = self.task.initialize_episode(model, data, self._rngs[i])  # ... the task's start ...
+            forward_without_actuation(model, data)  # ... and after_reset
+            for key, v in self._test_info.items():
+                v[i] = info[key]
+            job.flags[k] = 2  # the kernel copies its fields only
+
+    def _results(self, job: _Job, ids: np.ndarray, reset: np.ndarray, after: dict[str, np.ndarray]) -> tuple:
+        obs = self.task.observe(after)
+        reward = self.task.reward(after, job.action)
+        terminated = self.task.terminated(after)
+        if np.count_nonzero(reset):
+            reward[reset] = 0.0
+            terminated = terminated & ~reset
+        info = {k: v[ids] for k, v in self._test_info.items()}
+        return obs, reward, terminated, info
+
+    def snapshot(self) -> tuple:
+        return (*super().snapshot(), [copy.deepcopy(m) for m in self._models], copy.deepcopy(self._test_info))
+
+    def restore(self, state: tuple) -> None:
+        *base, models, test_info = state
+        for mine, theirs in zip(self._models, models):  # the same objects: the kernel holds their addresses
+            for name in ("geom_pos", "geom_quat", "site_pos", "body_pos", "body_quat", "light_pos", "wrap_prm"):
+                getattr(mine, name)[:] = getattr(theirs, name)
+        super().restore(tuple(base))
+        self._test_info = copy.deepcopy(test_info)
+
+
+def is_dmc_id(task_id: str) -> bool:
+    return task_id in DMC_IDS

@@ -1,0 +1,149 @@
+"""dm_control's cartpole, pendulum and acrobot domains over a batch (dm_control/suite/cartpole.py,
+pendulum.py, acrobot.py)."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from envs.mujoco.dmc import assets
+from envs.mujoco.dmc.base import DmcTask, Fields, norm
+from envs.mujoco.dmc.rewards import tolerance
+
+
+class Cartpole(DmcTask):
+    domain = "cartpole"
+    time_limit = 10
+    fields = ("qpos", "qvel", "xmat")
+    test_info = ("qpos0", "qvel0")
+    num_poles: ClassVar[int] = 1
+    swing_up: ClassVar[bool]
+    sparse: ClassVar[bool]
+
+    def __init__(self, model: Any):
+        super().__init__(model)
+        self.nbody = model.nbody
+        self.slider = int(model.joint("slider").qposadr[0])
+        self.hinge = int(model.joint("hinge_1").qposadr[0])
+
+    @classmethod
+    def model_xml(cls) -> str:
+        return assets.cartpole_xml(cls.num_poles)
+
+    def initialize_episode(self, model: Any, data: Any, random: np.random.RandomState) -> dict[str, np.ndarray]:
+        nv = model.nv
+        if self.swing_up:
+            data.qpos[self.slider] = .01 * random.randn()
+            data.qpos[self.hinge] = np.pi + .01 * random.randn()
+            data.qpos[2:] = .1 * random.randn(nv - 2)
+        else:
+            data.qpos[self.slider] = random.uniform(-.1, .1)
+            data.qpos[1:] = random.uniform(-.034, .034, nv - 1)
+        data.qvel[:] = 0.01 * random.randn(nv)
+        return {"qpos0": data.qpos.copy(), "qvel0": data.qvel.copy()}
+
+    def _xmat(self, f: Fields) -> np.ndarray:
+        return f["xmat"].reshape(len(f["xmat"]), self.nbody, 9)
+
+    def observe(self, f: Fields) -> dict[str, np.ndarray]:
+        poles = self._xmat(f)[:, 2:][:, :, [8, 2]].reshape(len(f["qpos"]), -1)  # ['zz', 'xz'] of each pole
+        return {"position": np.hstack((f["qpos"][:, self.slider:self.slider + 1], poles)), "velocity": f["qvel"].copy()}
+
+    def reward(self, f: Fields, action: np.ndarray) -> np.ndarray:
+        cart = f["qpos"][:, self.slider]
+        cosine = self._xmat(f)[:, 2:, 8]
+        if self.sparse:
+            cart_in_bounds = tolerance(cart, (-.25, .25))
+            angle_in_bounds = tolerance(cosine, (.995, 1)).prod(axis=1)
+            return cart_in_bounds * angle_in_bounds
+        upright = (cosine + 1) / 2
+        centered = (1 + tolerance(cart, margin=2)) / 2
+        small_control = (4 + tolerance(action, margin=1, value_at_margin=0, kind="quadratic")[:, 0]) / 5
+        small_velocity = (1 + tolerance(f["qvel"][:, 1:], margin=5).min(axis=1)) / 2
+        return upright.mean(axis=1) * small_control * small_velocity * centered
+
+
+class CartpoleBalance(Cartpole):
+    task, swing_up, sparse = "balance", False, False
+
+
+class CartpoleBalanceSparse(Cartpole):
+    task, swing_up, sparse = "balance_sparse", False, True
+
+
+class CartpoleSwingup(Cartpole):
+    task, swing_up, sparse = "swingup", True, False
+
+
+class CartpoleSwingupSparse(Cartpole):
+    task, swing_up, sparse = "swingup_sparse", True, True
+
+
+class CartpoleTwoPoles(Cartpole):
+    task, swing_up, sparse, num_poles = "two_poles", True, False, 2
+
+
+class CartpoleThreePoles(Cartpole):
+    task, swing_up, sparse, num_poles = "three_poles", True, False, 3
+
+
+class PendulumSwingup(DmcTask):
+    domain, task = "pendulum", "swingup"
+    time_limit = 20
+    fields = ("qpos", "qvel", "xmat")
+    cosine_bound = np.cos(np.deg2rad(8))
+
+    def __init__(self, model: Any):
+        super().__init__(model)
+        self.pole = int(model.body("pole").id)
+        self.hinge_q = int(model.joint("hinge").qposadr[0])
+        self.hinge_v = int(model.joint("hinge").dofadr[0])
+
+    def initialize_episode(self, model: Any, data: Any, random: np.random.RandomState) -> dict[str, np.ndarray]:
+        data.qpos[self.hinge_q] = random.uniform(-np.pi, np.pi)
+        return {"qpos0": data.qpos.copy()}
+
+    def _pole(self, f: Fields) -> np.ndarray:
+        return f["xmat"][:, 9 * self.pole:9 * self.pole + 9]
+
+    def observe(self, f: Fields) -> dict[str, np.ndarray]:
+        return {"orientation": self._pole(f)[:, [8, 2]], "velocity": f["qvel"][:, self.hinge_v:self.hinge_v + 1].copy()}
+
+    def reward(self, f: Fields, action: np.ndarray) -> np.ndarray:
+        return tolerance(self._pole(f)[:, 8], (self.cosine_bound, 1))
+
+
+class Acrobot(DmcTask):
+    domain = "acrobot"
+    time_limit = 10
+    fields = ("qpos", "qvel", "xmat", "site_xpos")
+    sparse: ClassVar[bool]
+
+    def __init__(self, model: Any):
+        super().__init__(model)
+        self.arms = [int(model.body(b).id) for b in ("upper_arm", "lower_arm")]
+        self.joints = [int(model.joint(j).qposadr[0]) for j in ("shoulder", "elbow")]
+        self.target, self.tip = int(model.site("target").id), int(model.site("tip").id)
+        self.target_radius = float(model.site_size[self.target, 0])
+
+    def initialize_episode(self, model: Any, data: Any, random: np.random.RandomState) -> dict[str, np.ndarray]:
+        data.qpos[self.joints] = random.uniform(-np.pi, np.pi, 2)
+        return {"qpos0": data.qpos.copy()}
+
+    def observe(self, f: Fields) -> dict[str, np.ndarray]:
+        xmat = f["xmat"].reshape(len(f["xmat"]), -1, 9)[:, self.arms]
+        return {"orientations": np.concatenate((xmat[:, :, 2], xmat[:, :, 8]), axis=1), "velocity": f["qvel"].copy()}
+
+    def reward(self, f: Fields, action: np.ndarray) -> np.ndarray:
+        site = f["site_xpos"].reshape(len(f["site_xpos"]), -1, 3)
+        to_target = norm(site[:, self.target] - site[:, self.tip])
+        return tolerance(to_target, (0, self.target_radius), margin=0 if self.sparse else 1)
+
+
+class AcrobotSwingup(Acrobot):
+    task, sparse = "swingup", False
+
+
+class AcrobotSwingupSparse(Acrobot):
+    task, sparse = "swingup_sparse", True

@@ -1,0 +1,91 @@
+"""dm_control's cheetah and walker domains over a batch (dm_control/suite/cheetah.py, walker.py)."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from envs.mujoco.dmc.base import DmcTask, Fields, legacy_step, randomize_limited_and_rotational_joints
+from envs.mujoco.dmc.rewards import tolerance
+
+
+def _sensor(model: Any, name: str) -> slice:
+    s = model.sensor(name)
+    return slice(int(s.adr[0]), int(s.adr[0]) + int(s.dim[0]))
+
+
+class CheetahRun(DmcTask):
+    domain, task = "cheetah", "run"
+    time_limit = 10
+    fields = ("qpos", "qvel", "sensordata")
+    run_speed = 10
+
+    def __init__(self, model: Any):
+        super().__init__(model)
+        self.velocity_sensor = _sensor(model, "torso_subtreelinvel")
+
+    def initialize_episode(self, model: Any, data: Any, random: np.random.RandomState) -> dict[str, np.ndarray]:
+        is_limited = model.jnt_limited == 1
+        lower, upper = model.jnt_range[is_limited].T
+        data.qpos[is_limited] = random.uniform(lower, upper)  # nq == njnt: joints are qpos entries
+        qpos0 = data.qpos.copy()
+        legacy_step(model, data, 200)
+        data.time = 0
+        return {"qpos0": qpos0}
+
+    def observe(self, f: Fields) -> dict[str, np.ndarray]:
+        return {"position": f["qpos"][:, 1:].copy(), "velocity": f["qvel"].copy()}
+
+    def reward(self, f: Fields, action: np.ndarray) -> np.ndarray:
+        speed = f["sensordata"][:, self.velocity_sensor][:, 0]
+        return tolerance(speed, (self.run_speed, float("inf")), margin=self.run_speed, value_at_margin=0, kind="linear")
+
+
+class Walker(DmcTask):
+    domain = "walker"
+    time_limit = 25
+    control_timestep = .025
+    fields = ("qpos", "qvel", "xmat", "xpos", "sensordata")
+    stand_height = 1.2
+    move_speed: ClassVar[float]
+
+    def __init__(self, model: Any):
+        super().__init__(model)
+        self.nbody = model.nbody
+        self.torso = int(model.body("torso").id)
+        self.velocity_sensor = _sensor(model, "torso_subtreelinvel")
+
+    def initialize_episode(self, model: Any, data: Any, random: np.random.RandomState) -> dict[str, np.ndarray]:
+        randomize_limited_and_rotational_joints(model, data, random)
+        return {"qpos0": data.qpos.copy()}
+
+    def observe(self, f: Fields) -> dict[str, np.ndarray]:
+        n = len(f["qpos"])
+        xmat = f["xmat"].reshape(n, self.nbody, 9)
+        return {"orientations": xmat[:, 1:][:, :, [0, 2]].reshape(n, -1),
+                "height": f["xpos"][:, 3 * self.torso + 2].copy(), "velocity": f["qvel"].copy()}
+
+    def reward(self, f: Fields, action: np.ndarray) -> np.ndarray:
+        height = f["xpos"][:, 3 * self.torso + 2]
+        standing = tolerance(height, (self.stand_height, float("inf")), margin=self.stand_height / 2)
+        upright = (1 + f["xmat"][:, 9 * self.torso + 8]) / 2
+        stand_reward = (3 * standing + upright) / 4
+        if self.move_speed == 0:
+            return stand_reward
+        speed = f["sensordata"][:, self.velocity_sensor][:, 0]
+        move_reward = tolerance(speed, (self.move_speed, float("inf")), margin=self.move_speed / 2, value_at_margin=0.5,
+                                kind="linear")
+        return stand_reward * (5 * move_reward + 1) / 6
+
+
+class WalkerStand(Walker):
+    task, move_speed = "stand", 0
+
+
+class WalkerWalk(Walker):
+    task, move_speed = "walk", 1
+
+
+class WalkerRun(Walker):
+    task, move_speed = "run", 8
