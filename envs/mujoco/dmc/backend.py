@@ -27,17 +27,23 @@ import numpy as np
 from envs.config import PoolConfig
 from envs.mujoco.backend import MujocoBackend, MujocoTask, _Job
 from envs.mujoco.dmc import DMC_IDS, served, unserved_error
-from envs.mujoco.dmc.base import DmcTask, forward_without_actuation
+from envs.mujoco.dmc.base import DmcTask
 from envs.mujoco.log import route_warnings
 
 
-def _probe_observation(task: DmcTask, model: Any) -> dict[str, np.ndarray]:
-    """One env's observation at the model's reset state (its keys and shapes)."""
+def _probe(task: DmcTask, model: Any) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """One env's first observation and test info (their keys and shapes), on a copy of the model."""
     import mujoco
 
+    model = copy.deepcopy(model)
     data = mujoco.MjData(model)
-    forward_without_actuation(model, data)
-    return task.observe({f: getattr(data, f).reshape(1, -1).copy() for f in task.fields})
+    info = task.reset(model, data, np.random.RandomState(0))
+    return task.observe({f: getattr(data, f).reshape(1, -1).copy() for f in task.fields}), info
+
+
+# The model fields the suite's tasks set per episode (targets' places and sizes, colours, damping)
+MODEL_STATE = ("geom_pos", "geom_quat", "geom_size", "site_pos", "site_size", "site_rgba", "body_pos", "body_quat",
+               "light_pos", "wrap_prm", "dof_damping", "mat_rgba")
 
 
 def configure(task_id: str, env_type: str, kwargs: dict[str, Any]) -> MujocoTask:
@@ -51,14 +57,13 @@ def configure(task_id: str, env_type: str, kwargs: dict[str, Any]) -> MujocoTask
     if config.render_mode is not None:
         raise ValueError(f"render_mode={config.render_mode!r}: rendering of the DMC ids is not served yet")
     task = task_cls(model)
-    obs = _probe_observation(task, model)
+    obs, info = _probe(task, model)
     # in dm_control's order (a plain dict would be sorted by gymnasium)
     observation_space = gym.spaces.Dict(
         collections.OrderedDict((k, gym.spaces.Box(-np.inf, np.inf, v.shape[1:], np.float64)) for k, v in obs.items()))
     low, high = model.actuator_ctrlrange.T  # dm_control's mujoco.action_spec: float64, bounded by ctrlrange
     action_space = gym.spaces.Box(low=low.copy(), high=high.copy(), dtype=np.float64)
-    sizes = {"qpos0": model.nq, "qvel0": model.nv}
-    extra_info = {k: np.dtype((np.float64, (sizes[k],))) for k in task_cls.test_info}
+    extra_info = {k: np.dtype((np.float64, np.shape(v))) for k, v in info.items()}
     return MujocoTask(config, task_cls, model, observation_space, action_space, extra_info, None,
                       task_cls.n_sub_steps(model))
 
@@ -92,15 +97,9 @@ class DmcBackend(MujocoBackend):
                     self._rngs[i] = np.random.RandomState(seeds[i] % 2**32)
 
     def _reset_rows(self, job: _Job, rows: np.ndarray) -> None:
-        import mujoco
-
         for k in rows.tolist():
             i = int(job.ids[k])
-            model, data = self._models[i], self._datas[i]
-            mujoco.mj_resetData(model, data)  # Physics.reset_context: reset ...
-            forward_without_actuation(model, data)
-            info = self.task.initialize_episode(model, data, self._rngs[i])  # ... the task's start ...
-            forward_without_actuation(model, data)  # ... and after_reset
+            info = self.task.reset(self._models[i], self._datas[i], self._rngs[i])
             for key, v in self._test_info.items():
                 v[i] = info[key]
             job.flags[k] = 2  # the kernel copies its fields only
@@ -121,9 +120,13 @@ class DmcBackend(MujocoBackend):
     def restore(self, state: tuple) -> None:
         *base, models, test_info = state
         for mine, theirs in zip(self._models, models):  # the same objects: the kernel holds their addresses
-            for name in ("geom_pos", "geom_quat", "site_pos", "body_pos", "body_quat", "light_pos", "wrap_prm"):
+            for name in MODEL_STATE:
                 getattr(mine, name)[:] = getattr(theirs, name)
         super().restore(tuple(base))
+        import mujoco
+
+        for m, d in zip(self._models, self._datas):  # the step's mj_step2 reads what mj_step1 computes
+            mujoco.mj_step1(m, d)
         self._test_info = copy.deepcopy(test_info)
 
 

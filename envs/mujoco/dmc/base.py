@@ -90,6 +90,22 @@ def randomize_limited_and_rotational_joints(model: Any, data: Any, random: np.ra
             data.qpos[adr + 3:adr + 7] = quat
 
 
+def set_random_joint_angles(model: Any, data: Any, random: np.random.RandomState, max_attempts: int = 1000) -> None:
+    """Random joint angles until the bodies do not touch (dm_control's finger `_set_random_joint_angles`)."""
+    for _ in range(max_attempts):
+        randomize_limited_and_rotational_joints(model, data, random)
+        forward_without_actuation(model, data)
+        if data.ncon == 0:
+            return
+    raise RuntimeError(f"could not find a collision-free state after {max_attempts} attempts")
+
+
+def sensor(model: Any, name: str) -> slice:
+    """Where sensor `name`'s values are in sensordata."""
+    s = model.sensor(name)
+    return slice(int(s.adr[0]), int(s.adr[0]) + int(s.dim[0]))
+
+
 def norm(rows: np.ndarray) -> np.ndarray:
     """np.linalg.norm of each row (the square root of its dot with itself)."""
     return np.sqrt(np.einsum("ij,ij->i", rows, rows))
@@ -104,8 +120,6 @@ class DmcTask:
     control_timestep: ClassVar[float | None] = None  # None: one physics step per control step
     fields: ClassVar[tuple[str, ...]] = ("qpos", "qvel")
     before_fields: ClassVar[tuple[str, ...]] = ()  # no task reads the fields as they were before a step
-    # EnvPool's test-build info, which its align tests read to put dm_control in the same state
-    test_info: ClassVar[tuple[str, ...]] = ("qpos0",)
 
     def __init__(self, model: Any):
         self.nq, self.nv, self.nu = model.nq, model.nv, model.nu
@@ -140,8 +154,21 @@ class DmcTask:
 
     # ------------------------------------------------------------------ an episode's start, per env
     def initialize_episode(self, model: Any, data: Any, random: np.random.RandomState) -> dict[str, np.ndarray]:
-        """The task's `initialize_episode` on one env; returns its test info (qpos0, ...)."""
+        """The task's `initialize_episode` on one env. Returns its test info: what EnvPool's test
+        build reports (qpos0, a target's place, ...) and its align tests read to start dm_control's
+        env in the same state."""
         raise NotImplementedError
+
+    def reset(self, model: Any, data: Any, random: np.random.RandomState) -> dict[str, np.ndarray]:
+        """One env's episode start: dm_control's `Physics.reset_context` around the task's
+        `initialize_episode`; returns the test info."""
+        import mujoco
+
+        mujoco.mj_resetData(model, data)
+        forward_without_actuation(model, data)
+        info = self.initialize_episode(model, data, random)
+        forward_without_actuation(model, data)
+        return info
 
     # ------------------------------------------------------------------ the batch's math
     def observe(self, f: Fields) -> dict[str, np.ndarray]:

@@ -16,7 +16,6 @@ class Cartpole(DmcTask):
     domain = "cartpole"
     time_limit = 10
     fields = ("qpos", "qvel", "xmat")
-    test_info = ("qpos0", "qvel0")
     num_poles: ClassVar[int] = 1
     swing_up: ClassVar[bool]
     sparse: ClassVar[bool]

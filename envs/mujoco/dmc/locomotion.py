@@ -6,13 +6,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from envs.mujoco.dmc.base import DmcTask, Fields, legacy_step, randomize_limited_and_rotational_joints
+from envs.mujoco.dmc.base import DmcTask, Fields, legacy_step, randomize_limited_and_rotational_joints, sensor
 from envs.mujoco.dmc.rewards import tolerance
-
-
-def _sensor(model: Any, name: str) -> slice:
-    s = model.sensor(name)
-    return slice(int(s.adr[0]), int(s.adr[0]) + int(s.dim[0]))
 
 
 class CheetahRun(DmcTask):
@@ -23,7 +18,7 @@ class CheetahRun(DmcTask):
 
     def __init__(self, model: Any):
         super().__init__(model)
-        self.velocity_sensor = _sensor(model, "torso_subtreelinvel")
+        self.velocity_sensor = sensor(model, "torso_subtreelinvel")
 
     def initialize_episode(self, model: Any, data: Any, random: np.random.RandomState) -> dict[str, np.ndarray]:
         is_limited = model.jnt_limited == 1
@@ -54,7 +49,7 @@ class Walker(DmcTask):
         super().__init__(model)
         self.nbody = model.nbody
         self.torso = int(model.body("torso").id)
-        self.velocity_sensor = _sensor(model, "torso_subtreelinvel")
+        self.velocity_sensor = sensor(model, "torso_subtreelinvel")
 
     def initialize_episode(self, model: Any, data: Any, random: np.random.RandomState) -> dict[str, np.ndarray]:
         randomize_limited_and_rotational_joints(model, data, random)
@@ -89,3 +84,44 @@ class WalkerWalk(Walker):
 
 class WalkerRun(Walker):
     task, move_speed = "run", 8
+
+
+class Hopper(DmcTask):
+    domain = "hopper"
+    time_limit = 20
+    control_timestep = .02
+    fields = ("qpos", "qvel", "xipos", "sensordata")
+    stand_height, hop_speed = 0.6, 2
+    hopping: ClassVar[bool]
+
+    def __init__(self, model: Any):
+        super().__init__(model)
+        self.torso, self.foot = int(model.body("torso").id), int(model.body("foot").id)
+        self.velocity_sensor = sensor(model, "torso_subtreelinvel")
+        self.touch = [sensor(model, s).start for s in ("touch_toe", "touch_heel")]
+
+    def initialize_episode(self, model: Any, data: Any, random: np.random.RandomState) -> dict[str, np.ndarray]:
+        randomize_limited_and_rotational_joints(model, data, random)
+        return {"qpos0": data.qpos.copy()}
+
+    def observe(self, f: Fields) -> dict[str, np.ndarray]:
+        return {"position": f["qpos"][:, 1:].copy(), "velocity": f["qvel"].copy(),
+                "touch": np.log1p(f["sensordata"][:, self.touch])}
+
+    def reward(self, f: Fields, action: np.ndarray) -> np.ndarray:
+        height = f["xipos"][:, 3 * self.torso + 2] - f["xipos"][:, 3 * self.foot + 2]
+        standing = tolerance(height, (self.stand_height, 2))
+        if self.hopping:
+            speed = f["sensordata"][:, self.velocity_sensor][:, 0]
+            return standing * tolerance(speed, (self.hop_speed, float("inf")), margin=self.hop_speed / 2,
+                                        value_at_margin=0.5, kind="linear")
+        small_control = tolerance(action, margin=1, value_at_margin=0, kind="quadratic").mean(axis=1)
+        return standing * ((small_control + 4) / 5)
+
+
+class HopperStand(Hopper):
+    task, hopping = "stand", False
+
+
+class HopperHop(Hopper):
+    task, hopping = "hop", True
