@@ -106,6 +106,11 @@ def sensor(model: Any, name: str) -> slice:
     return slice(int(s.adr[0]), int(s.adr[0]) + int(s.dim[0]))
 
 
+def rows_times(vectors: np.ndarray, frames: np.ndarray) -> np.ndarray:
+    """Each row vector times its 3 x 3 frame (dm_control's `vector.dot(xmat.reshape(3, 3))`)."""
+    return np.einsum("ni,nij->nj", vectors, frames.reshape(-1, 3, 3))
+
+
 def norm(rows: np.ndarray) -> np.ndarray:
     """np.linalg.norm of each row (the square root of its dot with itself)."""
     return np.sqrt(np.einsum("ij,ij->i", rows, rows))

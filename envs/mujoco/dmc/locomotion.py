@@ -1,4 +1,5 @@
-"""dm_control's cheetah and walker domains over a batch (dm_control/suite/cheetah.py, walker.py)."""
+"""dm_control's cheetah, walker, hopper and humanoid domains over a batch (dm_control/suite/cheetah.py,
+walker.py, hopper.py, humanoid.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,16 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from envs.mujoco.dmc.base import DmcTask, Fields, legacy_step, randomize_limited_and_rotational_joints, sensor
+from envs.mujoco.dmc.base import (
+    DmcTask,
+    Fields,
+    forward_without_actuation,
+    legacy_step,
+    norm,
+    randomize_limited_and_rotational_joints,
+    rows_times,
+    sensor,
+)
 from envs.mujoco.dmc.rewards import tolerance
 
 
@@ -125,3 +135,70 @@ class HopperStand(Hopper):
 
 class HopperHop(Hopper):
     task, hopping = "hop", True
+
+
+class Humanoid(DmcTask):
+    domain = "humanoid"
+    time_limit = 25
+    control_timestep = .025
+    fields = ("qpos", "qvel", "xpos", "xmat", "sensordata")
+    stand_height = 1.4
+    move_speed: ClassVar[float]
+    pure_state: ClassVar[bool] = False
+
+    def __init__(self, model: Any):
+        super().__init__(model)
+        self.torso, self.head = int(model.body("torso").id), int(model.body("head").id)
+        self.limbs = [int(model.body(side + limb).id) for side in ("left_", "right_") for limb in ("hand", "foot")]
+        self.com_velocity = sensor(model, "torso_subtreelinvel")
+
+    def initialize_episode(self, model: Any, data: Any, random: np.random.RandomState) -> dict[str, np.ndarray]:
+        penetrating = True
+        while penetrating:
+            randomize_limited_and_rotational_joints(model, data, random)
+            forward_without_actuation(model, data)
+            penetrating = data.ncon > 0
+        return {"qpos0": data.qpos.copy()}
+
+    def _xpos(self, f: Fields, body: int) -> np.ndarray:
+        return f["xpos"][:, 3 * body:3 * body + 3]
+
+    def _torso_frame(self, f: Fields) -> np.ndarray:
+        return f["xmat"][:, 9 * self.torso:9 * self.torso + 9]
+
+    def observe(self, f: Fields) -> dict[str, np.ndarray]:
+        if self.pure_state:
+            return {"position": f["qpos"].copy(), "velocity": f["qvel"].copy()}
+        torso_pos, frame = self._xpos(f, self.torso), self._torso_frame(f)
+        extremities = np.hstack([rows_times(self._xpos(f, limb) - torso_pos, frame) for limb in self.limbs])
+        return {"joint_angles": f["qpos"][:, 7:].copy(), "head_height": self._xpos(f, self.head)[:, 2].copy(),
+                "extremities": extremities, "torso_vertical": frame[:, [6, 7, 8]],
+                "com_velocity": f["sensordata"][:, self.com_velocity], "velocity": f["qvel"].copy()}
+
+    def reward(self, f: Fields, action: np.ndarray) -> np.ndarray:
+        standing = tolerance(self._xpos(f, self.head)[:, 2], (self.stand_height, float("inf")), margin=self.stand_height / 4)
+        upright = tolerance(self._torso_frame(f)[:, 8], (0.9, float("inf")), kind="linear", margin=1.9, value_at_margin=0)
+        stand_reward = standing * upright
+        small_control = (4 + tolerance(action, margin=1, value_at_margin=0, kind="quadratic").mean(axis=1)) / 5
+        horizontal = f["sensordata"][:, self.com_velocity][:, [0, 1]]
+        if self.move_speed == 0:
+            return small_control * stand_reward * tolerance(horizontal, margin=2).mean(axis=1)
+        move = tolerance(norm(horizontal), (self.move_speed, float("inf")), margin=self.move_speed, value_at_margin=0,
+                         kind="linear")
+        return small_control * stand_reward * ((5 * move + 1) / 6)
+
+
+class HumanoidStand(Humanoid):
+    task, move_speed = "stand", 0
+
+
+class HumanoidWalk(Humanoid):
+    task, move_speed = "walk", 1
+
+
+class HumanoidRun(Humanoid):
+    task, move_speed = "run", 10
+
+
+class HumanoidRunPureState(Humanoid):
+    task, move_speed, pure_state = "run_pure_state", 10, True
