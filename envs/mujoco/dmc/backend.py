@@ -43,7 +43,7 @@ def _probe(task: DmcTask, model: Any) -> tuple[dict[str, np.ndarray], dict[str, 
 
 # The model fields the suite's tasks set per episode (targets' places and sizes, colours, damping)
 MODEL_STATE = ("geom_pos", "geom_quat", "geom_size", "geom_rgba", "site_pos", "site_size", "site_rgba", "body_pos", "body_quat",
-               "light_pos", "wrap_prm", "dof_damping", "mat_rgba")
+               "light_pos", "wrap_prm", "dof_damping", "mat_rgba", "hfield_data")
 
 
 def configure(task_id: str, env_type: str, kwargs: dict[str, Any]) -> MujocoTask:
