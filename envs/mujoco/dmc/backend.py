@@ -46,6 +46,12 @@ MODEL_STATE = ("geom_pos", "geom_quat", "geom_size", "geom_rgba", "site_pos", "s
                "light_pos", "wrap_prm", "dof_damping", "mat_rgba", "hfield_data")
 
 
+def mujoco_max_value() -> float:
+    import mujoco
+
+    return float(mujoco.mjMAXVAL)
+
+
 def configure(task_id: str, env_type: str, kwargs: dict[str, Any]) -> MujocoTask:
     """The validated config, model and spaces of a DMC id's native pool."""
     if task_id not in served():
@@ -61,8 +67,11 @@ def configure(task_id: str, env_type: str, kwargs: dict[str, Any]) -> MujocoTask
     # in dm_control's order (a plain dict would be sorted by gymnasium)
     observation_space = gym.spaces.Dict(
         collections.OrderedDict((k, gym.spaces.Box(-np.inf, np.inf, v.shape[1:], np.float64)) for k, v in obs.items()))
-    low, high = model.actuator_ctrlrange.T  # dm_control's mujoco.action_spec: float64, bounded by ctrlrange
-    action_space = gym.spaces.Box(low=low.copy(), high=high.copy(), dtype=np.float64)
+    # dm_control's mujoco.action_spec: float64, each actuator's ctrlrange where limited, else +-mjMAXVAL (1e10)
+    limited = model.actuator_ctrllimited.astype(bool)
+    low, high = np.full(model.nu, -mujoco_max_value()), np.full(model.nu, mujoco_max_value())
+    low[limited], high[limited] = model.actuator_ctrlrange[limited].T
+    action_space = gym.spaces.Box(low=low, high=high, dtype=np.float64)
     extra_info = {k: np.dtype((np.float64, np.shape(v))) for k, v in info.items()}
     return MujocoTask(config, task_cls, model, observation_space, action_space, extra_info, None,
                       task_cls.n_sub_steps(model))
@@ -78,16 +87,18 @@ class DmcBackend(MujocoBackend):
         self.kernel_mode = 2 if task.model.opt.integrator == mujoco.mjtIntegrator.mjINT_RK4 else 1
         n = task.config.num_envs
         self._test_info = {k: np.zeros((n, *d.shape)) for k, d in task.extra_info.items()}
+        self._task_cls = task.task_cls
+        self._fresh_rngs = [np.random.RandomState((task.config.seed + i) % 2**32) for i in range(n)]
         super().__init__(task, lib)
 
     def _env_models(self, model: Any, n: int) -> list[Any]:
-        return [copy.deepcopy(model) for _ in range(n)]
+        return [self._task_cls.env_model(model, rng) for rng in self._fresh_rngs]
 
     def _make_task(self, task: MujocoTask, kw: dict[str, Any]) -> DmcTask:
         return task.task_cls(task.model)
 
     def _make_rngs(self, seed: int, n: int) -> list[np.random.RandomState]:
-        return [np.random.RandomState((seed + i) % 2**32) for i in range(n)]
+        return self._fresh_rngs  # env i's: seed + i (what building its model drew from it, drawn)
 
     def prime_reset(self, ids: np.ndarray, seeds: list[int | None] | None, options: dict | None) -> None:
         """Env i's episode draws come from RandomState(seeds[i]), as dm_control's task_kwargs random."""

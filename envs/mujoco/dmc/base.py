@@ -141,6 +141,14 @@ class DmcTask:
         return mujoco.MjModel.from_xml_string(cls.model_xml(), assets.assets())
 
     @classmethod
+    def env_model(cls, model: Any, random: np.random.RandomState) -> Any:
+        """An env's own mjModel, given its fresh RandomState: a copy of the task's (lqr draws its
+        springs from the env's RandomState before its first episode, as dm_control builds it)."""
+        import copy
+
+        return copy.deepcopy(model)
+
+    @classmethod
     def n_sub_steps(cls, model: Any) -> int:
         """dm_control's `control.compute_n_steps` (physics steps per control step)."""
         if cls.control_timestep is None:
@@ -154,7 +162,10 @@ class DmcTask:
     @classmethod
     def max_episode_steps(cls, model: Any) -> int:
         """The step at which dm_control's Environment ends the episode: the first step count >=
-        time_limit / (timestep * n_sub_steps), the float it compares against."""
+        time_limit / (timestep * n_sub_steps), the float it compares against (1,000, EnvPool's,
+        for a task without a time limit)."""
+        if math.isinf(cls.time_limit):
+            return 1000
         return math.ceil(cls.time_limit / (model.opt.timestep * cls.n_sub_steps(model)))
 
     # ------------------------------------------------------------------ an episode's start, per env

@@ -1,8 +1,9 @@
-"""dm_control's cartpole, pendulum and acrobot domains over a batch (dm_control/suite/cartpole.py,
-pendulum.py, acrobot.py)."""
+"""dm_control's cartpole, pendulum, acrobot and lqr domains over a batch (dm_control/suite/cartpole.py,
+pendulum.py, acrobot.py, lqr.py)."""
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
 from typing import Any, ClassVar
 
 import numpy as np
@@ -146,3 +147,80 @@ class AcrobotSwingup(Acrobot):
 
 class AcrobotSwingupSparse(Acrobot):
     task, sparse = "swingup_sparse", True
+
+
+def lqr_xml(n_bodies: int, n_actuators: int, random: np.random.RandomState, stiffness_range: tuple = (15, 25),
+            damping_range: tuple = (0, 0)) -> str:
+    """lqr.xml with a chain of n_bodies sliding masses on springs drawn from `random`, the first
+    n_actuators driven, each tied to the next by a tendon (dm_control's `lqr._make_model`)."""
+    root = ET.fromstring(assets.read_model("lqr.xml"))
+    parent = root.find("./worldbody")
+    actuator = ET.SubElement(root, "actuator")
+    tendon = ET.SubElement(root, "tendon")
+    for body in range(n_bodies):
+        child = ET.Element("body", name=f"body_{body}")
+        child.set("pos", ".25 0 0")
+        joint = ET.SubElement(child, "joint", name=f"joint_{body}")
+        child.append(ET.Element("geom", name=f"geom_{body}"))
+        joint.set("stiffness", str(random.uniform(stiffness_range[0], stiffness_range[1])))
+        joint.set("damping", str(random.uniform(damping_range[0], damping_range[1])))
+        child.append(ET.Element("site", name=f"site_{body}"))
+        if body == 0:
+            child.set("pos", ".25 0 .1")
+        if body < n_actuators:
+            actuator.append(ET.Element("motor", name=f"motor_{body}", joint=f"joint_{body}"))
+        if body < n_bodies - 1:
+            spatial = ET.SubElement(tendon, "spatial", name=f"tendon_{body}")
+            spatial.append(ET.Element("site", site=f"site_{body}"))
+            spatial.append(ET.Element("site", site=f"site_{body + 1}"))
+        parent.append(child)
+        parent = child
+    return ET.tostring(root, encoding="unicode")
+
+
+class Lqr(DmcTask):
+    """A linear-quadratic regulator: no time limit in dm_control (EnvPool's ids stop at 1,000
+    steps); the episode ends when the state's norm falls below 1e-6."""
+
+    domain = "lqr"
+    time_limit = float("inf")
+    fields = ("qpos", "qvel", "act")
+    n_bodies: ClassVar[int]
+    n_actuators: ClassVar[int]
+    control_cost_coef = 0.1
+    terminal_tol = 1e-6
+
+    @classmethod
+    def model_xml(cls) -> str:
+        return lqr_xml(cls.n_bodies, cls.n_actuators, np.random.RandomState(0))
+
+    @classmethod
+    def env_model(cls, model: Any, random: np.random.RandomState) -> Any:
+        import mujoco
+
+        return mujoco.MjModel.from_xml_string(lqr_xml(cls.n_bodies, cls.n_actuators, random), assets.assets())
+
+    def initialize_episode(self, model: Any, data: Any, random: np.random.RandomState) -> dict[str, np.ndarray]:
+        unit = random.randn(model.nq)
+        data.qpos[:] = np.sqrt(2) * unit / np.linalg.norm(unit)
+        return {"qpos0": data.qpos.copy()}
+
+    def observe(self, f: Fields) -> dict[str, np.ndarray]:
+        return {"position": f["qpos"].copy(), "velocity": f["qvel"].copy()}
+
+    def reward(self, f: Fields, action: np.ndarray) -> np.ndarray:
+        position = f["qpos"]
+        state_cost = 0.5 * np.einsum("ij,ij->i", position, position)
+        control_l2_norm = 0.5 * np.einsum("ij,ij->i", action, action)
+        return 1 - (state_cost + control_l2_norm * self.control_cost_coef)
+
+    def terminated(self, f: Fields) -> np.ndarray:
+        return norm(np.hstack((f["qpos"], f["qvel"], f["act"]))) < self.terminal_tol
+
+
+class LqrLqr21(Lqr):
+    task, n_bodies, n_actuators = "lqr_2_1", 2, 1
+
+
+class LqrLqr62(Lqr):
+    task, n_bodies, n_actuators = "lqr_6_2", 6, 2

@@ -1,5 +1,5 @@
 """dm_control's cheetah, walker, hopper and humanoid domains over a batch (dm_control/suite/cheetah.py,
-walker.py, hopper.py, humanoid.py)."""
+walker.py, hopper.py, humanoid.py, humanoid_CMU.py)."""
 
 from __future__ import annotations
 
@@ -145,12 +145,14 @@ class Humanoid(DmcTask):
     stand_height = 1.4
     move_speed: ClassVar[float]
     pure_state: ClassVar[bool] = False
+    torso_name, sides = "torso", ("left_", "right_")
+    upright_index = 8  # the torso frame's entry the upright reward reads: 'zz' (humanoid_CMU's thorax: 'zy')
 
     def __init__(self, model: Any):
         super().__init__(model)
-        self.torso, self.head = int(model.body("torso").id), int(model.body("head").id)
-        self.limbs = [int(model.body(side + limb).id) for side in ("left_", "right_") for limb in ("hand", "foot")]
-        self.com_velocity = sensor(model, "torso_subtreelinvel")
+        self.torso, self.head = int(model.body(self.torso_name).id), int(model.body("head").id)
+        self.limbs = [int(model.body(side + limb).id) for side in self.sides for limb in ("hand", "foot")]
+        self.com_velocity = sensor(model, f"{self.torso_name}_subtreelinvel")
 
     def initialize_episode(self, model: Any, data: Any, random: np.random.RandomState) -> dict[str, np.ndarray]:
         penetrating = True
@@ -177,7 +179,8 @@ class Humanoid(DmcTask):
 
     def reward(self, f: Fields, action: np.ndarray) -> np.ndarray:
         standing = tolerance(self._xpos(f, self.head)[:, 2], (self.stand_height, float("inf")), margin=self.stand_height / 4)
-        upright = tolerance(self._torso_frame(f)[:, 8], (0.9, float("inf")), kind="linear", margin=1.9, value_at_margin=0)
+        upright = tolerance(self._torso_frame(f)[:, self.upright_index], (0.9, float("inf")), kind="linear", margin=1.9,
+                            value_at_margin=0)
         stand_reward = standing * upright
         small_control = (4 + tolerance(action, margin=1, value_at_margin=0, kind="quadratic").mean(axis=1)) / 5
         horizontal = f["sensordata"][:, self.com_velocity][:, [0, 1]]
@@ -202,3 +205,25 @@ class HumanoidRun(Humanoid):
 
 class HumanoidRunPureState(Humanoid):
     task, move_speed, pure_state = "run_pure_state", 10, True
+
+
+class HumanoidCMU(Humanoid):
+    """dm_control's humanoid_CMU (dm_control/suite/humanoid_CMU.py): the CMU mocap body, Humanoid's
+    task with its thorax as the torso."""
+
+    domain = "humanoid_CMU"
+    time_limit = 20
+    control_timestep = .02
+    torso_name, sides, upright_index = "thorax", ("l", "r"), 7
+
+
+class HumanoidCMUStand(HumanoidCMU):
+    task, move_speed = "stand", 0
+
+
+class HumanoidCMUWalk(HumanoidCMU):
+    task, move_speed = "walk", 1
+
+
+class HumanoidCMURun(HumanoidCMU):
+    task, move_speed = "run", 10

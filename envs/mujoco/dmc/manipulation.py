@@ -1,13 +1,16 @@
-"""dm_control's reacher, finger, ball_in_cup and point_mass domains over a batch
-(dm_control/suite/reacher.py, finger.py, ball_in_cup.py, point_mass.py). Reacher, finger's turns
-and point_mass's hard task place their target (or gains) per episode in the env's own mjModel."""
+"""dm_control's reacher, finger, ball_in_cup, point_mass and manipulator domains over a batch
+(dm_control/suite/reacher.py, finger.py, ball_in_cup.py, point_mass.py, manipulator.py). Reacher,
+finger's turns, point_mass's hard task and manipulator place their targets (or gains) per episode
+in the env's own mjModel."""
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
 from typing import Any, ClassVar
 
 import numpy as np
 
+from envs.mujoco.dmc import assets
 from envs.mujoco.dmc.base import (
     DmcTask,
     Fields,
@@ -208,3 +211,130 @@ class PointMassEasy(PointMass):
 
 class PointMassHard(PointMass):
     task, randomize_gains = "hard", True
+
+
+def manipulator_xml(use_peg: bool, insert: bool) -> str:
+    """manipulator.xml without the props a task does not use (dm_control's `manipulator.make_model`)."""
+    root = ET.fromstring(assets.read_model("manipulator.xml"))
+    parents = {child: parent for parent in root.iter() for child in parent}
+    required = ["peg", "target_peg"] if use_peg else ["ball", "target_ball"]
+    if insert:
+        required.append("slot" if use_peg else "cup")
+    for prop in {"ball", "target_ball", "cup", "peg", "target_peg", "slot"}.difference(required):
+        element = root.find(f".//body[@name='{prop}']")
+        parents[element].remove(element)
+    return ET.tostring(root, encoding="unicode")
+
+
+class Manipulator(DmcTask):
+    """Bring (or insert) a ball or a peg to its target with a planar arm and hand."""
+
+    domain = "manipulator"
+    time_limit = 10
+    control_timestep = .01
+    fields = ("qpos", "qvel", "xpos", "xquat", "site_xpos", "sensordata")
+    arm_joints = ("arm_root", "arm_shoulder", "arm_elbow", "arm_wrist", "finger", "fingertip", "thumb", "thumbtip")
+    touch_sensors = ("palm_touch", "finger_touch", "thumb_touch", "fingertip_touch", "thumbtip_touch")
+    close = 0.01
+    p_in_hand = p_in_target = 0.1
+    use_peg: ClassVar[bool]
+    insert: ClassVar[bool]
+
+    @classmethod
+    def model_xml(cls) -> str:
+        return manipulator_xml(cls.use_peg, cls.insert)
+
+    def __init__(self, model: Any):
+        super().__init__(model)
+        obj = "peg" if self.use_peg else "ball"
+        self.arm_q = [int(model.joint(j).qposadr[0]) for j in self.arm_joints]
+        self.arm_v = [int(model.joint(j).dofadr[0]) for j in self.arm_joints]
+        self.object_q = [int(model.joint(f"{obj}_{d}").qposadr[0]) for d in "xzy"]
+        self.object_v = [int(model.joint(f"{obj}_{d}").dofadr[0]) for d in "xzy"]
+        self.finger, self.thumb = int(model.joint("finger").qposadr[0]), int(model.joint("thumb").qposadr[0])
+        self.hand, self.object = int(model.body("hand").id), int(model.body(obj).id)
+        self.target = int(model.body("target_peg" if self.use_peg else "target_ball").id)
+        self.receptacle = int(model.body("slot" if self.use_peg else "cup").id) if self.insert else None
+        self.grasp = int(model.site("grasp").id)
+        self.touch = [sensor(model, s).start for s in self.touch_sensors]
+        site = lambda name: int(model.site(name).id)  # noqa: E731
+        self.pairs = ([(site("peg_grasp"), site("grasp")), (site("peg_pinch"), site("pinch")),
+                       (site("peg"), site("target_peg")), (site("target_peg_tip"), site("peg_tip"))]
+                      if self.use_peg else [(site("ball"), site("target_ball"))])
+        is_limited = model.jnt_limited[[model.joint(j).id for j in self.arm_joints]].astype(bool)
+        joint_range = model.jnt_range[[model.joint(j).id for j in self.arm_joints]]
+        self.lower = np.where(is_limited, joint_range[:, 0], -np.pi)
+        self.upper = np.where(is_limited, joint_range[:, 1], np.pi)
+
+    def initialize_episode(self, model: Any, data: Any, random: np.random.RandomState) -> dict[str, np.ndarray]:
+        penetrating = True
+        while penetrating:
+            data.qpos[self.arm_q] = random.uniform(self.lower, self.upper)
+            data.qpos[self.finger] = data.qpos[self.thumb]
+            target_x = random.uniform(-0.4, 0.4)
+            target_z = random.uniform(0.1, 0.4)
+            if self.insert:
+                target_angle = random.uniform(-np.pi / 3, np.pi / 3)
+                model.body_pos[self.receptacle, [0, 2]] = (target_x, target_z)
+                model.body_quat[self.receptacle, [0, 2]] = [np.cos(target_angle / 2), np.sin(target_angle / 2)]
+            else:
+                target_angle = random.uniform(-np.pi, np.pi)
+            model.body_pos[self.target, [0, 2]] = (target_x, target_z)
+            model.body_quat[self.target, [0, 2]] = [np.cos(target_angle / 2), np.sin(target_angle / 2)]
+            init_type = random.choice(["in_hand", "in_target", "uniform"],
+                                      p=[self.p_in_hand, self.p_in_target, 1 - self.p_in_hand - self.p_in_target])
+            qvel_x = 0.0
+            if init_type == "in_target":
+                object_x, object_z, object_angle = target_x, target_z, target_angle
+            elif init_type == "in_hand":
+                forward_without_actuation(model, data)
+                object_x, object_z = data.site_xpos[self.grasp, 0], data.site_xpos[self.grasp, 2]
+                grasp_direction = data.site_xmat[self.grasp, [0, 6]]  # ['xx', 'zx']
+                object_angle = np.pi - np.arctan2(grasp_direction[1], grasp_direction[0])
+            else:
+                object_x = random.uniform(-0.5, 0.5)
+                object_z = random.uniform(0, 0.7)
+                object_angle = random.uniform(0, 2 * np.pi)
+                qvel_x = random.uniform(-5, 5)
+                data.qvel[self.object_v[0]] = qvel_x
+            data.qpos[self.object_q] = (object_x, object_z, object_angle)
+            forward_without_actuation(model, data)
+            penetrating = data.ncon > 0
+        # EnvPool's random_info: what its align test needs to place dm_control's props the same way
+        code = {"uniform": 0, "in_target": 1, "in_hand": 2}[str(init_type)]
+        info = [target_x, target_z, target_angle, code, object_x, object_z, object_angle, qvel_x]
+        return {"qpos0": data.qpos.copy(), "random_info": np.array(info, np.float64)}
+
+    def _pose(self, f: Fields, body: int) -> np.ndarray:
+        return np.hstack((f["xpos"][:, [3 * body, 3 * body + 2]], f["xquat"][:, [4 * body, 4 * body + 2]]))
+
+    def observe(self, f: Fields) -> dict[str, np.ndarray]:
+        arm = f["qpos"][:, self.arm_q]
+        return {"arm_pos": np.stack((np.sin(arm), np.cos(arm)), axis=2), "arm_vel": f["qvel"][:, self.arm_v],
+                "touch": np.log1p(f["sensordata"][:, self.touch]), "hand_pos": self._pose(f, self.hand),
+                "object_pos": self._pose(f, self.object), "object_vel": f["qvel"][:, self.object_v],
+                "target_pos": self._pose(f, self.target)}
+
+    def reward(self, f: Fields, action: np.ndarray) -> np.ndarray:
+        xpos = f["site_xpos"].reshape(len(f["site_xpos"]), -1, 3)
+        close = [tolerance(norm(xpos[:, a] - xpos[:, b]), (0, self.close), self.close * 2) for a, b in self.pairs]
+        if not self.use_peg:
+            return close[0]
+        grasp, pinch, bring, bring_tip = close
+        return np.maximum((bring + bring_tip) / 2, ((grasp + pinch) / 2) / 3)
+
+
+class ManipulatorBringBall(Manipulator):
+    task, use_peg, insert = "bring_ball", False, False
+
+
+class ManipulatorBringPeg(Manipulator):
+    task, use_peg, insert = "bring_peg", True, False
+
+
+class ManipulatorInsertBall(Manipulator):
+    task, use_peg, insert = "insert_ball", False, True
+
+
+class ManipulatorInsertPeg(Manipulator):
+    task, use_peg, insert = "insert_peg", True, True
