@@ -3,7 +3,8 @@ MuJoCo kernel, each task exact to `dm_control.suite.load(domain, task)`.
 
 `DMC_IDS` names every id EnvPool registers (its `envpool/mujoco/dmc/registration.py`: dm_control's
 `suite.ALL_TASKS`) with its (domain, task); `served()` maps the ids served here to their task
-classes (envs/mujoco/dmc/classic.py, locomotion.py, manipulation.py, quadruped.py, swimming.py). Nothing here imports mujoco or dm_control.
+classes (envs/mujoco/dmc/classic.py, dog.py, locomotion.py, manipulation.py, quadruped.py,
+swimming.py). Nothing here imports mujoco or dm_control.
 """
 
 from __future__ import annotations
@@ -39,9 +40,9 @@ DMC_IDS: dict[str, tuple[str, str]] = {dmc_id(d, t): (d, t) for d, t in _ENVPOOL
 @functools.cache
 def served() -> dict[str, type]:
     """The DMC ids served here and their task classes."""
-    from envs.mujoco.dmc import classic, locomotion, manipulation, quadruped, swimming
+    from envs.mujoco.dmc import classic, dog, locomotion, manipulation, quadruped, swimming
 
-    classes = [getattr(m, name) for m in (classic, locomotion, manipulation, quadruped, swimming) for name in dir(m)]
+    classes = [getattr(m, name) for m in (classic, dog, locomotion, manipulation, quadruped, swimming) for name in dir(m)]
     tasks = [c for c in classes if isinstance(c, type) and "task" in c.__dict__]
     return {dmc_id(c.domain, c.task): c for c in tasks}
 

@@ -60,3 +60,10 @@ def cartpole_xml(num_poles: int) -> str:
     cameras[0].set("pos", f"0 {-1 - 2 * num_poles} 1")
     cameras[1].set("pos", f"0 {-2 * num_poles} 2")
     return ET.tostring(root, encoding="unicode")
+
+
+@functools.cache
+def dog_assets() -> dict[str, bytes]:
+    """The dog's meshes (dm_control's suite/dog_assets), by file name, with the common files."""
+    folder = suite_dir() / "dog_assets"
+    return {**assets(), **{f.name: f.read_bytes() for f in sorted(folder.iterdir()) if f.is_file()}}

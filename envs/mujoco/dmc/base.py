@@ -138,7 +138,11 @@ class DmcTask:
     def load_model(cls) -> Any:
         import mujoco
 
-        return mujoco.MjModel.from_xml_string(cls.model_xml(), assets.assets())
+        return mujoco.MjModel.from_xml_string(cls.model_xml(), cls.model_assets())
+
+    @classmethod
+    def model_assets(cls) -> dict[str, bytes]:
+        return assets.assets()
 
     @classmethod
     def env_model(cls, model: Any, random: np.random.RandomState) -> Any:

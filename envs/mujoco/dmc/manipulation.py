@@ -338,3 +338,89 @@ class ManipulatorInsertBall(Manipulator):
 
 class ManipulatorInsertPeg(Manipulator):
     task, use_peg, insert = "insert_peg", True, True
+
+
+def stacker_xml(n_boxes: int) -> str:
+    """stacker.xml with boxes 0 .. n_boxes - 1 (dm_control's `stacker.make_model`)."""
+    root = ET.fromstring(assets.read_model("stacker.xml"))
+    parents = {child: parent for parent in root.iter() for child in parent}
+    for b in range(n_boxes, 4):
+        element = root.find(f".//body[@name='box{b}']")
+        parents[element].remove(element)
+    return ET.tostring(root, encoding="unicode")
+
+
+class Stacker(DmcTask):
+    """Stack boxes with the manipulator's arm: a box on the target, the hand away from it."""
+
+    domain = "stacker"
+    time_limit = 10
+    control_timestep = .01
+    fields = ("qpos", "qvel", "xpos", "xquat", "site_xpos", "sensordata")
+    arm_joints = Manipulator.arm_joints
+    close = 0.01
+    n_boxes: ClassVar[int]
+
+    @classmethod
+    def model_xml(cls) -> str:
+        return stacker_xml(cls.n_boxes)
+
+    def __init__(self, model: Any):
+        super().__init__(model)
+        boxes = [f"box{b}" for b in range(self.n_boxes)]
+        self.arm_q = [int(model.joint(j).qposadr[0]) for j in self.arm_joints]
+        self.arm_v = [int(model.joint(j).dofadr[0]) for j in self.arm_joints]
+        self.finger, self.thumb = int(model.joint("finger").qposadr[0]), int(model.joint("thumb").qposadr[0])
+        self.box_q = [[int(model.joint(f"{b}_{d}").qposadr[0]) for d in "xzy"] for b in boxes]
+        self.box_v = [int(model.joint(f"{b}_{d}").dofadr[0]) for b in boxes for d in "xyz"]
+        self.hand, self.target = int(model.body("hand").id), int(model.body("target").id)
+        self.boxes = [int(model.body(b).id) for b in boxes]
+        self.box_sites = [int(model.site(b).id) for b in boxes]
+        self.target_site, self.grasp = int(model.site("target").id), int(model.site("grasp").id)
+        self.box_size = float(model.geom_size[model.geom("target").id, 0])
+        ids = [model.joint(j).id for j in self.arm_joints]
+        is_limited, joint_range = model.jnt_limited[ids].astype(bool), model.jnt_range[ids]
+        self.lower = np.where(is_limited, joint_range[:, 0], -np.pi)
+        self.upper = np.where(is_limited, joint_range[:, 1], np.pi)
+
+    def initialize_episode(self, model: Any, data: Any, random: np.random.RandomState) -> dict[str, np.ndarray]:
+        penetrating = True
+        while penetrating:
+            data.qpos[self.arm_q] = random.uniform(self.lower, self.upper)
+            data.qpos[self.finger] = data.qpos[self.thumb]
+            target_height = 2 * random.randint(self.n_boxes) + 1
+            model.body_pos[self.target, 2] = self.box_size * target_height
+            model.body_pos[self.target, 0] = random.uniform(-0.37, 0.37)
+            for x, z, y in self.box_q:
+                data.qpos[x] = random.uniform(0.1, 0.3)
+                data.qpos[z] = random.uniform(0, 0.7)
+                data.qpos[y] = random.uniform(0, 2 * np.pi)
+            forward_without_actuation(model, data)
+            penetrating = data.ncon > 0
+        return {"qpos0": data.qpos.copy(), "target": model.body_pos[self.target, [0, 2]].copy()}
+
+    def _pose(self, f: Fields, body: int) -> np.ndarray:
+        return np.hstack((f["xpos"][:, [3 * body, 3 * body + 2]], f["xquat"][:, [4 * body, 4 * body + 2]]))
+
+    def observe(self, f: Fields) -> dict[str, np.ndarray]:
+        arm = f["qpos"][:, self.arm_q]
+        return {"arm_pos": np.stack((np.sin(arm), np.cos(arm)), axis=2), "arm_vel": f["qvel"][:, self.arm_v],
+                "touch": np.log1p(f["sensordata"]), "hand_pos": self._pose(f, self.hand),
+                "box_pos": np.stack([self._pose(f, b) for b in self.boxes], axis=1), "box_vel": f["qvel"][:, self.box_v],
+                "target_pos": f["xpos"][:, [3 * self.target, 3 * self.target + 2]]}
+
+    def reward(self, f: Fields, action: np.ndarray) -> np.ndarray:
+        xpos = f["site_xpos"].reshape(len(f["site_xpos"]), -1, 3)
+        target = xpos[:, self.target_site]
+        nearest = np.min([norm(xpos[:, box] - target) for box in self.box_sites], axis=0)
+        box_is_close = tolerance(nearest, margin=2 * self.box_size)
+        hand_is_far = tolerance(norm(xpos[:, self.grasp] - target), (0.1, float("inf")), margin=self.close)
+        return box_is_close * hand_is_far
+
+
+class StackerStack2(Stacker):
+    task, n_boxes = "stack_2", 2
+
+
+class StackerStack4(Stacker):
+    task, n_boxes = "stack_4", 4
