@@ -34,6 +34,10 @@ FILES = (  # the files issue 56 names, EnvPool's paths
     "envpool/atari/atari_envpool_test.py",
     "envpool/toy_text/toy_text_test.py",
     "envpool/classic_control/classic_control_test.py",
+    "envpool/mujoco/dmc/mujoco_dmc_suite_align_test.py",
+    "envpool/mujoco/dmc/mujoco_dmc_suite_deterministic_test.py",
+    "envpool/mujoco/dmc/mujoco_dmc_suite_ext_align_test.py",
+    "envpool/mujoco/dmc/mujoco_dmc_suite_ext_deterministic_test.py",
 )
 SECTION = "envpool_tests"
 
@@ -48,7 +52,17 @@ PROTOCOL = '''"""EnvPool's protocol types: this pool's classes."""
 from envs import DMEnvPool, EnvPool, EnvSpec, GymnasiumEnvPool  # noqa: F401
 GymEnvPool = GymnasiumEnvPool
 '''
+GLFW_CONTEXT = '''"""EnvPool's Windows OpenGL preload: nothing to load off Windows (as EnvPool's own)."""
+
+
+def preload_windows_gl_dlls(*, prepend_path=True, strict=False):
+    return None
+'''
 EMPTY = '"""Nothing to register: `envs` serves every id it has on import."""\n'
+# dm_control's suite, which the DMC tests hold the pool against, on the MuJoCo installed here
+DMC_REGISTRATION = EMPTY + """from tests.support.dm_control_suite import patch_dm_control
+patch_dm_control()
+"""
 STAND_IN = '''
 
 class _NotServed:
@@ -86,10 +100,12 @@ def build_shim(where: Path) -> None:
     (pkg / "registration.py").write_text(PUBLIC)
     (pkg / "python" / "__init__.py").write_text(EMPTY)
     (pkg / "python" / "protocol.py").write_text(PROTOCOL)
+    (pkg / "python" / "glfw_context.py").write_text(GLFW_CONTEXT)
     for sub in SUBPACKAGES:
         (pkg / sub).mkdir(parents=True, exist_ok=True)
         (pkg / sub / "__init__.py").write_text(EMPTY)
         (pkg / sub / "registration.py").write_text(EMPTY)
+    (pkg / "mujoco" / "dmc" / "registration.py").write_text(DMC_REGISTRATION)
     for module, names in LOW_LEVEL.items():
         (pkg / module).write_text(EMPTY + STAND_IN + "".join(f"{n} = _stand_in({n!r})\n" for n in names))
 
@@ -101,7 +117,7 @@ def run_file(shim: Path, source: Path, rel: str, timeout: int) -> dict[str, str]
     shutil.copy(source / rel, copy)
     junit = copy.with_suffix(".xml")
     env = {"PYTHONPATH": f"{shim}:{ROOT}", "PATH": "/usr/bin:/bin", "HOME": str(Path.home()),
-           "JAX_PLATFORMS": "cpu"}
+           "JAX_PLATFORMS": "cpu", "MUJOCO_GL": "egl"}
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "--rootdir", str(shim),
            f"--junitxml={junit}", str(copy)]
     try:

@@ -9,11 +9,13 @@ dm_control, ends at EnvPool's 1,000 steps."""
 from __future__ import annotations
 
 import dm_env
+import gymnasium as gym
 import numpy as np
 import pytest
 
 import envs
 from envs.mujoco.dmc import DMC_IDS, dmc_id, served
+from envs.registry import host_envs
 
 pytest.importorskip("dm_control")
 pytest.importorskip("mujoco")
@@ -68,9 +70,87 @@ def test_a_whole_episode_and_the_next_start_are_dm_controls(task_id):
     compare(task_id, 1002, num_envs=1)
 
 
-def test_ids_are_envpools():
+def test_ids_are_envpools_and_all_are_served():
     assert dmc_id("ball_in_cup", "catch") == "BallInCupCatch-v1"
     assert dmc_id("humanoid_CMU", "run") == "HumanoidCMURun-v1"
     assert dmc_id("lqr", "lqr_2_1") == "LqrLqr21-v1"
-    assert len(DMC_IDS) == 51
-    assert set(SERVED) <= set(DMC_IDS) and set(SERVED) <= set(envs.list_all_envs())
+    assert len(DMC_IDS) == 51 and set(SERVED) == set(DMC_IDS)
+    assert set(SERVED) <= set(host_envs())  # in list_all_envs
+
+
+def test_the_gymnasium_pool_truncates_at_the_time_limit_and_auto_resets():
+    with envs.make_gymnasium("CartpoleBalance-v1", num_envs=2, seed=0) as pool:
+        assert isinstance(pool.observation_space, gym.spaces.Dict)
+        assert list(pool.observation_space.spaces) == ["position", "velocity"]
+        assert pool.action_space.dtype == np.float64 and pool.spec.config["max_episode_steps"] == 1000
+        obs, info = pool.reset()
+        assert obs["position"].shape == (2, 3) and info["qpos0"].shape == (2, 2)
+        first = obs["position"].copy()
+        for t in range(1, 1001):
+            obs, reward, terminated, truncated, info = pool.step(np.zeros((2, 1)))
+            assert not terminated.any() and truncated.all() == (t == 1000) and (info["elapsed_step"] == t).all()
+        obs, reward, terminated, truncated, info = pool.step(np.zeros((2, 1)))  # EnvPool's auto-reset
+        assert (info["elapsed_step"] == 0).all() and (reward == 0).all()
+        assert not np.allclose(obs["position"], first)  # the next episode's own draws
+
+
+def test_frame_stack_and_frame_skip_as_envpools():
+    with envs.make_dm("WalkerWalk-v1", num_envs=2, seed=0) as plain, \
+            envs.make_dm("WalkerWalk-v1", num_envs=2, seed=0, frame_stack=3) as stacked:
+        assert stacked.observation_spec().orientations.shape == (3, 14)
+        assert stacked.observation_spec().height.shape == (3,)
+        history = [plain.reset().observation.velocity]
+        ts = stacked.reset()
+        np.testing.assert_array_equal(ts.observation.velocity, np.repeat(history[0][:, None], 3, axis=1))
+        rng = np.random.default_rng(1)
+        for _ in range(4):
+            action = rng.uniform(-1, 1, (2, 6))
+            history.append(plain.step(action).observation.velocity)
+            ts = stacked.step(action)
+        np.testing.assert_array_equal(ts.observation.velocity, np.stack(history[-3:], axis=1))
+    with envs.make_dm("CheetahRun-v1", num_envs=1, seed=0, frame_skip=2) as skipped:
+        spec = envs.make_spec("CheetahRun-v1")
+        assert spec.config["frame_skip"] == 1 and skipped.config["frame_skip"] == 2
+        skipped.reset()
+        ref = load("cheetah", "run", 0)
+        ref.reset()
+        action = np.full(6, 0.3)
+        got = skipped.step(action[None]).observation.position[0]
+        ref.physics.set_control(action)
+        ref.physics.step(2)  # two physics steps per env step
+        np.testing.assert_allclose(got, ref.physics.data.qpos[1:], rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"frame_stack": 0}, "frame_stack must be an int >= 1"),
+    ({"frame_skip": 1.5}, "frame_skip must be an int >= 1"),
+    ({"time_limit": 5}, "unknown kwarg(s) ['time_limit']"),
+    ({"render_mode": "rgb_array"}, "rendering of the DMC ids is not served yet"),
+    ({"backend": "process"}, "runs on backend='mujoco' (native) only"),
+])
+def test_bad_kwargs_are_one_line_errors(kwargs, message):
+    with pytest.raises(ValueError) as e:
+        envs.make_dm("CheetahRun-v1", **kwargs)
+    assert message in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_misspelt_id_names_the_close_ones():
+    with pytest.raises(ValueError, match=r"unknown task id 'CheetaRun-v1'.*did you mean CheetahRun-v1"):
+        envs.make_dm("CheetaRun-v1")
+
+
+def test_snapshot_and_restore_carry_the_targets_and_the_stacks():
+    with envs.make_dm("ReacherHard-v1", num_envs=2, seed=4, frame_stack=2) as pool:
+        pool.reset()
+        rng = np.random.default_rng(0)
+        for _ in range(3):
+            pool.step(rng.uniform(-1, 1, (2, 2)))
+        state = pool._backend.snapshot()
+        actions = rng.uniform(-1, 1, (5, 2, 2))
+        first = [pool.step(a) for a in actions]
+        pool.reset()  # new targets drawn: the snapshot's are restored below
+        pool._backend.restore(state)
+        again = [pool.step(a) for a in actions]
+        for a, b in zip(first, again):
+            np.testing.assert_array_equal(a.reward, b.reward)
+            np.testing.assert_array_equal(a.observation.to_target, b.observation.to_target)

@@ -16,7 +16,8 @@ os.environ.setdefault("MUJOCO_GL", "egl")  # dm_control picks a GL backend on im
 
 
 @functools.cache
-def _patched() -> None:
+def patch_dm_control() -> None:
+    """Removes the names this MuJoCo lacks from dm_control's table of array sizes (once)."""
     import mujoco
     from dm_control.mujoco.wrapper.mjbindings import sizes
 
@@ -28,7 +29,7 @@ def _patched() -> None:
 
 def load(domain: str, task: str, seed: int) -> Any:
     """dm_control.suite.load(domain, task) with its task's RandomState seeded `seed`."""
-    _patched()
+    patch_dm_control()
     from dm_control import suite
 
     return suite.load(domain, task, task_kwargs={"random": seed})

@@ -2,8 +2,7 @@
 MuJoCo kernel, each task exact to `dm_control.suite.load(domain, task)`.
 
 `DMC_IDS` names every id EnvPool registers (its `envpool/mujoco/dmc/registration.py`: dm_control's
-`suite.ALL_TASKS`) with its (domain, task); `served()` maps the ids served here to their task
-classes (envs/mujoco/dmc/classic.py, dog.py, locomotion.py, manipulation.py, quadruped.py,
+`suite.ALL_TASKS`) with its (domain, task); `served()` maps them to their task classes (envs/mujoco/dmc/classic.py, dog.py, locomotion.py, manipulation.py, quadruped.py,
 swimming.py). Nothing here imports mujoco or dm_control.
 """
 
@@ -45,9 +44,3 @@ def served() -> dict[str, type]:
     classes = [getattr(m, name) for m in (classic, dog, locomotion, manipulation, quadruped, swimming) for name in dir(m)]
     tasks = [c for c in classes if isinstance(c, type) and "task" in c.__dict__]
     return {dmc_id(c.domain, c.task): c for c in tasks}
-
-
-def unserved_error(task_id: str) -> ValueError:
-    domain, task = DMC_IDS[task_id]
-    return ValueError(f"{task_id} (dm_control's {domain}/{task}) is an EnvPool DMC id not served here yet; the served "
-                      f"ones: {', '.join(sorted(served()))}")

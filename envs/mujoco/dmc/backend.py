@@ -26,7 +26,7 @@ import numpy as np
 
 from envs.config import PoolConfig
 from envs.mujoco.backend import MujocoBackend, MujocoTask, _Job
-from envs.mujoco.dmc import DMC_IDS, served, unserved_error
+from envs.mujoco.dmc import served
 from envs.mujoco.dmc.base import DmcTask
 from envs.mujoco.log import route_warnings
 
@@ -54,27 +54,34 @@ def mujoco_max_value() -> float:
 
 def configure(task_id: str, env_type: str, kwargs: dict[str, Any]) -> MujocoTask:
     """The validated config, model and spaces of a DMC id's native pool."""
-    if task_id not in served():
-        raise unserved_error(task_id)
     task_cls = served()[task_id]
     route_warnings()
     model = task_cls.load_model()
-    config = PoolConfig.create(task_id, env_type, "mujoco", task_cls.max_episode_steps(model), kwargs, {})
+    # EnvPool's DMC kwargs: frame_skip, the physics steps per env step (default: dm_control's
+    # n_sub_steps for the task; the time limit stays the task's step count), and frame_stack, the
+    # last k observations of each key stacked on a leading axis (k = 1: none)
+    defaults = {"frame_skip": task_cls.n_sub_steps(model), "frame_stack": 1}
+    config = PoolConfig.create(task_id, env_type, "mujoco", task_cls.max_episode_steps(model), kwargs, defaults)
+    kw = dict(config.task_kwargs)
+    for name in defaults:
+        v = kw[name]
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise ValueError(f"{task_id}: {name} must be an int >= 1, got {v!r}")
     if config.render_mode is not None:
         raise ValueError(f"render_mode={config.render_mode!r}: rendering of the DMC ids is not served yet")
     task = task_cls(model)
     obs, info = _probe(task, model)
+    stack = () if kw["frame_stack"] == 1 else (int(kw["frame_stack"]),)
     # in dm_control's order (a plain dict would be sorted by gymnasium)
-    observation_space = gym.spaces.Dict(
-        collections.OrderedDict((k, gym.spaces.Box(-np.inf, np.inf, v.shape[1:], np.float64)) for k, v in obs.items()))
+    observation_space = gym.spaces.Dict(collections.OrderedDict(
+        (k, gym.spaces.Box(-np.inf, np.inf, (*stack, *v.shape[1:]), np.float64)) for k, v in obs.items()))
     # dm_control's mujoco.action_spec: float64, each actuator's ctrlrange where limited, else +-mjMAXVAL (1e10)
     limited = model.actuator_ctrllimited.astype(bool)
     low, high = np.full(model.nu, -mujoco_max_value()), np.full(model.nu, mujoco_max_value())
     low[limited], high[limited] = model.actuator_ctrlrange[limited].T
     action_space = gym.spaces.Box(low=low, high=high, dtype=np.float64)
     extra_info = {k: np.dtype((np.float64, np.shape(v))) for k, v in info.items()}
-    return MujocoTask(config, task_cls, model, observation_space, action_space, extra_info, None,
-                      task_cls.n_sub_steps(model))
+    return MujocoTask(config, task_cls, model, observation_space, action_space, extra_info, None, int(kw["frame_skip"]))
 
 
 class DmcBackend(MujocoBackend):
@@ -88,6 +95,9 @@ class DmcBackend(MujocoBackend):
         n = task.config.num_envs
         self._test_info = {k: np.zeros((n, *d.shape)) for k, d in task.extra_info.items()}
         self._task_cls = task.task_cls
+        k = int(task.config.task_kwargs["frame_stack"])
+        # each env's last k observations per key (frame_stack > 1), oldest first
+        self._stacks = {key: np.zeros((n, *s.shape)) for key, s in task.observation_space.spaces.items()} if k > 1 else None
         self._fresh_rngs = [np.random.RandomState((task.config.seed + i) % 2**32) for i in range(n)]
         super().__init__(task, lib)
 
@@ -117,6 +127,8 @@ class DmcBackend(MujocoBackend):
 
     def _results(self, job: _Job, ids: np.ndarray, reset: np.ndarray, after: dict[str, np.ndarray]) -> tuple:
         obs = self.task.observe(after)
+        if self._stacks is not None:
+            obs = self._stacked(obs, ids, reset)
         reward = self.task.reward(after, job.action)
         terminated = self.task.terminated(after)
         if np.count_nonzero(reset):
@@ -125,11 +137,27 @@ class DmcBackend(MujocoBackend):
         info = {k: v[ids] for k, v in self._test_info.items()}
         return obs, reward, terminated, info
 
+    def _stacked(self, obs: dict[str, np.ndarray], ids: np.ndarray, reset: np.ndarray) -> dict[str, np.ndarray]:
+        """EnvPool's frame stack: a reset fills an env's stack with its first observation; a step
+        drops the oldest and appends the new one."""
+        out = {}
+        for key, new in obs.items():
+            stack = self._stacks[key]
+            rows = stack[ids]
+            rows[:, :-1] = rows[:, 1:]
+            rows[:, -1] = new
+            rows[reset] = new[reset][:, None]
+            stack[ids] = rows
+            out[key] = rows
+        return out
+
     def snapshot(self) -> tuple:
-        return (*super().snapshot(), [copy.deepcopy(m) for m in self._models], copy.deepcopy(self._test_info))
+        return (*super().snapshot(), [copy.deepcopy(m) for m in self._models], copy.deepcopy(self._test_info),
+                copy.deepcopy(self._stacks))
 
     def restore(self, state: tuple) -> None:
-        *base, models, test_info = state
+        *base, models, test_info, stacks = state
+        self._stacks = copy.deepcopy(stacks)
         for mine, theirs in zip(self._models, models):  # the same objects: the kernel holds their addresses
             for name in MODEL_STATE:
                 getattr(mine, name)[:] = getattr(theirs, name)
@@ -139,7 +167,3 @@ class DmcBackend(MujocoBackend):
         for m, d in zip(self._models, self._datas):  # the step's mj_step2 reads what mj_step1 computes
             mujoco.mj_step1(m, d)
         self._test_info = copy.deepcopy(test_info)
-
-
-def is_dmc_id(task_id: str) -> bool:
-    return task_id in DMC_IDS

@@ -106,6 +106,12 @@ def sensor(model: Any, name: str) -> slice:
     return slice(int(s.adr[0]), int(s.adr[0]) + int(s.dim[0]))
 
 
+def start_state(data: Any, *keys: str) -> dict[str, np.ndarray]:
+    """Copies of an episode's starting qpos, qvel, act, qacc_warmstart as EnvPool's test info
+    names them (qpos0, ...)."""
+    return {k: getattr(data, k[:-1]).copy() for k in keys}
+
+
 def rows_times(vectors: np.ndarray, frames: np.ndarray) -> np.ndarray:
     """Each row vector times its 3 x 3 frame (dm_control's `vector.dot(xmat.reshape(3, 3))`)."""
     return np.einsum("ni,nij->nj", vectors, frames.reshape(-1, 3, 3))

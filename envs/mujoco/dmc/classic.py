@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from envs.mujoco.dmc import assets
-from envs.mujoco.dmc.base import DmcTask, Fields, norm
+from envs.mujoco.dmc.base import DmcTask, Fields, norm, start_state
 from envs.mujoco.dmc.rewards import tolerance
 
 
@@ -203,7 +203,7 @@ class Lqr(DmcTask):
     def initialize_episode(self, model: Any, data: Any, random: np.random.RandomState) -> dict[str, np.ndarray]:
         unit = random.randn(model.nq)
         data.qpos[:] = np.sqrt(2) * unit / np.linalg.norm(unit)
-        return {"qpos0": data.qpos.copy()}
+        return {**start_state(data, "qpos0", "qvel0"), "stiffness0": model.jnt_stiffness.copy()}
 
     def observe(self, f: Fields) -> dict[str, np.ndarray]:
         return {"position": f["qpos"].copy(), "velocity": f["qvel"].copy()}

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from envs.mujoco.dmc import assets
-from envs.mujoco.dmc.base import DmcTask, Fields, forward_without_actuation, norm, rows_times, sensor
+from envs.mujoco.dmc.base import DmcTask, Fields, forward_without_actuation, norm, rows_times, sensor, start_state
 from envs.mujoco.dmc.rewards import tolerance
 
 MIN_UPRIGHT_COSINE = np.cos(np.deg2rad(30))
@@ -86,7 +86,7 @@ class Dog(DmcTask):
         data.qvel[5] = 2 * random.randn()
         for actuator in range(model.nu):
             data.act[actuator] = random.uniform(*self.ctrlrange[actuator])
-        return {"qpos0": data.qpos.copy()}
+        return start_state(data, "qpos0", "qvel0", "act0", "qacc_warmstart0")
 
     def _frame(self, f: Fields, body: int) -> np.ndarray:
         return f["xmat"][:, 9 * body:9 * body + 9]
@@ -171,7 +171,7 @@ class DogFetch(Dog):
         horizontal_speed = random.uniform(0, 5)
         direction = np.array((-np.sin(azimuth) + 0.05 * random.randn(), -np.cos(azimuth) + 0.05 * random.randn()))
         data.qvel[self.ball_v:self.ball_v + 3] = np.hstack((horizontal_speed * direction, vertical_velocity))
-        return {**info, "qpos0": data.qpos.copy()}
+        return {**info, **start_state(data, "qpos0", "qvel0")}
 
     def _at(self, f: Fields, name: str, i: int) -> np.ndarray:
         return f[name][:, 3 * i:3 * i + 3]

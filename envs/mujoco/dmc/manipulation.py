@@ -19,6 +19,7 @@ from envs.mujoco.dmc.base import (
     randomize_limited_and_rotational_joints,
     sensor,
     set_random_joint_angles,
+    start_state,
 )
 from envs.mujoco.dmc.rewards import tolerance
 
@@ -397,7 +398,7 @@ class Stacker(DmcTask):
                 data.qpos[y] = random.uniform(0, 2 * np.pi)
             forward_without_actuation(model, data)
             penetrating = data.ncon > 0
-        return {"qpos0": data.qpos.copy(), "target": model.body_pos[self.target, [0, 2]].copy()}
+        return {**start_state(data, "qpos0", "qvel0", "qacc_warmstart0"), "target0": model.body_pos[self.target, [0, 2]]}
 
     def _pose(self, f: Fields, body: int) -> np.ndarray:
         return np.hstack((f["xpos"][:, [3 * body, 3 * body + 2]], f["xquat"][:, [4 * body, 4 * body + 2]]))

@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from envs.mujoco.dmc import assets
-from envs.mujoco.dmc.base import DmcTask, Fields, forward_without_actuation, norm, rows_times, sensor
+from envs.mujoco.dmc.base import DmcTask, Fields, forward_without_actuation, norm, rows_times, sensor, start_state
 from envs.mujoco.dmc.rewards import tolerance
 
 WALLS = ("wall_px", "wall_py", "wall_nx", "wall_ny")
@@ -117,7 +117,7 @@ class QuadrupedMove(Quadruped):
         orientation = random.randn(4)
         orientation /= np.linalg.norm(orientation)
         find_non_contacting_height(model, data, orientation, self.root)
-        return {"qpos0": data.qpos.copy()}
+        return start_state(data, "qpos0", "qvel0", "act0", "qacc_warmstart0")
 
     def reward(self, f: Fields, action: np.ndarray) -> np.ndarray:
         move = tolerance(f["sensordata"][:, self.velocimeter][:, 0], (self.desired_speed, float("inf")),
@@ -160,7 +160,7 @@ class QuadrupedEscape(Quadruped):
         orientation = random.randn(4)
         orientation /= np.linalg.norm(orientation)
         find_non_contacting_height(model, data, orientation, self.root)
-        return {"qpos0": data.qpos.copy()}
+        return {**start_state(data, "qpos0", "qvel0", "act0", "qacc_warmstart0"), "hfield0": terrain.ravel()}
 
     def observe(self, f: Fields) -> dict[str, np.ndarray]:
         pos, frame = self._torso(f)
@@ -199,7 +199,7 @@ class QuadrupedFetch(Quadruped):
         data.qpos[self.ball_q:self.ball_q + 2] = random.uniform(-r, r, size=(2,))
         data.qpos[self.ball_q + 2] = 2
         data.qvel[self.ball_v:self.ball_v + 2] = 5 * random.randn(2)
-        return {"qpos0": data.qpos.copy()}
+        return start_state(data, "qpos0", "qvel0", "act0", "qacc_warmstart0")
 
     def _site(self, f: Fields, site: int) -> np.ndarray:
         return f["site_xpos"][:, 3 * site:3 * site + 3]
