@@ -554,10 +554,11 @@ def versions() -> str:
     )
 
 
-def render(sections: list[tuple[Workload, dict[str, Result]]], args: argparse.Namespace) -> str:
-    command = shlex.join(["python", "benchmarks/bench_envs.py", *sys.argv[1:]])
+def render(sections: list[tuple[Workload, dict[str, Result]]], args: argparse.Namespace, title: str = "Env steps/s",
+           script: str = "benchmarks/bench_envs.py") -> str:
+    command = shlex.join(["python", script, *sys.argv[1:]])
     lines = [
-        "## Env steps/s (`benchmarks/bench_envs.py`)",
+        f"## {title} (`{script}`)",
         "",
         f"Run {datetime.datetime.now().astimezone():%Y-%m-%d %H:%M %Z} with `{command}`  ",
         f"Machine: {platform.platform()}, {os.cpu_count()} cores; {versions()}  ",
@@ -573,8 +574,8 @@ def render(sections: list[tuple[Workload, dict[str, Result]]], args: argparse.Na
 
 
 # ---------------------------------------------------------------------------- main
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def parse_args(argv: list[str] | None = None, description: str = __doc__.splitlines()[0]) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--repeats", type=int, default=5, help="interleaved repeats per contestant; the median is reported")
     ap.add_argument("--seconds", type=float, default=1.0, help="target length of one timed repeat")
     ap.add_argument("--only", default="", help="run only workloads whose key or title contains this (case-insensitive); "
