@@ -154,3 +154,11 @@ def test_snapshot_and_restore_carry_the_targets_and_the_stacks():
         for a, b in zip(first, again):
             np.testing.assert_array_equal(a.reward, b.reward)
             np.testing.assert_array_equal(a.observation.to_target, b.observation.to_target)
+
+
+def test_only_tasks_that_move_their_targets_copy_the_model():
+    """A suite model with its textures is ~11 MiB: 256 copies of it would take ~3 GiB."""
+    with envs.make("CheetahRun-v1", num_envs=3) as shared, envs.make("ReacherEasy-v1", num_envs=3) as own:
+        assert len({id(m) for m in shared._backend._models}) == 1
+        models = own._backend._models
+        assert len({id(m) for m in models}) == 3 and all(m.ntex == 0 for m in models)

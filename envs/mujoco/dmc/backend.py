@@ -41,7 +41,7 @@ def _probe(task: DmcTask, model: Any) -> tuple[dict[str, np.ndarray], dict[str, 
     return task.observe({f: getattr(data, f).reshape(1, -1).copy() for f in task.fields}), info
 
 
-# The model fields the suite's tasks set per episode (targets' places and sizes, colours, damping)
+# The model fields the suite's tasks set per episode (targets' places and sizes, colours, damping, terrain)
 MODEL_STATE = ("geom_pos", "geom_quat", "geom_size", "geom_rgba", "site_pos", "site_size", "site_rgba", "body_pos", "body_quat",
                "light_pos", "wrap_prm", "dof_damping", "mat_rgba", "hfield_data")
 
@@ -152,15 +152,16 @@ class DmcBackend(MujocoBackend):
         return out
 
     def snapshot(self) -> tuple:
-        return (*super().snapshot(), [copy.deepcopy(m) for m in self._models], copy.deepcopy(self._test_info),
-                copy.deepcopy(self._stacks))
+        models = ([{name: getattr(m, name).copy() for name in MODEL_STATE} for m in self._models]
+                  if self._task_cls.per_episode_model else None)
+        return (*super().snapshot(), models, copy.deepcopy(self._test_info), copy.deepcopy(self._stacks))
 
     def restore(self, state: tuple) -> None:
         *base, models, test_info, stacks = state
         self._stacks = copy.deepcopy(stacks)
-        for mine, theirs in zip(self._models, models):  # the same objects: the kernel holds their addresses
-            for name in MODEL_STATE:
-                getattr(mine, name)[:] = getattr(theirs, name)
+        for mine, theirs in zip(self._models, models or ()):  # into the same objects: the kernel holds their addresses
+            for name, value in theirs.items():
+                getattr(mine, name)[:] = value
         super().restore(tuple(base))
         import mujoco
 

@@ -38,6 +38,19 @@ def disabled_actuation(model: Any) -> Any:
     return off()
 
 
+def physics_model(xml: str, files: dict[str, bytes]) -> Any:
+    """The model of `xml` without its textures (materials keep their colours): the same physics,
+    without the ~11 MiB of pixels the suite's skybox and grid textures take in every copy."""
+    import mujoco
+
+    spec = mujoco.MjSpec.from_string(xml, files)
+    for texture in list(spec.textures):
+        spec.delete(texture)
+    for material in spec.materials:
+        material.textures = [""] * len(material.textures)
+    return spec.compile()
+
+
 def forward_without_actuation(model: Any, data: Any) -> None:
     """dm_control's `Physics.after_reset` (and the forward that ends `Physics.reset`)."""
     import mujoco
@@ -128,6 +141,7 @@ class DmcTask:
     domain: ClassVar[str]
     task: ClassVar[str]
     time_limit: ClassVar[float]  # seconds, the task's default
+    per_episode_model: ClassVar[bool] = False  # the task places targets, terrain, gains in its model per episode
     control_timestep: ClassVar[float | None] = None  # None: one physics step per control step
     fields: ClassVar[tuple[str, ...]] = ("qpos", "qvel")
     before_fields: ClassVar[tuple[str, ...]] = ()  # no task reads the fields as they were before a step
@@ -152,11 +166,13 @@ class DmcTask:
 
     @classmethod
     def env_model(cls, model: Any, random: np.random.RandomState) -> Any:
-        """An env's own mjModel, given its fresh RandomState: a copy of the task's (lqr draws its
-        springs from the env's RandomState before its first episode, as dm_control builds it)."""
-        import copy
-
-        return copy.deepcopy(model)
+        """The mjModel of an env, given its fresh RandomState: the task's own, shared by every env,
+        unless the task changes its model per episode (`per_episode_model`), when each env has a
+        copy without textures (the physics reads none; a texture-laden copy of a suite model is
+        ~11 MiB). lqr builds each env's from its RandomState, as dm_control builds it."""
+        if not cls.per_episode_model:
+            return model
+        return physics_model(cls.model_xml(), cls.model_assets())
 
     @classmethod
     def n_sub_steps(cls, model: Any) -> int:

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from envs.mujoco.dmc import assets
-from envs.mujoco.dmc.base import DmcTask, Fields, norm, start_state
+from envs.mujoco.dmc.base import DmcTask, Fields, norm, physics_model, start_state
 from envs.mujoco.dmc.rewards import tolerance
 
 
@@ -194,11 +194,11 @@ class Lqr(DmcTask):
     def model_xml(cls) -> str:
         return lqr_xml(cls.n_bodies, cls.n_actuators, np.random.RandomState(0))
 
+    per_episode_model = True  # its springs, drawn per env
+
     @classmethod
     def env_model(cls, model: Any, random: np.random.RandomState) -> Any:
-        import mujoco
-
-        return mujoco.MjModel.from_xml_string(lqr_xml(cls.n_bodies, cls.n_actuators, random), assets.assets())
+        return physics_model(lqr_xml(cls.n_bodies, cls.n_actuators, random), cls.model_assets())
 
     def initialize_episode(self, model: Any, data: Any, random: np.random.RandomState) -> dict[str, np.ndarray]:
         unit = random.randn(model.nq)

@@ -26,6 +26,7 @@ from envs.mujoco.dmc.rewards import tolerance
 
 class Reacher(DmcTask):
     domain = "reacher"
+    per_episode_model = True
     time_limit = 20
     fields = ("qpos", "qvel", "geom_xpos")
     target_size: ClassVar[float]
@@ -107,6 +108,7 @@ class FingerSpin(Finger):
 
 
 class FingerTurn(Finger):
+    per_episode_model = True
     target_radius: ClassVar[float]
 
     def initialize_episode(self, model: Any, data: Any, random: np.random.RandomState) -> dict[str, np.ndarray]:
@@ -211,6 +213,7 @@ class PointMassEasy(PointMass):
 
 
 class PointMassHard(PointMass):
+    per_episode_model = True
     task, randomize_gains = "hard", True
 
 
@@ -231,6 +234,7 @@ class Manipulator(DmcTask):
     """Bring (or insert) a ball or a peg to its target with a planar arm and hand."""
 
     domain = "manipulator"
+    per_episode_model = True
     time_limit = 10
     control_timestep = .01
     fields = ("qpos", "qvel", "xpos", "xquat", "site_xpos", "sensordata")
@@ -355,6 +359,7 @@ class Stacker(DmcTask):
     """Stack boxes with the manipulator's arm: a box on the target, the hand away from it."""
 
     domain = "stacker"
+    per_episode_model = True
     time_limit = 10
     control_timestep = .01
     fields = ("qpos", "qvel", "xpos", "xquat", "site_xpos", "sensordata")

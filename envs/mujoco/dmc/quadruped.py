@@ -136,6 +136,7 @@ class QuadrupedRun(QuadrupedMove):
 
 
 class QuadrupedEscape(Quadruped):
+    per_episode_model = True
     task = "escape"
     model_kwargs = {"floor_size": 40, "terrain": True, "rangefinders": True}
     smoothness, bump_scale = 0.15, 2

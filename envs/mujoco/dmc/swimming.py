@@ -59,6 +59,7 @@ class FishUpright(Fish):
 
 
 class FishSwim(Fish):
+    per_episode_model = True
     task = "swim"
 
     def initialize_episode(self, model: Any, data: Any, random: np.random.RandomState) -> dict[str, np.ndarray]:
@@ -109,6 +110,7 @@ def swimmer_xml(n_bodies: int) -> str:
 
 class Swimmer(DmcTask):
     domain = "swimmer"
+    per_episode_model = True
     time_limit = 30
     control_timestep = .03
     fields = ("qpos", "qvel", "xmat", "geom_xpos", "sensordata")
