@@ -27,20 +27,46 @@ class RunningMeanStd(NamedTuple):
     count: Array  # float32 scalar; starts at a tiny epsilon, as SB3's, so the first update dominates
 
 
+def _float_boxes(space: Any) -> bool:
+    if isinstance(space, gym.spaces.Dict):
+        return all(_float_boxes(s) for s in space.spaces.values())
+    if isinstance(space, gym.spaces.Tuple):
+        return all(_float_boxes(s) for s in space.spaces)
+    return isinstance(space, gym.spaces.Box) and space.dtype != "uint8"
+
+
 def check_observations(space: Any, agent: str) -> None:
-    """A ValueError, in one line, unless `space` is a float (non-uint8) Box: the observations a
-    running normalisation takes."""
-    if not (isinstance(space, gym.spaces.Box) and space.dtype != "uint8"):
-        raise ValueError(f"{agent}'s normalize_observations takes vector (float Box) observations, not {space}")
+    """A ValueError, in one line, unless `space` is a float (non-uint8) Box, or a Dict or Tuple of
+    them (dm_control's observations): the observations a running normalisation takes."""
+    if not _float_boxes(space):
+        raise ValueError(f"{agent}'s normalize_observations takes vector (float Box) observations, or a Dict or "
+                         f"Tuple of them, not {space}")
 
 
 def init(shape: tuple[int, ...]) -> RunningMeanStd:
     return RunningMeanStd(jnp.zeros(shape, jnp.float32), jnp.ones(shape, jnp.float32), jnp.float32(1e-4))
 
 
-def update(stats: RunningMeanStd, batch: Array, axis_name: str | None = None) -> RunningMeanStd:
+def init_observations(space: Any) -> Any:
+    """Statistics for observations of `space`: one RunningMeanStd, or one per leaf of a Dict/Tuple
+    (each key normalised on its own, as a flattened vector's features are)."""
+    if isinstance(space, gym.spaces.Dict):
+        return {k: init_observations(s) for k, s in space.spaces.items()}
+    if isinstance(space, gym.spaces.Tuple):
+        return tuple(init_observations(s) for s in space.spaces)
+    return init(space.shape)
+
+
+def _is_stats(x: Any) -> bool:
+    return isinstance(x, RunningMeanStd)
+
+
+def update(stats: Any, batch: Any, axis_name: str | None = None) -> Any:
     """Stats with `batch` [..., *shape] folded in (Chan et al.'s parallel update); with `axis_name`,
-    the batch is the union of every device's along that mapped axis."""
+    the batch is the union of every device's along that mapped axis. A tree of stats (a Dict
+    observation's) takes the batch's matching tree."""
+    if not _is_stats(stats):
+        return jax.tree.map(lambda s, b: update(s, b, axis_name), stats, batch, is_leaf=_is_stats)
     x = batch.reshape(-1, *stats.mean.shape).astype(jnp.float32)
     n = jnp.float32(x.shape[0])
     total, sq = jnp.sum(x, 0), None
@@ -57,8 +83,10 @@ def update(stats: RunningMeanStd, batch: Array, axis_name: str | None = None) ->
     return RunningMeanStd(new_mean, m2 / count, count)
 
 
-def normalize(stats: RunningMeanStd, x: Array, clip: float = 10.0, eps: float = 1e-8) -> Array:
-    """(x - mean) / sqrt(var + eps), clipped to [-clip, clip], as float32."""
+def normalize(stats: Any, x: Any, clip: float = 10.0, eps: float = 1e-8) -> Any:
+    """(x - mean) / sqrt(var + eps), clipped to [-clip, clip], as float32 (per leaf of a tree)."""
+    if not _is_stats(stats):
+        return jax.tree.map(lambda s, v: normalize(s, v, clip, eps), stats, x, is_leaf=_is_stats)
     z = (x.astype(jnp.float32) - stats.mean) / jnp.sqrt(stats.var + eps)
     return jnp.clip(z, -clip, clip)
 

@@ -159,6 +159,24 @@ def test_running_statistics_equal_numpy_over_all_batches_and_devices():
         np.testing.assert_allclose(got[1], want, rtol=1e-5)
 
 
+def test_a_dict_observation_is_normalised_key_by_key():
+    """dm_control's observations (a Dict of float Boxes): each key's statistics are its own, the
+    same as a Box of that key's alone would keep."""
+    space = gym.spaces.Dict({"position": gym.spaces.Box(-np.inf, np.inf, (3,)), "height": gym.spaces.Box(-1, 1, ())})
+    normalization.check_observations(space, "PPO")
+    with pytest.raises(ValueError, match="or a Dict or Tuple of them"):
+        normalization.check_observations(gym.spaces.Dict({"image": gym.spaces.Box(0, 255, (4, 4), np.uint8)}), "PPO")
+    rng = np.random.default_rng(3)
+    batch = {"position": jnp.asarray(rng.normal(2.0, 3.0, (5, 8, 3)), jnp.float32),
+             "height": jnp.asarray(rng.normal(-1.0, 0.5, (5, 8)), jnp.float32)}
+    stats = normalization.update(normalization.init_observations(space), batch)
+    for key, shape in (("position", (3,)), ("height", ())):
+        alone = normalization.update(normalization.init(shape), batch[key])
+        np.testing.assert_array_equal(stats[key].mean, alone.mean)
+        np.testing.assert_array_equal(stats[key].var, alone.var)
+        np.testing.assert_array_equal(normalization.normalize(stats, batch)[key], normalization.normalize(alone, batch[key]))
+
+
 # ---------------------------------------------------------------- the agent in the loop
 @pytest.mark.parametrize("spec, config", [
     (CARTPOLE, PPOConfig(num_epochs=2, num_minibatches=4, learning_rate=1e-3)),

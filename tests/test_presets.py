@@ -133,6 +133,13 @@ def test_mountain_car_takes_its_own_preset(agent):
         "MOUNTAIN_CAR", "MOUNTAIN_CAR", "CARTPOLE"]
 
 
+@pytest.mark.slow(seconds=4)
+@pytest.mark.parametrize("agent", ["ppo", "sac", "td3"])
+def test_dm_controls_suite_takes_the_mujoco_presets(agent):
+    """EnvPool's DMC ids (Dict observations, Box actions) train with the MuJoCo presets (CleanRL's settings)."""
+    assert presets(agent, [["CheetahRun-v1", None], ["WalkerWalk-v1", None]]) == ["MUJOCO", "MUJOCO"]
+
+
 @pytest.mark.slow(seconds=3)
 def test_continuous_actions_are_refused_by_name_by_a_discrete_only_agent():
     (got,) = presets("r2d2", [["Pendulum-v1", None]])

@@ -89,7 +89,7 @@ class PPO(Agent[dict, optax.OptState, Samples, StepState]):
         space = self.env_spec.observation_space
         return {
             "params": self.net.init(key, observations.zeros(space), self.net.initial_state(1), jnp.ones(1, bool)),
-            "obs_stats": normalization.init(space.shape) if self.config.normalize_observations else (),
+            "obs_stats": normalization.init_observations(space) if self.config.normalize_observations else (),
             "return_stats": normalization.init(()) if self.config.scale_rewards else (),
         }
 
@@ -143,7 +143,8 @@ class PPO(Agent[dict, optax.OptState, Samples, StepState]):
         es = traj.env_step
         networks = dict(networks)
         if c.normalize_observations:  # env_step[0] was counted with the previous cycle
-            networks["obs_stats"] = normalization.update(networks["obs_stats"], es.obs[1:], LEARNER_AXIS)
+            networks["obs_stats"] = normalization.update(networks["obs_stats"], jax.tree.map(lambda x: x[1:], es.obs),
+                                                         LEARNER_AXIS)
         rewards = es.reward
         if c.scale_rewards:
             networks["return_stats"] = normalization.update(networks["return_stats"], traj.extras["discounted_return"],
