@@ -125,7 +125,8 @@ def test_frame_stack_and_frame_skip_as_envpools():
     ({"frame_stack": 0}, "frame_stack must be an int >= 1"),
     ({"frame_skip": 1.5}, "frame_skip must be an int >= 1"),
     ({"time_limit": 5}, "unknown kwarg(s) ['time_limit']"),
-    ({"render_mode": "rgb_array"}, "rendering of the DMC ids is not served yet"),
+    ({"render_mode": "rgb_array", "render_camera_id": 7}, "render_camera_id must be -1 (dm_control's free camera)"),
+    ({"render_mode": "rgb_array", "render_width": 0}, "render_width must be an int >= 1"),
     ({"backend": "process"}, "runs on backend='mujoco' (native) only"),
 ])
 def test_bad_kwargs_are_one_line_errors(kwargs, message):
@@ -162,3 +163,27 @@ def test_only_tasks_that_move_their_targets_copy_the_model():
         assert len({id(m) for m in shared._backend._models}) == 1
         models = own._backend._models
         assert len({id(m) for m in models}) == 3 and all(m.ntex == 0 for m in models)
+
+
+@pytest.mark.parametrize("task_id, camera", [("CartpoleSwingup-v1", -1), ("WalkerWalk-v1", 0), ("ReacherHard-v1", -1),
+                                             ("QuadrupedEscape-v1", 1)])
+def test_frames_are_dm_controls_for_the_same_state_and_camera(task_id, camera):
+    """Each env drawn with its own targets and terrain (reacher's target, quadruped's bowl),
+    pixel for pixel what dm_control's physics.render draws."""
+    domain, task = DMC_IDS[task_id]
+    with envs.make_dm(task_id, num_envs=2, seed=5, render_mode="rgb_array", render_width=64, render_height=48,
+                      render_camera_id=camera) as pool:
+        refs = [load(domain, task, 5 + i) for i in range(2)]
+        pool.reset()
+        for r in refs:
+            r.reset()
+        action = np.full((2, *refs[0].action_spec().shape), 0.2)
+        for _ in range(3):
+            pool.step(action)
+            for r, a in zip(refs, action):
+                r.step(a)
+        frames = pool.render([0, 1])
+        assert frames.shape == (2, 48, 64, 3) and frames.dtype == np.uint8
+        for frame, r in zip(frames, refs):
+            np.testing.assert_array_equal(frame, r.physics.render(height=48, width=64, camera_id=camera))
+        assert (frames[0] != frames[1]).any()

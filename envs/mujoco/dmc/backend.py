@@ -28,6 +28,7 @@ from envs.config import PoolConfig
 from envs.mujoco.backend import MujocoBackend, MujocoTask, _Job
 from envs.mujoco.dmc import served
 from envs.mujoco.dmc.base import DmcTask
+from envs.mujoco.dmc.render import RENDER_KWARGS, DmcRenderer, check_render_kwargs
 from envs.mujoco.log import route_warnings
 
 
@@ -60,15 +61,14 @@ def configure(task_id: str, env_type: str, kwargs: dict[str, Any]) -> MujocoTask
     # EnvPool's DMC kwargs: frame_skip, the physics steps per env step (default: dm_control's
     # n_sub_steps for the task; the time limit stays the task's step count), and frame_stack, the
     # last k observations of each key stacked on a leading axis (k = 1: none)
-    defaults = {"frame_skip": task_cls.n_sub_steps(model), "frame_stack": 1}
+    defaults = {"frame_skip": task_cls.n_sub_steps(model), "frame_stack": 1, **RENDER_KWARGS}
     config = PoolConfig.create(task_id, env_type, "mujoco", task_cls.max_episode_steps(model), kwargs, defaults)
     kw = dict(config.task_kwargs)
-    for name in defaults:
+    for name in ("frame_skip", "frame_stack"):
         v = kw[name]
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
             raise ValueError(f"{task_id}: {name} must be an int >= 1, got {v!r}")
-    if config.render_mode is not None:
-        raise ValueError(f"render_mode={config.render_mode!r}: rendering of the DMC ids is not served yet")
+    check_render_kwargs(task_id, kw, model)
     task = task_cls(model)
     obs, info = _probe(task, model)
     stack = () if kw["frame_stack"] == 1 else (int(kw["frame_stack"]),)
@@ -103,6 +103,9 @@ class DmcBackend(MujocoBackend):
 
     def _env_models(self, model: Any, n: int) -> list[Any]:
         return [self._task_cls.env_model(model, rng) for rng in self._fresh_rngs]
+
+    def _make_renderer(self, task: MujocoTask, kw: dict[str, Any]) -> DmcRenderer:
+        return DmcRenderer(task.model, self._models, kw, MODEL_STATE)
 
     def _make_task(self, task: MujocoTask, kw: dict[str, Any]) -> DmcTask:
         return task.task_cls(task.model)
