@@ -38,7 +38,10 @@ FILES = (  # the files issue 56 names, EnvPool's paths
     "envpool/mujoco/dmc/mujoco_dmc_suite_deterministic_test.py",
     "envpool/mujoco/dmc/mujoco_dmc_suite_ext_align_test.py",
     "envpool/mujoco/dmc/mujoco_dmc_suite_ext_deterministic_test.py",
+    "envpool/mujoco/dmc/mujoco_dmc_render_test.py",
+    "envpool/mujoco/dmc/mujoco_dmc_pixel_observation_test.py",
 )
+HELPERS = ("envpool/mujoco/pixel_observation_test_utils.py",)  # EnvPool's test helpers the files import
 SECTION = "envpool_tests"
 
 # The shim: EnvPool's public names, each the one `envs` has.
@@ -61,7 +64,9 @@ def preload_windows_gl_dlls(*, prepend_path=True, strict=False):
 EMPTY = '"""Nothing to register: `envs` serves every id it has on import."""\n'
 # dm_control's suite, which the DMC tests hold the pool against, on the MuJoCo installed here
 DMC_REGISTRATION = EMPTY + """from tests.support.dm_control_suite import patch_dm_control
+from envs.mujoco.dmc import DMC_IDS
 patch_dm_control()
+dmc_mujoco_envs = [(domain, task, 1000) for domain, task in DMC_IDS.values()]  # EnvPool's list: every id 1,000 steps
 """
 STAND_IN = '''
 
@@ -166,6 +171,9 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="envpool-tests-") as tmp:
         shim = Path(tmp)
         build_shim(shim)
+        for rel in HELPERS:  # EnvPool's own test helpers, beside the shim's modules
+            if (args.envpool / rel).is_file():
+                shutil.copy(args.envpool / rel, shim / rel)
         results = {rel: run_file(shim, args.envpool, rel, args.timeout) for rel in FILES}
     publish(SECTION, report(results, args.envpool) + "\n", args.write)
     return 0
