@@ -217,10 +217,12 @@ def dm_observation_type(extra: tuple[str, ...], obs_keys: tuple[str, ...] = ()) 
     return collections.namedtuple("DmObservation", (*head, *dm_field_names(extra, head)))
 
 
-def dm_observation(obs: Any, env_id: Any, elapsed: Any, extra: Mapping[str, Any] | None, spread: bool) -> Any:
-    """A dm TimeStep's observation (or its spec, or its template: any leaves): `obs` as one field,
-    or, where `spread`, each key of the Dict observation `obs` as its own field."""
+def dm_observation(obs: Any, env_id: Any, elapsed: Any, extra: Mapping[str, Any] | None,
+                   fields: tuple[str, ...] | None) -> Any:
+    """A dm TimeStep's observation (or its spec, or its template: any leaves): `obs` as one field
+    (`fields` None), or in the named fields: each key of a Dict observation in its own, a single
+    array in the one named (EnvPool's DMC pools: obs:position, ...; obs:pixels)."""
     extra = extra or {}
-    keys = tuple(obs) if spread else ()
-    head = [obs[k] for k in keys] if spread else [obs]
+    keys = tuple(fields or ())
+    head = [obs] if not keys else [obs[k] for k in keys] if isinstance(obs, Mapping) else [obs]
     return dm_observation_type(tuple(extra), keys)(*head, env_id, elapsed, *extra.values())

@@ -599,5 +599,5 @@ class DmEnvPool(EnvPool, dm_env.Environment):
             b.elapsed == 0, dm_env.StepType.FIRST, np.where(b.terminated | b.truncated, dm_env.StepType.LAST, dm_env.StepType.MID)
         ).astype(np.int32)
         discount = (~b.terminated).astype(np.float32)
-        observation = dm_observation(b.obs, b.env_id, b.elapsed, b.extra, self._spec.spreads_observation)
+        observation = dm_observation(b.obs, b.env_id, b.elapsed, b.extra, self._spec.dm_observation_fields)
         return dm_env.TimeStep(step_type, b.reward, discount, observation)

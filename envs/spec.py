@@ -121,10 +121,13 @@ class EnvSpec:
         """Specs of one env's TimeStep.observation: `.obs`, `.env_id`, `.elapsed_step`, extras (and
         `.players` in a multi-player pool: one row's). The spaces are one player's."""
         n = self._config.num_envs
-        if self.spreads_observation:
+        fields = self.dm_observation_fields
+        if fields is None:
+            obs = space_to_dm_spec(self.observation_space, "obs")
+        elif isinstance(self.observation_space, gym.spaces.Dict):
             obs = {k: space_to_dm_spec(s, k) for k, s in self.observation_space.spaces.items()}
         else:
-            obs = space_to_dm_spec(self.observation_space, "obs")
+            obs = space_to_dm_spec(self.observation_space, fields[0])
         env_id = specs.BoundedArray((), np.int32, 0, n - 1, name="env_id")
         elapsed = specs.Array((), np.int32, name="elapsed_step")
         extra = {k: specs.Array(np.dtype(d).shape, np.dtype(d).base, name=k) for k, d in self.extra_info.items()}
@@ -135,13 +138,18 @@ class EnvSpec:
                 "id": specs.BoundedArray((), np.int32, 0, p - 1, name="players/id"),
                 "alive": specs.Array((), bool, name="players/alive"),
             }
-        return dm_observation(obs, env_id, elapsed, extra, self.spreads_observation)
+        return dm_observation(obs, env_id, elapsed, extra, fields)
 
     @property
-    def spreads_observation(self) -> bool:
-        """Whether a dm TimeStep's observation has a field per observation key (EnvPool's DMC
-        pools: their state keys obs:position, obs:velocity, ...) instead of one `obs` field."""
-        return self._config.task_id in DMC_IDS and self._config.backend == "mujoco"
+    def dm_observation_fields(self) -> tuple[str, ...] | None:
+        """The fields a dm TimeStep's observation holds the observation in: None for one `obs`
+        field; for EnvPool's DMC pools a field per observation key (their state keys
+        obs:position, obs:velocity, ...), or `pixels` for a from_pixels pool (obs:pixels)."""
+        if not (self._config.task_id in DMC_IDS and self._config.backend == "mujoco"):
+            return None
+        if isinstance(self.observation_space, gym.spaces.Dict):
+            return tuple(self.observation_space.spaces)
+        return ("pixels",)
 
     def action_spec(self) -> specs.Array:
         return space_to_dm_spec(self.action_space, "action")

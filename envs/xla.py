@@ -48,7 +48,7 @@ def state_template(pool: Any, n: int) -> Any:
     fixed = {**pool.extra_info, **pool._backend.info_dtypes}
     extra = {k: leaf((n, *np.dtype(dt).shape), np.dtype(dt).base) for k, dt in fixed.items()}  # (n, k): a subarray dtype
     if pool.config["env_type"] == "dm":
-        observation = dm_observation(obs, leaf((n,), np.int32), leaf((n,), np.int32), extra, pool.spec.spreads_observation)
+        observation = dm_observation(obs, leaf((n,), np.int32), leaf((n,), np.int32), extra, pool.spec.dm_observation_fields)
         return dm_env.TimeStep(leaf((n,), np.int32), leaf((n,), np.float32), leaf((n,), np.float32), observation)
     info = {"env_id": leaf((n,), np.int32), "elapsed_step": leaf((n,), np.int32), **extra}
     return (obs, leaf((n,), np.float32), leaf((n,), bool), leaf((n,), bool), info)

@@ -127,6 +127,7 @@ def test_frame_stack_and_frame_skip_as_envpools():
     ({"time_limit": 5}, "unknown kwarg(s) ['time_limit']"),
     ({"render_mode": "rgb_array", "render_camera_id": 7}, "render_camera_id must be -1 (dm_control's free camera)"),
     ({"render_mode": "rgb_array", "render_width": 0}, "render_width must be an int >= 1"),
+    ({"from_pixels": 1}, "from_pixels must be a bool"),
     ({"backend": "process"}, "runs on backend='mujoco' (native) only"),
 ])
 def test_bad_kwargs_are_one_line_errors(kwargs, message):
@@ -187,3 +188,28 @@ def test_frames_are_dm_controls_for_the_same_state_and_camera(task_id, camera):
         for frame, r in zip(frames, refs):
             np.testing.assert_array_equal(frame, r.physics.render(height=48, width=64, camera_id=camera))
         assert (frames[0] != frames[1]).any()
+
+
+def test_pixel_observations_are_the_frames_channel_first_stacked_on_channels():
+    """EnvPool's from_pixels: dm_control's frame of each env (its physics.render), (3, H, W) uint8;
+    frame_stack k puts the last k frames on the channel axis, oldest first."""
+    with envs.make_gymnasium("ReacherEasy-v1", num_envs=2, seed=1, from_pixels=True, frame_stack=2, render_width=32,
+                             render_height=24) as pool:
+        assert pool.observation_space == gym.spaces.Box(0, 255, (6, 24, 32), np.uint8)
+        refs = [load("reacher", "easy", 1 + i) for i in range(2)]
+        obs, _ = pool.reset()
+        for r in refs:
+            r.reset()
+        np.testing.assert_array_equal(obs[:, :3], obs[:, 3:])  # a reset fills the stack
+        for _ in range(2):
+            previous = obs
+            action = np.full((2, 2), 0.5)
+            obs, *_ = pool.step(action)
+            for r, a in zip(refs, action):
+                r.step(a)
+            np.testing.assert_array_equal(obs[:, :3], previous[:, 3:])
+            for row, r in zip(obs, refs):
+                np.testing.assert_array_equal(row[3:], r.physics.render(height=24, width=32, camera_id=-1).transpose(2, 0, 1))
+    with envs.make_dm("ReacherEasy-v1", num_envs=1, from_pixels=True) as pool:
+        assert pool.observation_spec().pixels.shape == (3, 84, 84) and pool.observation_spec().pixels.dtype == np.uint8
+        assert pool.reset().observation.pixels.shape == (1, 3, 84, 84)

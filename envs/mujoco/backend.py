@@ -164,7 +164,7 @@ class MujocoBackend(Backend):
         self._rngs = self._make_rngs(config.seed, n)
         self._book = EpisodeBook(n, config.max_episode_steps)
         self._renderer = None  # before the kernel's threads start: a GL backend that fails leaves nothing running
-        if config.render_mode is not None:
+        if self._wants_renderer(task):
             self._renderer = self._make_renderer(task, kw)
         fields = self.task.fields
         self._sizes = [getattr(self._datas[0], f).size for f in fields]
@@ -201,6 +201,9 @@ class MujocoBackend(Backend):
 
     def _make_rngs(self, seed: int, n: int) -> list[Any]:
         return [np.random.default_rng(seed + i) for i in range(n)]
+
+    def _wants_renderer(self, task: MujocoTask) -> bool:
+        return task.config.render_mode is not None
 
     def _make_renderer(self, task: MujocoTask, kw: dict[str, Any]) -> Any:
         return MujocoRenderer(task.config.task_id, task.model, kw, task.camera_id, task.task_cls.tracks)

@@ -47,6 +47,9 @@ MODEL_STATE = ("geom_pos", "geom_quat", "geom_size", "geom_rgba", "site_pos", "s
                "light_pos", "wrap_prm", "dof_damping", "mat_rgba", "hfield_data")
 
 
+PIXELS = "pixels"  # the observation's name in a dm TimeStep (EnvPool's obs:pixels)
+
+
 def mujoco_max_value() -> float:
     import mujoco
 
@@ -61,20 +64,28 @@ def configure(task_id: str, env_type: str, kwargs: dict[str, Any]) -> MujocoTask
     # EnvPool's DMC kwargs: frame_skip, the physics steps per env step (default: dm_control's
     # n_sub_steps for the task; the time limit stays the task's step count), and frame_stack, the
     # last k observations of each key stacked on a leading axis (k = 1: none)
-    defaults = {"frame_skip": task_cls.n_sub_steps(model), "frame_stack": 1, **RENDER_KWARGS}
+    # from_pixels: the observation is the env's frame (render_width x render_height, render_camera_id),
+    # channel first, uint8; with frame_stack k the last k frames on the channel axis (3k channels)
+    defaults = {"frame_skip": task_cls.n_sub_steps(model), "frame_stack": 1, "from_pixels": False, **RENDER_KWARGS}
     config = PoolConfig.create(task_id, env_type, "mujoco", task_cls.max_episode_steps(model), kwargs, defaults)
     kw = dict(config.task_kwargs)
     for name in ("frame_skip", "frame_stack"):
         v = kw[name]
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
             raise ValueError(f"{task_id}: {name} must be an int >= 1, got {v!r}")
+    if not isinstance(kw["from_pixels"], (bool, np.bool_)):
+        raise ValueError(f"{task_id}: from_pixels must be a bool, got {kw['from_pixels']!r}")
     check_render_kwargs(task_id, kw, model)
     task = task_cls(model)
     obs, info = _probe(task, model)
-    stack = () if kw["frame_stack"] == 1 else (int(kw["frame_stack"]),)
-    # in dm_control's order (a plain dict would be sorted by gymnasium)
-    observation_space = gym.spaces.Dict(collections.OrderedDict(
-        (k, gym.spaces.Box(-np.inf, np.inf, (*stack, *v.shape[1:]), np.float64)) for k, v in obs.items()))
+    k = int(kw["frame_stack"])
+    if kw["from_pixels"]:
+        shape = (3 * k, int(kw["render_height"]), int(kw["render_width"]))
+        observation_space: gym.spaces.Space = gym.spaces.Box(0, 255, shape, np.uint8)
+    else:  # in dm_control's order (a plain dict would be sorted by gymnasium)
+        stack = () if k == 1 else (k,)
+        observation_space = gym.spaces.Dict(collections.OrderedDict(
+            (key, gym.spaces.Box(-np.inf, np.inf, (*stack, *v.shape[1:]), np.float64)) for key, v in obs.items()))
     # dm_control's mujoco.action_spec: float64, each actuator's ctrlrange where limited, else +-mjMAXVAL (1e10)
     limited = model.actuator_ctrllimited.astype(bool)
     low, high = np.full(model.nu, -mujoco_max_value()), np.full(model.nu, mujoco_max_value())
@@ -95,9 +106,16 @@ class DmcBackend(MujocoBackend):
         n = task.config.num_envs
         self._test_info = {k: np.zeros((n, *d.shape)) for k, d in task.extra_info.items()}
         self._task_cls = task.task_cls
-        k = int(task.config.task_kwargs["frame_stack"])
+        kw = task.config.task_kwargs
+        k = int(kw["frame_stack"])
+        self._pixels = bool(kw["from_pixels"])
         # each env's last k observations per key (frame_stack > 1), oldest first
-        self._stacks = {key: np.zeros((n, *s.shape)) for key, s in task.observation_space.spaces.items()} if k > 1 else None
+        if self._pixels:
+            frame = (3, int(kw["render_height"]), int(kw["render_width"]))
+            self._stacks = {PIXELS: np.zeros((n, k, *frame), np.uint8)} if k > 1 else None
+        else:
+            self._stacks = {key: np.zeros((n, *s.shape)) for key, s in task.observation_space.spaces.items()} if k > 1 \
+                else None
         self._fresh_rngs = [np.random.RandomState((task.config.seed + i) % 2**32) for i in range(n)]
         super().__init__(task, lib)
 
@@ -106,6 +124,9 @@ class DmcBackend(MujocoBackend):
 
     def _make_renderer(self, task: MujocoTask, kw: dict[str, Any]) -> DmcRenderer:
         return DmcRenderer(task.model, self._models, kw, MODEL_STATE)
+
+    def _wants_renderer(self, task: MujocoTask) -> bool:
+        return task.config.render_mode is not None or bool(task.config.task_kwargs["from_pixels"])
 
     def _make_task(self, task: MujocoTask, kw: dict[str, Any]) -> DmcTask:
         return task.task_cls(task.model)
@@ -129,9 +150,15 @@ class DmcBackend(MujocoBackend):
             job.flags[k] = 2  # the kernel copies its fields only
 
     def _results(self, job: _Job, ids: np.ndarray, reset: np.ndarray, after: dict[str, np.ndarray]) -> tuple:
-        obs = self.task.observe(after)
+        if self._pixels:  # each env's frame as it is now, channel first
+            obs = {PIXELS: self._renderer.frames(self._datas, ids).transpose(0, 3, 1, 2)}
+        else:
+            obs = self.task.observe(after)
         if self._stacks is not None:
             obs = self._stacked(obs, ids, reset)
+        if self._pixels:
+            frames = obs[PIXELS]
+            obs = frames.reshape(len(ids), -1, *frames.shape[-2:])  # EnvPool's: the k frames on the channel axis
         reward = self.task.reward(after, job.action)
         terminated = self.task.terminated(after)
         if np.count_nonzero(reset):
