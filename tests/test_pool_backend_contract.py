@@ -42,6 +42,7 @@ CASES = [
     ("Pong-v5", {}, "AtariBackend", lambda: pytest.importorskip("ale_py") is not None),
     ("Pong-v5", {"render_mode": "rgb_array"}, "AtariSingleBackend", lambda: pytest.importorskip("ale_py") is not None),
     ("Hopper-v5", {}, "MujocoBackend", _mujoco),
+    ("CheetahRun-v1", {}, "DmcBackend", _mujoco),  # dm_control's suite on the same kernel
 ]
 
 
