@@ -132,7 +132,7 @@ def run_file(shim: Path, source: Path, rel: str, timeout: int) -> dict[str, str]
     out = {}
     if junit.exists():
         for case in ET.parse(junit).getroot().iter("testcase"):
-            if not case.get("classname", "").rsplit(".", 1)[-1].startswith("_"):
+            if not case.get("classname"):
                 continue  # a collection error (the file did not import): counted below
             name = f"{case.get('classname').rsplit('.', 1)[-1]}.{case.get('name')}"
             kinds = {child.tag for child in case}

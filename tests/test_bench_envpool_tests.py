@@ -25,6 +25,11 @@ class _Case(absltest.TestCase):
 
     def test_a_failure(self):
         self.assertEqual(envpool.make_spec("CartPole-v1").config.num_envs, 2)
+
+
+class PublicName(absltest.TestCase):  # EnvPool names some test classes without the leading "_"
+    def test_counted(self):
+        self.assertTrue(hasattr(envpool, "make_dm"))
 '''
 BROKEN = '''
 import envpool.no_such_module
@@ -52,7 +57,8 @@ def test_a_file_is_run_against_envs_and_its_cases_counted(tmp_path):
     (source / "envpool" / "ok_test.py").write_text(PASSING)
     (source / "envpool" / "broken_test.py").write_text(BROKEN)
     assert envpool_tests.run_file(shim, source, "envpool/ok_test.py", timeout=300) == {
-        "_Case.test_make_is_envs": "passed", "_Case.test_low_level_refuses": "passed", "_Case.test_a_failure": "failed"}
+        "_Case.test_make_is_envs": "passed", "_Case.test_low_level_refuses": "passed", "_Case.test_a_failure": "failed",
+        "PublicName.test_counted": "passed"}
     assert envpool_tests.run_file(shim, source, "envpool/broken_test.py", timeout=300) == {
         "test_one (import)": "failed", "test_two (import)": "failed"}
     text = envpool_tests.report({"envpool/ok_test.py": {"_Case.a": "passed", "_Case.b": "failed"}}, source)
