@@ -73,17 +73,19 @@ def make_spec(task_id: str, env_type: str = "gymnasium", **kwargs: Any) -> EnvSp
     return configure(task_id, env_type, dict(kwargs)).spec()
 
 
+# EnvPool's order for the names it has (its typing test reads EnvSpec, EnvPool, DMEnvPool,
+# GymnasiumEnvPool in that order), then the rest alphabetically
 __all__ = [
+    "EnvSpec",
+    "EnvPool",
+    "DMEnvPool",
+    "GymnasiumEnvPool",
     "AsyncSubprocessEnvManager",
     "BaseEnvManager",
     "BaseEnvTimestep",
-    "DMEnvPool",
     "DmEnvPool",
     "DmObservation",
-    "EnvPool",
-    "EnvSpec",
     "EnvState",
-    "GymnasiumEnvPool",
     "PoolConfig",
     "SyncSubprocessEnvManager",
     "WorkerError",
