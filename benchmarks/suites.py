@@ -145,4 +145,19 @@ MUJOCO = Suite(
     cost="not yet run whole here (SAC/TD3 at 300k: ~1-2 hours a run on 2 cores)",
 )
 
-SUITES = {s.name: s for s in (CLASSIC, MINATAR, MEMORY, MUJOCO)}
+TDMPC2_SAC_500K = ("TD-MPC2's published SAC runs at 500k env steps, the median of its 3 seeds "
+                   "(github.com/nicklashansen/tdmpc2, results/sac/<task>.csv)")
+DMC = Suite(
+    "dmc", "dm_control's suite on the native pool (EnvPool's DMC ids), SAC at its MuJoCo preset (CleanRL's settings), "
+    "500k env steps.",
+    tasks=(
+        Task("CartpoleSwingup-v1", (agent("sac"),), 828.3, TDMPC2_SAC_500K),
+        Task("CheetahRun-v1", (agent("sac"),), 671.0, TDMPC2_SAC_500K),
+        Task("WalkerWalk-v1", (agent("sac"),), 953.0, TDMPC2_SAC_500K),
+    ),
+    seeds=(0,),
+    budget=500_000,
+    cost="~50 minutes a run here (SAC at ~170 env steps/s; its 100k runs took 10-11 minutes): ~2.5 hours",
+)
+
+SUITES = {s.name: s for s in (CLASSIC, MINATAR, MEMORY, MUJOCO, DMC)}
