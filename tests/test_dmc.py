@@ -16,6 +16,7 @@ import pytest
 import envs
 from envs.mujoco.dmc import DMC_IDS, dmc_id, served
 from envs.registry import host_envs
+from tests.support.pool_checks import assert_async_matches_sync
 
 pytest.importorskip("dm_control")
 pytest.importorskip("mujoco")
@@ -218,21 +219,6 @@ def test_pixel_observations_are_the_frames_channel_first_stacked_on_channels():
 def test_async_batches_follow_each_envs_own_trajectory():
     """Async batching changes which envs come back together, never an env's own trajectory
     (through auto-resets: episodes of 12 steps here)."""
-    n, steps = 4, 30
-    actions = np.random.default_rng(3).uniform(-1, 1, (n, steps + 1, 1))
-    with envs.make("CartpoleSwingup-v1", num_envs=n, seed=1, max_episode_steps=12) as pool:
-        sync = [pool.reset()[0]["position"]] + [pool.step(actions[:, t])[0]["position"] for t in range(steps)]
-        sync = np.stack(sync, 1)
-    with envs.make("CartpoleSwingup-v1", num_envs=n, batch_size=2, seed=1, max_episode_steps=12) as pool:
-        pool.async_reset()
-        t = np.zeros(n, int)
-        traj = [[] for _ in range(n)]
-        while min(len(x) for x in traj) < steps + 1:
-            obs, _, _, _, info = pool.recv()
-            ids = info["env_id"]
-            for row, i in enumerate(ids):
-                traj[i].append(obs["position"][row])
-            pool.send(actions[ids, np.minimum(t[ids], steps)][::-1], ids[::-1])
-            t[ids] += 1
-    for i in range(n):
-        np.testing.assert_array_equal(np.stack(traj[i][:steps + 1]), sync[i])
+    actions = np.random.default_rng(3).uniform(-1, 1, (4, 31, 1))
+    assert_async_matches_sync(lambda **kw: envs.make("CartpoleSwingup-v1", max_episode_steps=12, **kw), actions,
+                              shuffle=np.random.default_rng(0), pick=lambda obs: obs["position"])

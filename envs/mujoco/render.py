@@ -70,6 +70,26 @@ def check_render_kwargs(task_id: str, kw: Mapping[str, Any], model: Any) -> int 
     return None
 
 
+def open_renderer(model: Any, height: int, width: int, max_geom: int = 10000) -> Any:
+    """A `mujoco.Renderer` on the chosen GL backend; a GL failure is one RuntimeError saying what to install."""
+    import mujoco
+
+    try:
+        return mujoco.Renderer(model, height, width, max_geom)
+    except Exception as e:  # noqa: BLE001 - a GL failure has many types (FatalError, RuntimeError, GLError)
+        why = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
+        raise RuntimeError(f"MuJoCo cannot render with MUJOCO_GL={gl.choose()} in this process ({why}); "
+                           f"{gl.HOW_TO}") from e
+
+
+def close_renderer(renderer: Any) -> None:
+    if renderer is not None:
+        try:
+            renderer.close()
+        except RuntimeError:  # its context is current in another thread (EGL): the process frees it at exit
+            pass
+
+
 class MujocoRenderer:
     """rgb_array frames of a pool's envs, a camera per env (made when the env is first drawn). The
     OpenGL backend is chosen when it is built (an error now rather than at the first frame); the
@@ -102,14 +122,7 @@ class MujocoRenderer:
         return self._height, self._width, 3
 
     def _open(self) -> Any:
-        import mujoco
-
-        try:
-            self._renderer = mujoco.Renderer(self._model, self._height, self._width, self._max_geom)
-        except Exception as e:  # noqa: BLE001 - a GL failure has many types (FatalError, RuntimeError, GLError)
-            why = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
-            raise RuntimeError(f"MuJoCo cannot render with MUJOCO_GL={gl.choose()} in this process ({why}); "
-                               f"{gl.HOW_TO}") from e
+        self._renderer = open_renderer(self._model, self._height, self._width, self._max_geom)
         return self._renderer
 
     def _camera(self, env: int, data: Any) -> Any:
@@ -146,8 +159,4 @@ class MujocoRenderer:
 
     def close(self) -> None:
         renderer, self._renderer = self._renderer, None
-        if renderer is not None:
-            try:
-                renderer.close()
-            except RuntimeError:  # its context is current in another thread (EGL): the process frees it at exit
-                pass
+        close_renderer(renderer)

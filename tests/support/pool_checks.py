@@ -1,6 +1,7 @@
 """Checks of the EnvPool contract shared by the backends' test files."""
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -8,14 +9,16 @@ import envs
 
 
 def assert_async_matches_sync(
-    make: Callable[..., envs.EnvPool], actions: np.ndarray, batch_size: int = 2, shuffle: np.random.Generator | None = None
+    make: Callable[..., envs.EnvPool], actions: np.ndarray, batch_size: int = 2, shuffle: np.random.Generator | None = None,
+    pick: Callable[[Any], np.ndarray] = lambda obs: obs,
 ) -> None:
     """Async batching changes which envs come back together, never an env's own trajectory:
     env i's observations under recv/send equal its sync ones, for the same per-env actions
-    (actions: [num_envs, steps + 1]). `shuffle`: each send names its batch in a random order."""
+    (actions: [num_envs, steps + 1]). `shuffle`: each send names its batch in a random order.
+    `pick`: the array compared, of a batch's observation (a key of a Dict observation)."""
     n, steps = actions.shape[0], actions.shape[1] - 1
     with make(num_envs=n, seed=1) as pool:
-        sync = np.stack([pool.reset()[0]] + [pool.step(actions[:, t])[0] for t in range(steps)], 1)  # env, time, obs
+        sync = np.stack([pick(pool.reset()[0])] + [pick(pool.step(actions[:, t])[0]) for t in range(steps)], 1)
     with make(num_envs=n, batch_size=batch_size, seed=1) as pool:
         pool.async_reset()
         t = np.zeros(n, int)
@@ -23,7 +26,7 @@ def assert_async_matches_sync(
         while min(len(x) for x in traj) < steps + 1:
             obs, _, _, _, info = pool.recv()
             ids = info["env_id"]
-            for i, o in zip(ids, obs):
+            for i, o in zip(ids, pick(obs)):
                 traj[i].append(o)
             order = shuffle.permutation(len(ids)) if shuffle is not None else slice(None)
             pool.send(actions[ids, np.minimum(t[ids], steps)][order], ids[order])

@@ -42,6 +42,16 @@ def read_model(filename: str) -> str:
     return (suite_dir() / filename).read_text()
 
 
+def remove(root: ET.Element, *elements: ET.Element | tuple[str, str]) -> None:
+    """Removes elements from the model tree `root`: each an element, or a (tag, name) to find."""
+    parents = {child: parent for parent in root.iter() for child in parent}
+    for element in elements:
+        if isinstance(element, tuple):
+            tag, name = element
+            element = root.find(f".//{tag}[@name='{name}']")
+        parents[element].remove(element)
+
+
 def cartpole_xml(num_poles: int) -> str:
     """cartpole.xml with a chain of num_poles poles, the floor moved down and the cameras back."""
     xml = read_model("cartpole.xml")

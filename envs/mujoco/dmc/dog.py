@@ -19,17 +19,10 @@ def dog_xml(floor_size: float, remove_ball: bool) -> str:
     """dog.xml with its floor's size, and without the ball, target, their cameras and the walls
     where the task has no ball (dm_control's `dog.make_model`)."""
     root = ET.fromstring(assets.read_model("dog.xml"))
-    parents = {child: parent for parent in root.iter() for child in parent}
-
-    def find(tag: str, name: str) -> Any:
-        return root.find(f".//{tag}[@name='{name}']")
-
-    find("geom", "floor").attrib["size"] = f"{floor_size} {floor_size} .1"
+    root.find(".//geom[@name='floor']").attrib["size"] = f"{floor_size} {floor_size} .1"
     if remove_ball:
-        for tag, name in [("body", "ball"), ("geom", "target"), ("camera", "ball"), ("camera", "head"),
-                          *[("geom", f"wall_{w}") for w in ("px", "nx", "py", "ny")]]:
-            element = find(tag, name)
-            parents[element].remove(element)
+        assets.remove(root, ("body", "ball"), ("geom", "target"), ("camera", "ball"), ("camera", "head"),
+                      *[("geom", f"wall_{w}") for w in ("px", "nx", "py", "ny")])
     return ET.tostring(root, encoding="unicode")
 
 

@@ -220,27 +220,54 @@ class PointMassHard(PointMass):
 def manipulator_xml(use_peg: bool, insert: bool) -> str:
     """manipulator.xml without the props a task does not use (dm_control's `manipulator.make_model`)."""
     root = ET.fromstring(assets.read_model("manipulator.xml"))
-    parents = {child: parent for parent in root.iter() for child in parent}
     required = ["peg", "target_peg"] if use_peg else ["ball", "target_ball"]
     if insert:
         required.append("slot" if use_peg else "cup")
-    for prop in {"ball", "target_ball", "cup", "peg", "target_peg", "slot"}.difference(required):
-        element = root.find(f".//body[@name='{prop}']")
-        parents[element].remove(element)
+    props = ("ball", "target_ball", "cup", "peg", "target_peg", "slot")
+    assets.remove(root, *[("body", prop) for prop in props if prop not in required])
     return ET.tostring(root, encoding="unicode")
 
 
-class Manipulator(DmcTask):
-    """Bring (or insert) a ball or a peg to its target with a planar arm and hand."""
+class PlanarArm(DmcTask):
+    """What manipulator and stacker share: the planar arm and hand, its random start (each joint
+    within its range, or any angle where unlimited; the finger as the thumb), its observation."""
 
-    domain = "manipulator"
     per_episode_model = True
     time_limit = 10
     control_timestep = .01
     fields = ("qpos", "qvel", "xpos", "xquat", "site_xpos", "sensordata")
     arm_joints = ("arm_root", "arm_shoulder", "arm_elbow", "arm_wrist", "finger", "fingertip", "thumb", "thumbtip")
-    touch_sensors = ("palm_touch", "finger_touch", "thumb_touch", "fingertip_touch", "thumbtip_touch")
     close = 0.01
+
+    def __init__(self, model: Any):
+        super().__init__(model)
+        self.arm_q = [int(model.joint(j).qposadr[0]) for j in self.arm_joints]
+        self.arm_v = [int(model.joint(j).dofadr[0]) for j in self.arm_joints]
+        self.finger, self.thumb = int(model.joint("finger").qposadr[0]), int(model.joint("thumb").qposadr[0])
+        self.hand, self.grasp = int(model.body("hand").id), int(model.site("grasp").id)
+        ids = [model.joint(j).id for j in self.arm_joints]
+        is_limited, joint_range = model.jnt_limited[ids].astype(bool), model.jnt_range[ids]
+        self.lower = np.where(is_limited, joint_range[:, 0], -np.pi)
+        self.upper = np.where(is_limited, joint_range[:, 1], np.pi)
+
+    def _random_arm(self, data: Any, random: np.random.RandomState) -> None:
+        data.qpos[self.arm_q] = random.uniform(self.lower, self.upper)
+        data.qpos[self.finger] = data.qpos[self.thumb]
+
+    def _pose(self, f: Fields, body: int) -> np.ndarray:
+        """dm_control's body_2d_pose: x, z, qw, qy."""
+        return np.hstack((f["xpos"][:, [3 * body, 3 * body + 2]], f["xquat"][:, [4 * body, 4 * body + 2]]))
+
+    def _arm(self, f: Fields) -> dict[str, np.ndarray]:
+        arm = f["qpos"][:, self.arm_q]
+        return {"arm_pos": np.stack((np.sin(arm), np.cos(arm)), axis=2), "arm_vel": f["qvel"][:, self.arm_v]}
+
+
+class Manipulator(PlanarArm):
+    """Bring (or insert) a ball or a peg to its target with a planar arm and hand."""
+
+    domain = "manipulator"
+    touch_sensors = ("palm_touch", "finger_touch", "thumb_touch", "fingertip_touch", "thumbtip_touch")
     p_in_hand = p_in_target = 0.1
     use_peg: ClassVar[bool]
     insert: ClassVar[bool]
@@ -252,30 +279,21 @@ class Manipulator(DmcTask):
     def __init__(self, model: Any):
         super().__init__(model)
         obj = "peg" if self.use_peg else "ball"
-        self.arm_q = [int(model.joint(j).qposadr[0]) for j in self.arm_joints]
-        self.arm_v = [int(model.joint(j).dofadr[0]) for j in self.arm_joints]
         self.object_q = [int(model.joint(f"{obj}_{d}").qposadr[0]) for d in "xzy"]
         self.object_v = [int(model.joint(f"{obj}_{d}").dofadr[0]) for d in "xzy"]
-        self.finger, self.thumb = int(model.joint("finger").qposadr[0]), int(model.joint("thumb").qposadr[0])
-        self.hand, self.object = int(model.body("hand").id), int(model.body(obj).id)
+        self.object = int(model.body(obj).id)
         self.target = int(model.body("target_peg" if self.use_peg else "target_ball").id)
         self.receptacle = int(model.body("slot" if self.use_peg else "cup").id) if self.insert else None
-        self.grasp = int(model.site("grasp").id)
         self.touch = [sensor(model, s).start for s in self.touch_sensors]
         site = lambda name: int(model.site(name).id)  # noqa: E731
         self.pairs = ([(site("peg_grasp"), site("grasp")), (site("peg_pinch"), site("pinch")),
                        (site("peg"), site("target_peg")), (site("target_peg_tip"), site("peg_tip"))]
                       if self.use_peg else [(site("ball"), site("target_ball"))])
-        is_limited = model.jnt_limited[[model.joint(j).id for j in self.arm_joints]].astype(bool)
-        joint_range = model.jnt_range[[model.joint(j).id for j in self.arm_joints]]
-        self.lower = np.where(is_limited, joint_range[:, 0], -np.pi)
-        self.upper = np.where(is_limited, joint_range[:, 1], np.pi)
 
     def initialize_episode(self, model: Any, data: Any, random: np.random.RandomState) -> dict[str, np.ndarray]:
         penetrating = True
         while penetrating:
-            data.qpos[self.arm_q] = random.uniform(self.lower, self.upper)
-            data.qpos[self.finger] = data.qpos[self.thumb]
+            self._random_arm(data, random)
             target_x = random.uniform(-0.4, 0.4)
             target_z = random.uniform(0.1, 0.4)
             if self.insert:
@@ -310,13 +328,8 @@ class Manipulator(DmcTask):
         info = [target_x, target_z, target_angle, code, object_x, object_z, object_angle, qvel_x]
         return {"qpos0": data.qpos.copy(), "random_info": np.array(info, np.float64)}
 
-    def _pose(self, f: Fields, body: int) -> np.ndarray:
-        return np.hstack((f["xpos"][:, [3 * body, 3 * body + 2]], f["xquat"][:, [4 * body, 4 * body + 2]]))
-
     def observe(self, f: Fields) -> dict[str, np.ndarray]:
-        arm = f["qpos"][:, self.arm_q]
-        return {"arm_pos": np.stack((np.sin(arm), np.cos(arm)), axis=2), "arm_vel": f["qvel"][:, self.arm_v],
-                "touch": np.log1p(f["sensordata"][:, self.touch]), "hand_pos": self._pose(f, self.hand),
+        return {**self._arm(f), "touch": np.log1p(f["sensordata"][:, self.touch]), "hand_pos": self._pose(f, self.hand),
                 "object_pos": self._pose(f, self.object), "object_vel": f["qvel"][:, self.object_v],
                 "target_pos": self._pose(f, self.target)}
 
@@ -348,23 +361,14 @@ class ManipulatorInsertPeg(Manipulator):
 def stacker_xml(n_boxes: int) -> str:
     """stacker.xml with boxes 0 .. n_boxes - 1 (dm_control's `stacker.make_model`)."""
     root = ET.fromstring(assets.read_model("stacker.xml"))
-    parents = {child: parent for parent in root.iter() for child in parent}
-    for b in range(n_boxes, 4):
-        element = root.find(f".//body[@name='box{b}']")
-        parents[element].remove(element)
+    assets.remove(root, *[("body", f"box{b}") for b in range(n_boxes, 4)])
     return ET.tostring(root, encoding="unicode")
 
 
-class Stacker(DmcTask):
+class Stacker(PlanarArm):
     """Stack boxes with the manipulator's arm: a box on the target, the hand away from it."""
 
     domain = "stacker"
-    per_episode_model = True
-    time_limit = 10
-    control_timestep = .01
-    fields = ("qpos", "qvel", "xpos", "xquat", "site_xpos", "sensordata")
-    arm_joints = Manipulator.arm_joints
-    close = 0.01
     n_boxes: ClassVar[int]
 
     @classmethod
@@ -374,26 +378,18 @@ class Stacker(DmcTask):
     def __init__(self, model: Any):
         super().__init__(model)
         boxes = [f"box{b}" for b in range(self.n_boxes)]
-        self.arm_q = [int(model.joint(j).qposadr[0]) for j in self.arm_joints]
-        self.arm_v = [int(model.joint(j).dofadr[0]) for j in self.arm_joints]
-        self.finger, self.thumb = int(model.joint("finger").qposadr[0]), int(model.joint("thumb").qposadr[0])
         self.box_q = [[int(model.joint(f"{b}_{d}").qposadr[0]) for d in "xzy"] for b in boxes]
         self.box_v = [int(model.joint(f"{b}_{d}").dofadr[0]) for b in boxes for d in "xyz"]
-        self.hand, self.target = int(model.body("hand").id), int(model.body("target").id)
+        self.target = int(model.body("target").id)
         self.boxes = [int(model.body(b).id) for b in boxes]
         self.box_sites = [int(model.site(b).id) for b in boxes]
-        self.target_site, self.grasp = int(model.site("target").id), int(model.site("grasp").id)
+        self.target_site = int(model.site("target").id)
         self.box_size = float(model.geom_size[model.geom("target").id, 0])
-        ids = [model.joint(j).id for j in self.arm_joints]
-        is_limited, joint_range = model.jnt_limited[ids].astype(bool), model.jnt_range[ids]
-        self.lower = np.where(is_limited, joint_range[:, 0], -np.pi)
-        self.upper = np.where(is_limited, joint_range[:, 1], np.pi)
 
     def initialize_episode(self, model: Any, data: Any, random: np.random.RandomState) -> dict[str, np.ndarray]:
         penetrating = True
         while penetrating:
-            data.qpos[self.arm_q] = random.uniform(self.lower, self.upper)
-            data.qpos[self.finger] = data.qpos[self.thumb]
+            self._random_arm(data, random)
             target_height = 2 * random.randint(self.n_boxes) + 1
             model.body_pos[self.target, 2] = self.box_size * target_height
             model.body_pos[self.target, 0] = random.uniform(-0.37, 0.37)
@@ -405,13 +401,8 @@ class Stacker(DmcTask):
             penetrating = data.ncon > 0
         return {**start_state(data, "qpos0", "qvel0", "qacc_warmstart0"), "target0": model.body_pos[self.target, [0, 2]]}
 
-    def _pose(self, f: Fields, body: int) -> np.ndarray:
-        return np.hstack((f["xpos"][:, [3 * body, 3 * body + 2]], f["xquat"][:, [4 * body, 4 * body + 2]]))
-
     def observe(self, f: Fields) -> dict[str, np.ndarray]:
-        arm = f["qpos"][:, self.arm_q]
-        return {"arm_pos": np.stack((np.sin(arm), np.cos(arm)), axis=2), "arm_vel": f["qvel"][:, self.arm_v],
-                "touch": np.log1p(f["sensordata"]), "hand_pos": self._pose(f, self.hand),
+        return {**self._arm(f), "touch": np.log1p(f["sensordata"]), "hand_pos": self._pose(f, self.hand),
                 "box_pos": np.stack([self._pose(f, b) for b in self.boxes], axis=1), "box_vel": f["qvel"][:, self.box_v],
                 "target_pos": f["xpos"][:, [3 * self.target, 3 * self.target + 2]]}
 

@@ -20,24 +20,14 @@ def quadruped_xml(floor_size: float | None = None, terrain: bool = False, rangef
                   walls_and_ball: bool = False) -> str:
     """quadruped.xml with the parts a task leaves out removed (dm_control's `quadruped.make_model`)."""
     root = ET.fromstring(assets.read_model("quadruped.xml"))
-    parents = {child: parent for parent in root.iter() for child in parent}
-
-    def remove(tag: str, name: str) -> None:
-        element = root.find(f".//{tag}[@name='{name}']")
-        parents[element].remove(element)
-
     if floor_size is not None:
         root.find(".//geom[@name='floor']").attrib["size"] = f"{floor_size} {floor_size} .5"
     if not walls_and_ball:
-        for wall in WALLS:
-            remove("geom", wall)
-        remove("body", "ball")
-        remove("site", "target")
+        assets.remove(root, *[("geom", wall) for wall in WALLS], ("body", "ball"), ("site", "target"))
     if not terrain:
-        remove("geom", "terrain")
+        assets.remove(root, ("geom", "terrain"))
     if not rangefinders:
-        for rangefinder in root.findall(".//rangefinder"):
-            parents[rangefinder].remove(rangefinder)
+        assets.remove(root, *root.findall(".//rangefinder"))
     return ET.tostring(root, encoding="unicode")
 
 

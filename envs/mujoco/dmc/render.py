@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from envs.mujoco import gl
+from envs.mujoco.render import close_renderer, open_renderer
 
 RENDER_KWARGS = {"render_width": 84, "render_height": 84, "render_camera_id": -1}  # EnvPool's DMC defaults
 
@@ -55,14 +56,7 @@ class DmcRenderer:
         self._renderer: Any = None
 
     def _open(self) -> Any:
-        import mujoco
-
-        try:
-            self._renderer = mujoco.Renderer(self._model, self._height, self._width)
-        except Exception as e:  # noqa: BLE001 - a GL failure has many types
-            why = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
-            raise RuntimeError(f"MuJoCo cannot render with MUJOCO_GL={gl.choose()} in this process ({why}); "
-                               f"{gl.HOW_TO}") from e
+        self._renderer = open_renderer(self._model, self._height, self._width)
         return self._renderer
 
     def _take_model_state(self, env_model: Any) -> None:
@@ -89,8 +83,4 @@ class DmcRenderer:
 
     def close(self) -> None:
         renderer, self._renderer = self._renderer, None
-        if renderer is not None:
-            try:
-                renderer.close()
-            except RuntimeError:  # its context is current in another thread (EGL): the process frees it at exit
-                pass
+        close_renderer(renderer)
