@@ -64,7 +64,7 @@ def preload_windows_gl_dlls(*, prepend_path=True, strict=False):
 EMPTY = '"""Nothing to register: `envs` serves every id it has on import."""\n'
 # dm_control's suite, which the DMC tests hold the pool against, on the MuJoCo installed here
 DMC_REGISTRATION = EMPTY + """from tests.support.dm_control_suite import patch_dm_control
-from envs.mujoco.dmc import DMC_IDS
+from envs.mujoco.dmc.ids import DMC_IDS
 patch_dm_control()
 dmc_mujoco_envs = [(domain, task, 1000) for domain, task in DMC_IDS.values()]  # EnvPool's list: every id 1,000 steps
 """

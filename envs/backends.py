@@ -16,7 +16,7 @@ from envs.contract import BackendBase
 from envs.pool import DmEnvPool, EnvPool, GymnasiumEnvPool
 from envs.atari.games import ATARI_PLAYER_TASKS
 from envs.ids import is_pettingzoo_id, renders_in_workers
-from envs.mujoco.dmc import DMC_IDS
+from envs.mujoco.dmc.ids import DMC_IDS
 from envs.registry import resolve
 from envs.spec import EnvSpec
 

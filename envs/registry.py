@@ -31,7 +31,8 @@ from envs.atari.games import (
 from envs.ids import find_spec, is_pettingzoo_id
 from envs.jax.registry import close_suite, installed_suites, is_jax_id, served_ids
 from envs.mujoco import MUJOCO_TASKS
-from envs.mujoco.dmc import DMC_IDS, served as dmc_served
+from envs.mujoco.dmc.ids import DMC_IDS
+from envs.mujoco.dmc.tasks import served as dmc_served
 from envs.native.base import NativeTask
 from envs.native.tasks import NATIVE_TASKS
 from envs.native_stderr import captured_stderr

@@ -12,7 +12,7 @@ from dm_env import specs
 
 from envs.config import PoolConfig
 from envs.info import dm_observation
-from envs.mujoco.dmc import DMC_IDS
+from envs.mujoco.dmc.ids import DMC_IDS
 from envs.players import PLAYERS
 
 

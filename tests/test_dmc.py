@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 import envs
-from envs.mujoco.dmc import DMC_IDS, dmc_id, served
+from envs.mujoco.dmc.ids import DMC_IDS, dmc_id
+from envs.mujoco.dmc.tasks import served
 from envs.registry import host_envs
 from tests.support.pool_checks import assert_async_matches_sync
 

@@ -243,15 +243,23 @@ def test_a_run_leaves_no_mujoco_log_and_prints_no_model_warning(tmp_path):
 
 
 def test_mujocos_warnings_reach_the_logger(caplog):
-    """A real warning from MuJoCo's C code (an unstable simulation) after the pool routed them."""
+    """A real warning from MuJoCo's C code (an unstable simulation) after the pool routed them (in
+    a process where no one set a handler: dm_control sets its own when imported, as a test of this
+    worker may have done, and that one is kept; restored after)."""
     import mujoco
 
     from envs.mujoco.log import route_warnings
 
-    route_warnings()
-    model = mujoco.MjModel.from_xml_string("<mujoco><worldbody><body><freejoint/><geom size='.1'/></body></worldbody></mujoco>")
-    data = mujoco.MjData(model)
-    data.qvel[:] = 1e20
-    with caplog.at_level("WARNING", logger="envs.mujoco"):
-        mujoco.mj_step(model, data)
+    before = mujoco.get_mju_user_warning()
+    mujoco.set_mju_user_warning(None)
+    try:
+        route_warnings()
+        model = mujoco.MjModel.from_xml_string(
+            "<mujoco><worldbody><body><freejoint/><geom size='.1'/></body></worldbody></mujoco>")
+        data = mujoco.MjData(model)
+        data.qvel[:] = 1e20
+        with caplog.at_level("WARNING", logger="envs.mujoco"):
+            mujoco.mj_step(model, data)
+    finally:
+        mujoco.set_mju_user_warning(before)
     assert any("MuJoCo: Nan, Inf or huge value in QVEL" in r.getMessage() for r in caplog.records), caplog.text

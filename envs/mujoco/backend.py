@@ -118,7 +118,7 @@ def configure(task_id: str, env_type: str, kwargs: dict[str, Any]) -> MujocoTask
                       int(kw["frame_skip"]))
 
 
-class _Job:
+class Job:
     """A kernel job's arrays for n envs, and the kernel's arguments pointing at them."""
 
     def __init__(self, n: int, model: Any, sizes: list[int], frame_skip: int, action_dtype: np.dtype):
@@ -187,8 +187,8 @@ class MujocoBackend(Backend):
         if not self._pool:
             raise MemoryError("the MuJoCo pool could not be created")
         self._all_ids = np.arange(n, dtype=np.int32)
-        self._jobs: dict[int, list[_Job]] = {}  # the kernel's buffers by job size
-        self._job: _Job | None = None  # the job in the kernel
+        self._jobs: dict[int, list[Job]] = {}  # the kernel's buffers by job size
+        self._job: Job | None = None  # the job in the kernel
         self._queued: list[tuple[np.ndarray | None, np.ndarray | None]] = []  # (ids, action or None: reset)
 
     # ------------------------------------------------------------------ hooks (DmcBackend's differ)
@@ -208,13 +208,13 @@ class MujocoBackend(Backend):
     def _make_renderer(self, task: MujocoTask, kw: dict[str, Any]) -> Any:
         return MujocoRenderer(task.config.task_id, task.model, kw, task.camera_id, task.task_cls.tracks)
 
-    def _reset_rows(self, job: _Job, rows: np.ndarray) -> None:
+    def _reset_rows(self, job: Job, rows: np.ndarray) -> None:
         """Job rows `rows` reset: each env's noise drawn here, the reset itself done by the kernel
         (flag 1: mj_resetData, the drawn qpos and qvel, mj_forward)."""
         for k in rows.tolist():
             job.qpos[k], job.qvel[k] = self.task.reset_noise(self._rngs[job.ids[k]])
 
-    def _results(self, job: _Job, ids: np.ndarray, reset: np.ndarray, after: dict[str, np.ndarray]) -> tuple:
+    def _results(self, job: Job, ids: np.ndarray, reset: np.ndarray, after: dict[str, np.ndarray]) -> tuple:
         """(obs, reward, terminated, info) of a finished job, from the fields it copied out."""
         before = {f: v[ids] for f, v in self._last.items()}
         reward, terminated, info = self.task.step(before, after, job.action)
@@ -253,12 +253,12 @@ class MujocoBackend(Backend):
             self._start()  # the next sends step while this job's results are made (other buffers)
         return [self._finish(job)]
 
-    def _buffers(self, n: int) -> _Job:
+    def _buffers(self, n: int) -> Job:
         """The kernel's in/out arrays for jobs of n envs, made once per n (their addresses too).
         Two sets, used in turn: one job steps while the last one's results are read."""
         pair = self._jobs.get(n)
         if pair is None:
-            pair = self._jobs[n] = [_Job(n, self._model, self._sizes, self._frame_skip, self.action_dtype)
+            pair = self._jobs[n] = [Job(n, self._model, self._sizes, self._frame_skip, self.action_dtype)
                                     for _ in range(2)]
         pair.reverse()
         return pair[0]
@@ -295,7 +295,7 @@ class MujocoBackend(Backend):
         self._job = job
         self._lib.mjp_start(self._pool, *job.args)
 
-    def _finish(self, job: _Job) -> Chunk:
+    def _finish(self, job: Job) -> Chunk:
         ids, reset = job.ids.copy(), job.reset.copy()  # the buffers serve the next job
         after = dict(zip(self.task.fields, job.out))
         if np.count_nonzero(job.unstable):

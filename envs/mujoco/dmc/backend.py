@@ -25,8 +25,8 @@ import gymnasium as gym
 import numpy as np
 
 from envs.config import PoolConfig
-from envs.mujoco.backend import MujocoBackend, MujocoTask, _Job
-from envs.mujoco.dmc import served
+from envs.mujoco.backend import MujocoBackend, MujocoTask, Job
+from envs.mujoco.dmc.tasks import served
 from envs.mujoco.dmc.base import DmcTask
 from envs.mujoco.dmc.render import RENDER_KWARGS, DmcRenderer, check_render_kwargs
 from envs.mujoco.log import route_warnings
@@ -141,7 +141,7 @@ class DmcBackend(MujocoBackend):
                 if seeds[i] is not None:
                     self._rngs[i] = np.random.RandomState(seeds[i] % 2**32)
 
-    def _reset_rows(self, job: _Job, rows: np.ndarray) -> None:
+    def _reset_rows(self, job: Job, rows: np.ndarray) -> None:
         for k in rows.tolist():
             i = int(job.ids[k])
             info = self.task.reset(self._models[i], self._datas[i], self._rngs[i])
@@ -149,7 +149,7 @@ class DmcBackend(MujocoBackend):
                 v[i] = info[key]
             job.flags[k] = 2  # the kernel copies its fields only
 
-    def _results(self, job: _Job, ids: np.ndarray, reset: np.ndarray, after: dict[str, np.ndarray]) -> tuple:
+    def _results(self, job: Job, ids: np.ndarray, reset: np.ndarray, after: dict[str, np.ndarray]) -> tuple:
         if self._pixels:  # each env's frame as it is now, channel first
             obs = {PIXELS: self._renderer.frames(self._datas, ids).transpose(0, 3, 1, 2)}
         else:
