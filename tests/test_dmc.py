@@ -223,3 +223,23 @@ def test_async_batches_follow_each_envs_own_trajectory():
     actions = np.random.default_rng(3).uniform(-1, 1, (4, 31, 1))
     assert_async_matches_sync(lambda **kw: envs.make("CartpoleSwingup-v1", max_episode_steps=12, **kw), actions,
                               shuffle=np.random.default_rng(0), pick=lambda obs: obs["position"])
+
+
+def test_the_xla_interface_carries_the_dm_fields():
+    """xla() on a DMC pool: its TimeSteps have the pool's fields (a field per key) and values."""
+    import jax
+
+    with envs.make_dm("CartpoleSwingup-v1", num_envs=2, seed=0) as pool, \
+            envs.make_dm("CartpoleSwingup-v1", num_envs=2, seed=0) as ref:
+        handle, recv, send, step = pool.xla()
+        pool.async_reset()
+        ref.reset()
+        handle, out = jax.jit(recv)(handle)
+        action = np.full((2, 1), 0.3)
+        handle, out = jax.jit(step)(handle, action)
+        want = ref.step(action)
+        assert out.observation._fields == want.observation._fields
+        for name in ("position", "velocity", "qpos0"):
+            np.testing.assert_allclose(np.asarray(getattr(out.observation, name)), getattr(want.observation, name),
+                                       rtol=1e-6)
+        np.testing.assert_allclose(np.asarray(out.reward), want.reward, rtol=1e-6)
