@@ -6,7 +6,13 @@ of normalised scores with 95% stratified-bootstrap intervals, a performance prof
 beside its reference and the reference's source) goes to BENCHMARKS.md and docs/benchmarks.md.
 
     python -m benchmarks.suite --list
-    python -m benchmarks.suite memory [--jobs 1] [--seeds 0,1,2] [--dir runs/suites] [--report-only] [--no-write]
+    python -m benchmarks.suite memory [--jobs 1] [--seeds 0,1,2] [--dir runs/suites] [--results DIR]
+                                      [--report-only] [--no-write]
+
+A finished cell's record (its result and its learning curve, a few KB) is kept apart from its run
+directory, under `--results` (benchmarks/results/suites, in the repository): the runs (checkpoints,
+logs) stay on the machine that made them, the records travel with the code, so a suite run over
+several machines or sessions reports every cell it has finished anywhere.
 
 A cell's score is its run's last `episode_return_mean` (the last 20 episodes); normalised, 0 is a
 uniformly random policy's mean return (measured here over 32 episodes, seeded, cached in the
@@ -37,8 +43,10 @@ from benchmarks._report import BENCH_FILE, cli_env, write_section  # noqa: E402
 from benchmarks.suites import SUITES, Cell, Suite, Task  # noqa: E402
 
 DOCS_PAGE = ROOT / "docs" / "benchmarks.md"
+RESULTS = ROOT / "benchmarks" / "results" / "suites"
 FIGURES = ROOT / "docs" / "assets"
 RANDOM_EPISODES = 32
+CURVE_POINTS = 200  # a record's learning curve: at most this many rows of the run's metrics.csv
 
 
 # ---------------------------------------------------------------- running cells
@@ -46,16 +54,28 @@ def cell_dir(root: Path, suite: Suite, cell: Cell) -> Path:
     return root / suite.name / cell.key
 
 
-def finished(root: Path, suite: Suite, cell: Cell) -> dict | None:
-    """The cell's result if it ran to its end, else None."""
-    path = cell_dir(root, suite, cell) / "result.json"
+def record_path(store: Path, suite: Suite, cell: Cell) -> Path:
+    """Where the finished cell's record lives."""
+    return store / suite.name / f"{cell.key}.json"
+
+
+def finished(store: Path, suite: Suite, cell: Cell) -> dict | None:
+    """The cell's record if it ran to its end, else None."""
+    path = record_path(store, suite, cell)
     return json.loads(path.read_text()) if path.exists() else None
 
 
-def run_cell(root: Path, suite: Suite, cell: Cell) -> dict:
-    """Run the cell (or resume its interrupted run) in a fresh process and write its result.json;
-    a finished cell is returned as it is. A failed run leaves error.txt and raises RuntimeError."""
-    if (done := finished(root, suite, cell)) is not None:
+def thin(steps: np.ndarray, returns: np.ndarray, points: int = CURVE_POINTS) -> tuple[list[int], list[float]]:
+    """At most `points` rows of a curve, evenly spread over its rows, the first and last kept."""
+    keep = np.unique(np.linspace(0, len(steps) - 1, min(points, len(steps))).round().astype(int)) if len(steps) else []
+    return [int(steps[i]) for i in keep], [float(returns[i]) for i in keep]
+
+
+def run_cell(root: Path, store: Path, suite: Suite, cell: Cell) -> dict:
+    """Run the cell (or resume its interrupted run, kept under `root`) in a fresh process and write
+    its record under `store`; a finished cell is returned as it is. A failed run leaves error.txt
+    in its directory and raises RuntimeError."""
+    if (done := finished(store, suite, cell)) is not None:
         return done
     here = cell_dir(root, suite, cell)
     logdir = here / "runs"
@@ -71,24 +91,30 @@ def run_cell(root: Path, suite: Suite, cell: Cell) -> dict:
         raise RuntimeError(f"{cell.key}: exit {out.returncode}: {out.stderr.strip().splitlines()[-1:]}")
     (run_dir,) = [d for d in logdir.iterdir() if (d / "flags.json").exists()]
     rows = list(csv.DictReader((run_dir / "metrics.csv").open()))
-    result = {"agent": cell.agent.label, "env": cell.task.env, "seed": cell.seed, "command": " ".join(command),
-              "run_dir": str(run_dir.relative_to(here)), "env_steps": int(rows[-1]["env_steps"]),
-              "return": float(rows[-1]["episode_return_mean"]), "wall_s": float(rows[-1]["wall_time"]),
-              "this_process_s": wall, "resumed": bool(started)}
+    steps, returns = thin(*curve(run_dir / "metrics.csv"))
+    result = {"agent": cell.agent.label, "env": cell.task.env, "seed": cell.seed,
+              "command": " ".join(["python", "-m", cell.agent.module, *cell.argv()]),
+              "env_steps": int(rows[-1]["env_steps"]), "return": float(rows[-1]["episode_return_mean"]),
+              "wall_s": float(rows[-1]["wall_time"]), "this_process_s": round(wall, 1), "resumed": bool(started),
+              "finished": f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC",
+              "machine": f"{platform.platform()}, {os.cpu_count()} cores",
+              "curve": {"env_steps": steps, "episode_return_mean": returns}}
     (here / "error.txt").unlink(missing_ok=True)
-    (here / "result.json").write_text(json.dumps(result, indent=1))
+    path = record_path(store, suite, cell)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=1) + "\n")
     return result
 
 
-def run_suite(root: Path, suite: Suite, jobs: int, seeds: tuple[int, ...] | None = None) -> list[str]:
+def run_suite(root: Path, store: Path, suite: Suite, jobs: int, seeds: tuple[int, ...] | None = None) -> list[str]:
     """Every unfinished cell, `jobs` at a time; returns the failures' messages (the other cells
     still run)."""
-    todo = [c for c in suite.cells(seeds) if finished(root, suite, c) is None]
+    todo = [c for c in suite.cells(seeds) if finished(store, suite, c) is None]
     print(f"{suite.name}: {len(suite.cells(seeds)) - len(todo)} of {len(suite.cells(seeds))} cells finished; "
           f"running {len(todo)}, {jobs} at a time", flush=True)
     failures = []
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = {pool.submit(run_cell, root, suite, c): c for c in todo}
+        futures = {pool.submit(run_cell, root, store, suite, c): c for c in todo}
         for future in concurrent.futures.as_completed(futures):
             try:
                 r = future.result()
@@ -122,9 +148,9 @@ def random_return(env_id: str, episodes: int = RANDOM_EPISODES, seed: int = 0, n
     return float(np.mean(done[:episodes]))
 
 
-def random_returns(root: Path, suite: Suite) -> dict[str, float]:
+def random_returns(store: Path, suite: Suite) -> dict[str, float]:
     """Each task's random-policy return, measured once and kept in the suite's random.json."""
-    path = root / suite.name / "random.json"
+    path = store / suite.name / "random.json"
     known = json.loads(path.read_text()) if path.exists() else {}
     for task in suite.tasks:
         if task.env not in known:
@@ -160,7 +186,7 @@ def curve(path: Path) -> tuple[np.ndarray, np.ndarray]:
     return cols["env_steps"][ok], cols["episode_return_mean"][ok]
 
 
-def task_figure(task: Task, runs: dict[str, list[Path]], out: Path) -> None:
+def task_figure(task: Task, runs: dict[str, list[tuple[np.ndarray, np.ndarray]]], out: Path) -> None:
     """Each agent's median return over its seeds against env steps, with the seeds' min-max band,
     and the reference as a dashed line."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -169,8 +195,8 @@ def task_figure(task: Task, runs: dict[str, list[Path]], out: Path) -> None:
     fig = Figure(figsize=(6.4, 4), dpi=100, layout="constrained")
     FigureCanvasAgg(fig)
     ax = fig.subplots()
-    for label, paths in runs.items():
-        curves = [c for c in map(curve, paths) if len(c[0])]
+    for label, seeds_curves in runs.items():
+        curves = [c for c in seeds_curves if len(c[0])]
         if not curves:
             continue
         # the env steps every seed's curve covers (from the latest first row to the earliest last one)
@@ -213,10 +239,11 @@ def aggregate_figure(estimates: dict[str, dict[str, aggregate.Estimate]], profil
     fig.savefig(out)
 
 
-def report(root: Path, suite: Suite, seeds: tuple[int, ...], randoms: dict[str, float], reps: int = 2000,
+def report(store: Path, suite: Suite, seeds: tuple[int, ...], randoms: dict[str, float], reps: int = 2000,
            figures: Path = FIGURES) -> str:
-    """The suite's markdown section (writing its figures under `figures`)."""
-    results = {c.key: r for c in suite.cells(seeds) if (r := finished(root, suite, c)) is not None}
+    """The suite's markdown section from the finished cells' records (writing its figures under
+    `figures`)."""
+    results = {c.key: r for c in suite.cells(seeds) if (r := finished(store, suite, c)) is not None}
     total = len(suite.cells(seeds))
     lines = [f"## Suite `{suite.name}` (`python -m benchmarks.suite {suite.name}`)", "",
              f"Report {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC; {len(results)} of {total} cells "
@@ -230,7 +257,7 @@ def report(root: Path, suite: Suite, seeds: tuple[int, ...], randoms: dict[str, 
         runs = {}
         for a in task.agents:
             mine = [results[c.key] for c in suite.cells(seeds) if c.task == task and c.agent == a and c.key in results]
-            runs[a.label] = [root / suite.name / Cell(a, task, r["seed"], suite.budget).key / r["run_dir"] / "metrics.csv"
+            runs[a.label] = [(np.array(r["curve"]["env_steps"]), np.array(r["curve"]["episode_return_mean"]))
                              for r in mine]
             if mine:
                 ret = [r["return"] for r in mine]
@@ -272,6 +299,8 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("suite", nargs="?", help="one of: " + ", ".join(SUITES))
     parser.add_argument("--list", action="store_true", help="name the suites, their grids and costs")
     parser.add_argument("--dir", type=Path, default=ROOT / "runs" / "suites", help="where the cells' runs are kept")
+    parser.add_argument("--results", type=Path, default=RESULTS,
+                        help="where finished cells' records are kept (default: the repository's)")
     parser.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2) // 2), help="cells side by side")
     parser.add_argument("--seeds", help="comma-separated; default: the suite's")
     parser.add_argument("--reps", type=int, default=2000, help="bootstrap resamples")
@@ -302,9 +331,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     suite = SUITES[args.suite]
     seeds = args.seeds or suite.seeds
-    failures = [] if args.report_only else run_suite(args.dir, suite, args.jobs, seeds)
+    failures = [] if args.report_only else run_suite(args.dir, args.results, suite, args.jobs, seeds)
     figures = args.dir / suite.name / "figures" if args.no_write else FIGURES  # --no-write leaves the docs alone
-    body = report(args.dir, suite, seeds, random_returns(args.dir, suite), args.reps, figures=figures)
+    body = report(args.results, suite, seeds, random_returns(args.results, suite), args.reps, figures=figures)
     print("\n" + body)
     if not args.no_write:
         for path in (BENCH_FILE, DOCS_PAGE):

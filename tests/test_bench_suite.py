@@ -3,6 +3,7 @@ plain loop, and the runner on a tiny suite of real CLI runs: it runs its cells, 
 finished one, resumes an interrupted one from its checkpoint, and reports what the statistics
 say."""
 
+import csv
 import json
 import signal
 import subprocess
@@ -104,22 +105,26 @@ def test_the_runner_runs_resumes_never_reruns_and_reports(tmp_path, monkeypatch,
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=120) == 143
 
-    assert runner.run_suite(tmp_path, TINY, jobs=2) == []
-    results = {c.seed: runner.finished(tmp_path, TINY, c) for c in TINY.cells()}
+    store = tmp_path / "records"
+    assert runner.run_suite(tmp_path, store, TINY, jobs=2) == []
+    results = {c.seed: runner.finished(store, TINY, c) for c in TINY.cells()}
     assert [results[s]["resumed"] for s in (0, 1)] == [False, True]
     for c in TINY.cells():
         r = results[c.seed]
         assert r["env_steps"] >= 20_480 and np.isfinite(r["return"])
-        rows = (runner.cell_dir(tmp_path, TINY, c) / r["run_dir"] / "metrics.csv").read_text().splitlines()
-        assert float(rows[-1].split(",")[rows[0].split(",").index("episode_return_mean")]) == r["return"]
-    stamps = [(runner.cell_dir(tmp_path, TINY, c) / "result.json").stat().st_mtime_ns for c in TINY.cells()]
+        (run_dir,) = (runner.cell_dir(tmp_path, TINY, c) / "runs").iterdir()
+        rows = list(csv.DictReader((run_dir / "metrics.csv").open()))
+        assert float(rows[-1]["episode_return_mean"]) == r["return"] == r["curve"]["episode_return_mean"][-1]
+        logged = [(int(x["env_steps"]), float(x["episode_return_mean"])) for x in rows if x["episode_return_mean"]]
+        assert list(zip(*r["curve"].values())) == logged  # fewer rows than CURVE_POINTS: the whole curve
+    stamps = [runner.record_path(store, TINY, c).stat().st_mtime_ns for c in TINY.cells()]
 
     capsys.readouterr()
-    assert runner.run_suite(tmp_path, TINY, jobs=2) == []  # nothing left to run
+    assert runner.run_suite(tmp_path / "elsewhere", store, TINY, jobs=2) == []  # the records alone: nothing to run
     assert "2 of 2 cells finished; running 0" in capsys.readouterr().out
-    assert stamps == [(runner.cell_dir(tmp_path, TINY, c) / "result.json").stat().st_mtime_ns for c in TINY.cells()]
+    assert stamps == [runner.record_path(store, TINY, c).stat().st_mtime_ns for c in TINY.cells()]
 
-    body = runner.report(tmp_path, TINY, TINY.seeds, {"CartPole-v1": 20.0}, reps=200, figures=tmp_path / "figures")
+    body = runner.report(store, TINY, TINY.seeds, {"CartPole-v1": 20.0}, reps=200, figures=tmp_path / "figures")
     scores = aggregate.normalise(np.array([[results[0]["return"]], [results[1]["return"]]]), [20.0], [475.0])
     e = aggregate.interval_estimates({"ppo": scores}, reps=200)["ppo"]
     row = "| ppo | 2 x 1 | " + " | ".join(f"{e[m].value:.2f} [{e[m].low:.2f}, {e[m].high:.2f}]"
@@ -128,4 +133,12 @@ def test_the_runner_runs_resumes_never_reruns_and_reports(tmp_path, monkeypatch,
     assert "2 of 2 cells finished" in body
     assert sorted(p.name for p in (tmp_path / "figures").iterdir()) == ["suite-tiny-CartPole-v1.png",
                                                                         "suite-tiny-aggregate.png"]
-    assert json.loads((runner.cell_dir(tmp_path, TINY, first) / "result.json").read_text())["seed"] == 0
+    assert json.loads(runner.record_path(store, TINY, first).read_text())["seed"] == 0
+
+
+def test_a_curve_is_thinned_to_evenly_spread_rows_keeping_both_ends():
+    steps, returns = np.arange(1000) * 10, np.arange(1000) / 2
+    got_steps, got_returns = runner.thin(steps, returns, points=5)
+    assert got_steps == [0, 2500, 5000, 7490, 9990] and got_returns == [0.0, 125.0, 250.0, 374.5, 499.5]
+    assert runner.thin(steps[:3], returns[:3], points=5) == ([0, 10, 20], [0.0, 0.5, 1.0])
+    assert runner.thin(steps[:0], returns[:0]) == ([], [])
