@@ -30,7 +30,7 @@ from envs.atari.games import (
 )
 from envs.ids import find_spec, is_pettingzoo_id
 from envs.jax.registry import close_suite, installed_suites, is_jax_id, served_ids
-from envs.mujoco import MUJOCO_TASKS
+from envs.mujoco import LEGACY_MUJOCO_TASKS, MUJOCO_TASKS
 from envs.mujoco.dmc.ids import DMC_IDS
 from envs.mujoco.dmc.tasks import served as dmc_served
 from envs.native.base import NativeTask
@@ -120,7 +120,7 @@ def gymnasium_id_builds(task_id: str) -> bool:
 def host_envs() -> list[str]:
     """The host ids `make` builds here with default kwargs: the built-in tasks, the Atari games
     (with ale-py installed; the multi-player ones with multi_agent_ale_py too), the DMC ids served
-    (with mujoco and dm_control installed), then the registered
+    (with mujoco and dm_control installed), the gym MuJoCo ids served natively, then the registered
     Gymnasium ids that build on this install (ids whose packages are missing, e.g. Box2D or MuJoCo
     ones, or whose spaces the pool cannot batch are left out; `make` of them raises). The first
     call builds one env of each non-ALE Gymnasium id. Imports no JAX suite and no PettingZoo env."""
@@ -128,16 +128,25 @@ def host_envs() -> list[str]:
     atari = sorted(ATARI_TASKS) if ale_available() else []
     atari = sorted(atari + (list(ATARI_PLAYER_TASKS) if multi_agent_ale_available() else []))
     dmc = sorted(dmc_served()) if dmc_ready() else []
-    return native + atari + dmc + [t for t in gymnasium_ids() if t not in NATIVE_TASKS and gymnasium_id_builds(t)]
+    mujoco = sorted(MUJOCO_TASKS + LEGACY_MUJOCO_TASKS) if mujoco_ready() else []
+    return native + atari + dmc + mujoco + [t for t in gymnasium_ids() if t not in NATIVE_TASKS and t not in mujoco
+                                            and gymnasium_id_builds(t)]
+
+
+def mujoco_ready() -> bool:
+    """Whether the gym MuJoCo ids (v5, and EnvPool's v4/v3/v2) run natively here: mujoco installed,
+    the kernel built."""
+    from envs.mujoco.backend import mujoco_available
+    from envs.mujoco.build import library
+
+    return mujoco_available() and library() is not None
 
 
 def dmc_ready() -> bool:
     """Whether the DMC ids run here: mujoco and dm_control (its models) installed, the kernel built."""
-    from envs.mujoco.backend import mujoco_available
-    from envs.mujoco.build import library
     from envs.mujoco.dmc.assets import dm_control_available
 
-    return mujoco_available() and dm_control_available() and library() is not None
+    return dm_control_available() and mujoco_ready()
 
 
 # PettingZoo id -> whether it builds with default kwargs (probed once per process).
@@ -287,7 +296,7 @@ def _unknown(task_id: str, hint: str = "") -> ValueError:
 
 
 def native_mujoco_ready(task_id: str) -> bool:
-    """Whether a MuJoCo v5 id runs natively here: mujoco imports and its kernel builds (if not,
+    """Whether a gym MuJoCo id runs natively here: mujoco imports and its kernel builds (if not,
     with mujoco installed, one warning says why and Gymnasium's env serves it)."""
     from envs.mujoco.backend import mujoco_available
     from envs.mujoco.build import library, warn_unavailable
@@ -347,12 +356,18 @@ def resolve(task_id: Any, backend: str | None) -> tuple[str, type[NativeTask] | 
         if backend not in (None, "mujoco"):
             raise ValueError(f"{task_id!r} is a dm_control suite task: it runs on backend='mujoco' (native) only")
         return "mujoco", None
-    if task_id in MUJOCO_TASKS and backend in (None, "mujoco"):
+    if task_id in LEGACY_MUJOCO_TASKS and task_id.endswith(("-v2", "-v3")) and backend not in (None, "mujoco"):
+        raise ValueError(f"{task_id!r} is EnvPool's alias of a v4 MuJoCo task: it runs on backend='mujoco' (native) "
+                         "only (Gymnasium's own needs mujoco-py)")
+    if task_id in MUJOCO_TASKS + LEGACY_MUJOCO_TASKS and backend in (None, "mujoco"):
         if backend == "mujoco" or native_mujoco_ready(task_id):
             return "mujoco", None
+        if task_id.endswith(("-v2", "-v3")):  # Gymnasium's own are mujoco-py's, which it no longer runs
+            raise ValueError(f"{task_id!r} runs on the native MuJoCo pool only, which needs mujoco: "
+                             "pip install -e '.[mujoco]'")
         return "process", None  # Gymnasium's own env (mujoco missing, or no kernel: warned once)
     if backend == "mujoco":
-        raise _unknown(task_id, f" for backend='mujoco' (its tasks: {list(MUJOCO_TASKS)})")
+        raise _unknown(task_id, f" for backend='mujoco' (its tasks: {list(MUJOCO_TASKS + LEGACY_MUJOCO_TASKS)})")
     native = NATIVE_TASKS.get(task_id)
     if native is None:
         check_runnable_rom(task_id)

@@ -15,52 +15,12 @@ import pytest
 import envs
 from envs.mujoco import MUJOCO_TASKS
 from tests.support.cli import child_env
+from tests.support.gym_mujoco import run_both
 from tests.support.pool_checks import assert_async_matches_sync
 
 pytest.importorskip("mujoco", reason="the mujoco extra is not installed: pip install -e '.[mujoco]'")
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def run_both(task_id: str, steps: int, n: int = 3, seed: int = 5, action_scale: float = 1.2, **kw) -> int:
-    """Steps our pool and n seeded Gymnasium envs (auto-reset as EnvPool does) with the same
-    actions, asserting every output equal; returns the number of episodes that ended."""
-    refs = [gym.make(task_id, **kw) for _ in range(n)]
-    rng = np.random.default_rng(seed)
-    ended = 0
-    with envs.make(task_id, num_envs=n, seed=seed, **kw) as pool:
-        assert pool.config["backend"] == "mujoco"
-        obs, info = pool.reset()
-        for i, ref in enumerate(refs):
-            ref_obs, ref_info = ref.reset(seed=seed + i)
-            np.testing.assert_array_equal(obs[i], ref_obs)
-            for k, v in ref_info.items():
-                np.testing.assert_array_equal(info[k][i], v, err_msg=k)
-        space = pool.action_space
-        done = np.zeros(n, bool)
-        for t in range(steps):
-            # past the bounds too: both pass actions to MuJoCo unclipped (it clamps ctrl itself)
-            actions = rng.uniform(action_scale * space.low, action_scale * space.high, (n, *space.shape)).astype(np.float32)
-            obs, reward, terminated, truncated, info = pool.step(actions)
-            for i, ref in enumerate(refs):
-                where = f"{task_id} step {t} env {i}"
-                if done[i]:  # the auto-reset step: the action is not applied
-                    ref_obs, ref_info = ref.reset()
-                    ref_reward, ref_term, ref_trunc = 0.0, False, False
-                    assert info["elapsed_step"][i] == 0, where
-                else:
-                    ref_obs, ref_reward, ref_term, ref_trunc, ref_info = ref.step(actions[i])
-                np.testing.assert_array_equal(obs[i], ref_obs, err_msg=where)
-                assert reward[i] == np.float32(ref_reward), where
-                assert terminated[i] == ref_term, where
-                assert truncated[i] == (ref_trunc and not ref_term), where
-                for k, v in ref_info.items():
-                    np.testing.assert_array_equal(info[k][i], v, err_msg=f"{where} {k}")
-                done[i] = ref_term or ref_trunc
-                ended += bool(done[i])
-    for ref in refs:
-        ref.close()
-    return ended
 
 
 @pytest.mark.parametrize("task_id", MUJOCO_TASKS)

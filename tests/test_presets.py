@@ -135,9 +135,11 @@ def test_mountain_car_takes_its_own_preset(agent):
 
 @pytest.mark.slow(seconds=4)
 @pytest.mark.parametrize("agent", ["ppo", "sac", "td3"])
-def test_dm_controls_suite_takes_the_mujoco_presets(agent):
-    """EnvPool's DMC ids (Dict observations, Box actions) train with the MuJoCo presets (CleanRL's settings)."""
-    assert presets(agent, [["CheetahRun-v1", None], ["WalkerWalk-v1", None]]) == ["MUJOCO", "MUJOCO"]
+def test_dm_controls_suite_and_envpools_older_gym_ids_take_the_mujoco_presets(agent):
+    """EnvPool's DMC ids (Dict observations, Box actions) and its v4/v3 gym MuJoCo ids (CleanRL's
+    EnvPool scripts use HalfCheetah-v4) train with the MuJoCo presets (CleanRL's settings)."""
+    assert presets(agent, [["CheetahRun-v1", None], ["WalkerWalk-v1", None], ["HalfCheetah-v4", None],
+                           ["Hopper-v3", None]]) == ["MUJOCO"] * 4
 
 
 @pytest.mark.slow(seconds=3)

@@ -1,4 +1,5 @@
-"""The native MuJoCo backend: Gymnasium's v5 locomotion tasks, all envs stepped by one kernel call.
+"""The native MuJoCo backend: Gymnasium's MuJoCo tasks (v5, and EnvPool's v4/v3/v2 ids), all envs
+stepped by one kernel call.
 
 Each env is an `mujoco.MjData` of one shared model; a pool step hands the batch to the kernel
 (envs/mujoco/kernel.c), whose threads run Gymnasium's exact sequence of MuJoCo calls per env
@@ -26,6 +27,7 @@ import numpy as np
 from envs.config import PoolConfig
 from envs.contract import Backend
 from envs.episodes import EpisodeBook
+from envs.mujoco.legacy import LEGACY_TASKS
 from envs.mujoco.log import route_warnings
 from envs.mujoco.render import MujocoRenderer, check_render_kwargs
 from envs.mujoco.tasks import RENDER_KWARGS, TASKS, Task
@@ -93,7 +95,7 @@ def _check_kwargs(task_id: str, kw: dict[str, Any], defaults: dict[str, Any]) ->
 
 def configure(task_id: str, env_type: str, kwargs: dict[str, Any]) -> MujocoTask:
     """The validated config, model and spaces of a native MuJoCo pool."""
-    task_cls = TASKS[task_id]
+    task_cls = TASKS.get(task_id) or LEGACY_TASKS[task_id]
     config = PoolConfig.create(task_id, env_type, "mujoco", task_cls.max_episode_steps, kwargs,
                                {**task_cls.defaults, **RENDER_KWARGS})
     kw = dict(config.task_kwargs)
@@ -143,7 +145,9 @@ class MujocoBackend(Backend):
     """Gymnasium's v5 tasks; envs/mujoco/dmc/backend.py's DmcBackend serves dm_control's suite
     on the same kernel, through the hooks marked below."""
 
-    kernel_mode = 0  # the kernel's MODE_GYM: Gymnasium's mj_step x frame_skip, then mj_rnePostConstraint
+    # the kernel's MODE_GYM: Gymnasium's mj_step x frame_skip, then mj_rnePostConstraint; MODE_GYM_NO_POST
+    # without it (post_constraint=False, the pre-v5 ids' default)
+    kernel_mode = 0
     action_dtype = np.dtype(np.float32)  # the action Gymnasium's env gets through worker processes
 
     def __init__(self, task: MujocoTask, lib: ctypes.CDLL):
@@ -181,7 +185,7 @@ class MujocoBackend(Backend):
         self._pool = lib.mjp_create(
             self._model_ptrs.ctypes.data, self._data_ptrs.ctypes.data, self._field_ptrs.ctypes.data,
             self._field_size.ctypes.data, n, len(fields), fn["mj_step"], fn["mj_rnePostConstraint"], fn["mj_resetData"],
-            fn["mj_forward"], fn["mj_step1"], fn["mj_step2"], self.kernel_mode, threads, config.thread_affinity_offset,
+            fn["mj_forward"], fn["mj_step1"], fn["mj_step2"], self._kernel_mode(kw), threads, config.thread_affinity_offset,
             1,  # the caller steps envs too while it waits
         )
         if not self._pool:
@@ -192,6 +196,9 @@ class MujocoBackend(Backend):
         self._queued: list[tuple[np.ndarray | None, np.ndarray | None]] = []  # (ids, action or None: reset)
 
     # ------------------------------------------------------------------ hooks (DmcBackend's differ)
+    def _kernel_mode(self, kw: dict[str, Any]) -> int:
+        return self.kernel_mode if kw.get("post_constraint", True) else 3  # MODE_GYM_NO_POST
+
     def _env_models(self, model: Any, n: int) -> list[Any]:
         """Each env's mjModel: one shared (no v5 task changes its model)."""
         return [model] * n
@@ -206,7 +213,7 @@ class MujocoBackend(Backend):
         return task.config.render_mode is not None
 
     def _make_renderer(self, task: MujocoTask, kw: dict[str, Any]) -> Any:
-        return MujocoRenderer(task.config.task_id, task.model, kw, task.camera_id, task.task_cls.tracks)
+        return MujocoRenderer(task.task_cls.gymnasium_id(), task.model, kw, task.camera_id, task.task_cls.tracks)
 
     def _reset_rows(self, job: Job, rows: np.ndarray) -> None:
         """Job rows `rows` reset: each env's noise drawn here, the reset itself done by the kernel

@@ -8,6 +8,8 @@
 // env of the call, by the pool's mode:
 //   step, MODE_GYM: ctrl <- the env's action; mj_step x nstep; mj_rnePostConstraint (Gymnasium's
 //          MujocoEnv._step_mujoco_simulation);
+//   step, MODE_GYM_NO_POST: the same without mj_rnePostConstraint (EnvPool's pre-v5 ids,
+//          post_constraint=False: cfrc_ext and cacc are not computed);
 //   step, MODE_DM: ctrl <- the action; mj_step2; mj_step x (nstep - 1); mj_step1 (dm_control's
 //          Physics.step with legacy_step, for Euler and implicit integrators);
 //   step, MODE_DM_RK4: ctrl <- the action; mj_step x nstep; mj_step1 (the same for RK4);
@@ -35,7 +37,7 @@
 
 typedef void (*mj_fn)(const mjModel* m, mjData* d);
 
-enum { MODE_GYM = 0, MODE_DM = 1, MODE_DM_RK4 = 2 };
+enum { MODE_GYM = 0, MODE_DM = 1, MODE_DM_RK4 = 2, MODE_GYM_NO_POST = 3 };
 
 typedef struct {
   // set once
@@ -75,9 +77,9 @@ static void run_env(Pool* p, int k) {
   int before = instability(d);
   if (!p->reset[k]) {
     memcpy(d->ctrl, p->action + (size_t)k * m->nu, sizeof(mjtNum) * m->nu);
-    if (p->mode == MODE_GYM) {
+    if (p->mode == MODE_GYM || p->mode == MODE_GYM_NO_POST) {
       for (int s = 0; s < p->nstep; s++) p->step(m, d);
-      p->rne_post(m, d);
+      if (p->mode == MODE_GYM) p->rne_post(m, d);
     } else {
       int s = 0;
       if (p->mode == MODE_DM) {

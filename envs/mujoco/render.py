@@ -15,6 +15,7 @@ the frames are Gymnasium's `rgb_array` pixel for pixel (tests/test_mujoco_render
 from __future__ import annotations
 
 import inspect
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -31,8 +32,10 @@ def gymnasium_camera_config(task_id: str) -> dict[str, Any]:
     from gymnasium.envs.registration import load_env_creator
 
     creator = load_env_creator(gym.spec(task_id).entry_point)
-    default = inspect.signature(creator.__init__).parameters["default_camera_config"].default
-    return dict(default or {})
+    parameter = inspect.signature(creator.__init__).parameters.get("default_camera_config")
+    if parameter is None:  # a v4 env: its module's DEFAULT_CAMERA_CONFIG, if it has one
+        return dict(getattr(sys.modules[creator.__module__], "DEFAULT_CAMERA_CONFIG", {}))
+    return dict(parameter.default or {})
 
 
 def check_render_kwargs(task_id: str, kw: Mapping[str, Any], model: Any) -> int | None:

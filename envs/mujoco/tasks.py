@@ -43,6 +43,14 @@ class Task:
     info_keys: ClassVar[tuple[str, ...]]
     vector_info: ClassVar[tuple[str, ...]] = ()  # info keys with a row per env (the others: a number)
     tracks: ClassVar[bool] = False  # the body runs away: the camera follows it (envs/mujoco/render.py)
+    # Gymnasium's pre-v5 rule (v4 and EnvPool's v2/v3 ids, envs/mujoco/legacy.py): the healthy reward
+    # is paid while healthy or while an unhealthy step ends the episode (terminate_when_unhealthy)
+    legacy_healthy_reward: ClassVar[bool] = False
+
+    @classmethod
+    def gymnasium_id(cls) -> str:
+        """The Gymnasium id whose env this task reproduces (its camera is this task's)."""
+        return cls.task_id
 
     def __init__(self, kw: dict[str, Any], model: Any, init_qpos: np.ndarray, init_qvel: np.ndarray):
         self.kw = kw
@@ -78,6 +86,12 @@ class Task:
         info = {k: np.zeros(len(qpos)) for k in self.info_keys if k not in self.vector_info}
         info["x_position"] = qpos[:, 0].copy()
         return info
+
+    def healthy_reward(self, healthy: np.ndarray) -> np.ndarray:
+        """The healthy reward of envs `healthy` or not (v5: only while healthy)."""
+        if self.legacy_healthy_reward:
+            return (healthy | bool(self.kw["terminate_when_unhealthy"])) * self.kw["healthy_reward"]
+        return healthy * self.kw["healthy_reward"]
 
     def reset_noise(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         """One env's reset (qpos, qvel), drawn as the Gymnasium env's reset_model draws them."""
@@ -136,7 +150,7 @@ class Hopper(Task):
         x_velocity = (qpos[:, 0] - before["qpos"][:, 0]) / self.dt
         forward_reward = self.kw["forward_reward_weight"] * x_velocity
         healthy = self.is_healthy(after)
-        healthy_reward = healthy * self.kw["healthy_reward"]
+        healthy_reward = self.healthy_reward(healthy)
         ctrl_cost = self.ctrl_cost(action)
         reward = (forward_reward + healthy_reward) - ctrl_cost
         terminated = ~healthy & bool(self.kw["terminate_when_unhealthy"])
@@ -244,7 +258,7 @@ class Ant(Swimmer):
 
     def _reward(self, after: Fields, forward_reward: np.ndarray, ctrl_cost: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
         healthy = self.is_healthy(after)
-        healthy_reward = healthy * self.kw["healthy_reward"]
+        healthy_reward = self.healthy_reward(healthy)
         contact_cost = self.kw["contact_cost_weight"] * np.sum(np.square(self.contact_forces(after)), axis=1)
         reward = (forward_reward + healthy_reward) - (ctrl_cost + contact_cost)
         terminated = ~healthy & bool(self.kw["terminate_when_unhealthy"])
@@ -305,7 +319,7 @@ class Humanoid(Swimmer):
 
     def _reward(self, after: Fields, forward_reward: np.ndarray, ctrl_cost: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
         healthy = self.is_healthy(after)
-        healthy_reward = healthy * self.kw["healthy_reward"]
+        healthy_reward = self.healthy_reward(healthy)
         contact_cost = self.kw["contact_cost_weight"] * np.sum(np.square(after["cfrc_ext"]), axis=1)
         contact_cost = np.clip(contact_cost, *self.kw["contact_cost_range"])
         reward = (forward_reward + healthy_reward) - (ctrl_cost + contact_cost)
