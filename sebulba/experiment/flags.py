@@ -191,6 +191,9 @@ RESUME_OVERRIDES = tuple(name for name, flag in SHARED_FLAGS.items() if flag.res
 REPLAY_FLAGS = {
     "replay_ratio": Flag(float, "Gradient updates per env step (all envs together); a learner call of num_envs x "
                          "steps_per_cycle env steps gets that many times as many optimizer steps."),
+    "steps_per_cycle": Flag(int, "Env steps of each env per actor cycle, between learner calls (with --num_envs 1 "
+                            "and --replay_ratio 1: one env step, then one update, as CleanRL's scripts run).",
+                            lower_bound=1),
     "learning_starts": Flag(int, "Env steps (all envs) in the replay before the first update; the actors act "
                             "uniformly at random until the first update reaches them.", lower_bound=0),
     "replay_capacity": Flag(int, "Transitions per learner device.", lower_bound=1),

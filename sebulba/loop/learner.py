@@ -1,5 +1,5 @@
-"""The learner: one jitted call per cycle, replicated over the learner devices (`shard_map`,
-the pmap semantics), that folds a trajectory into the experience state and runs the optimizer
+"""The learner: per cycle, two jitted calls replicated over the learner devices (`shard_map`,
+the pmap semantics): one folds the trajectory into the experience state, one runs the optimizer
 steps. Networks and optimizer state are replicated; experience state is one shard per device."""
 
 from __future__ import annotations
@@ -188,12 +188,23 @@ def _unroll_for_cpu(step: Callable, carry: Any, key: jax.Array) -> bool | int:
     return True if "conv_general_dilated" in str(jax.make_jaxpr(step)(carry, key)) else 1
 
 
+def fold_cycle(agent: Agent, schedule: Schedule, experience: Any, initial: Any, final: Any, traj: Trajectory,
+               minibatch: jax.Array | int = 0, env_axes: Any = None) -> Any:
+    """`update_experience`: fold (this device's share of) a cycle into its experience state, the
+    first half of `learner_step`. `minibatch` and `env_axes` pick the minibatch of envs a call
+    learns, when the schedule has minibatches of envs."""
+    if schedule.minibatches > 1 and not schedule.one_call:
+        initial, final, traj = _minibatch((initial, final, traj), env_axes, minibatch, schedule.minibatches)
+    if not agent.accepts_frames:  # stacked on the actor device: the agent sees the stacks
+        traj = framestack.restacked(traj)
+    return agent.update_experience(experience, initial, final, traj)
+
+
 def learner_step(agent: Agent, schedule: Schedule, networks: Any, opt_state: Any, experience: Any, initial: Any,
                  final: Any, traj: Trajectory, key: jax.Array, minibatch: jax.Array | int = 0,
                  env_axes: Any = None) -> tuple[Any, Any, Any, Metrics, jax.Array, jax.Array]:
     """One learner step on one learner device: fold a cycle (this device's envs) into the
-    experience state, `begin_update`, then the schedule's optimizer steps; with a non-finite
-    metric or network on any device, the networks and optimizer state given.
+    experience state (`fold_cycle`), then `learn` from it.
 
     Call it inside a program mapped over the learner devices with axis name LEARNER_AXIS
     (`jax.shard_map`; hooks `pmean` over it). Arguments are per device: replicated networks,
@@ -202,14 +213,17 @@ def learner_step(agent: Agent, schedule: Schedule, networks: Any, opt_state: Any
     -1 for a whole leaf) pick the minibatch of envs this call learns, when the schedule has
     minibatches of envs. Returns (networks, opt_state, experience, metrics (averaged over the
     devices), finite, next key)."""
+    experience = fold_cycle(agent, schedule, experience, initial, final, traj, minibatch, env_axes)
+    return learn(agent, schedule, networks, opt_state, experience, key)
+
+
+def learn(agent: Agent, schedule: Schedule, networks: Any, opt_state: Any, experience: Any, key: jax.Array,
+          ) -> tuple[Any, Any, Any, Metrics, jax.Array, jax.Array]:
+    """The second half of `learner_step`: `begin_update`, then the schedule's optimizer steps; with
+    a non-finite metric or network on any device, the networks and optimizer state given."""
     next_key, key = jax.random.split(key)  # in the jitted call: no eager op per update
     # begin_update's key differs per device; the shuffle's is the same on every device
     begin_key, shuffle_key = jax.random.split(jax.random.fold_in(key, 1 << 30))
-    if schedule.minibatches > 1 and not schedule.one_call:
-        initial, final, traj = _minibatch((initial, final, traj), env_axes, minibatch, schedule.minibatches)
-    if not agent.accepts_frames:  # stacked on the actor device: the agent sees the stacks
-        traj = framestack.restacked(traj)
-    experience = agent.update_experience(experience, initial, final, traj)
     device = jax.lax.axis_index(LEARNER_AXIS)
     key = jax.random.fold_in(key, device)
     begun, experience = agent.begin_update(networks, experience, jax.random.fold_in(begin_key, device))
@@ -299,39 +313,45 @@ class Learner:
         # through the host: the same value on every process
         return jax.jit(build)(self.networks, keys.put(keys.raw(device_keys), self.sharding.envs(0)))
 
-    def _update_fn(self, experience, inputs, specs):
-        """`learner_step` mapped over the learner devices and jitted, built per layout: the
-        experience pytree's (it changes once, from its initial value) and that of the cycle's
-        inputs (initial, final, traj): their structure and `specs`."""
+    def _update_fns(self, experience, inputs, specs):
+        """The jitted calls of a learner step, mapped over the learner devices and built per
+        layout (the experience pytree's, which changes once from its initial value, and that of the
+        cycle's inputs (initial, final, traj): their structure and `specs`): `fold_cycle`, then
+        `learn`. Two programs, not one: a program that writes a replay and then samples from it
+        is lowered by XLA:CPU with the writes duplicated for each reader, each copying the whole
+        replay (~0.15 s a call at 1M transitions; two programs: ~3 ms)."""
         layout = (jax.tree.structure(experience), jax.tree.structure(inputs), str(specs))
-        fn = self._compiled.get(layout)
-        if fn is not None:
-            return fn
+        fns = self._compiled.get(layout)
+        if fns is not None:
+            return fns
         agent, schedule, env_axes = self.agent, self.schedule, _env_axes(specs)
+        mine = lambda tree: jax.tree.map(lambda x: x[0], tree)  # noqa: E731 - this device's: no device axis
+        stacked = lambda tree: jax.tree.map(lambda x: x[None], tree)  # noqa: E731
 
-        def body(networks, opt_state, experience, initial, final, traj, key, minibatch):
-            experience = jax.tree.map(lambda x: x[0], experience)  # this device's: drop the device axis
-            networks, opt_state, experience, metrics, finite, next_key = learner_step(
-                agent, schedule, networks, opt_state, experience, initial, final, traj, key, minibatch, env_axes)
-            return networks, opt_state, jax.tree.map(lambda x: x[None], experience), metrics, finite, next_key
+        def fold(experience, initial, final, traj, minibatch):
+            return stacked(fold_cycle(agent, schedule, mine(experience), initial, final, traj, minibatch, env_axes))
 
-        mapped = jax.shard_map(
-            body,
-            mesh=self.sharding.mesh,
-            in_specs=(P(), P(), P(LEARNER_AXIS), *specs, P(), P()),
-            out_specs=(P(), P(), P(LEARNER_AXIS), P(), P(), P()),
-            # Agents' hooks are plain JAX: a scan whose carry starts from a constant must not need
-            # `pcast`. The replication of networks and metrics comes from `pmean` instead.
-            check_vma=False,
-        )
+        def learn_body(networks, opt_state, experience, key):
+            networks, opt_state, experience, metrics, finite, next_key = learn(
+                agent, schedule, networks, opt_state, mine(experience), key)
+            return networks, opt_state, stacked(experience), metrics, finite, next_key
+
+        # Agents' hooks are plain JAX: a scan whose carry starts from a constant must not need
+        # `pcast` (check_vma=False). The replication of networks and metrics comes from `pmean`.
+        mesh = self.sharding.mesh
+        fold_mapped = jax.shard_map(fold, mesh=mesh, in_specs=(P(LEARNER_AXIS), *specs, P()),
+                                    out_specs=P(LEARNER_AXIS), check_vma=False)
+        learn_mapped = jax.shard_map(learn_body, mesh=mesh, in_specs=(P(), P(), P(LEARNER_AXIS), P()),
+                                     out_specs=(P(), P(), P(LEARNER_AXIS), P(), P(), P()), check_vma=False)
         # Networks are not donated: the published copy is read by inferencers concurrently.
         # Explicit output shardings: an update's outputs, its next inputs, are placed alike in
         # every call, so one compiled function serves them all (and `lower_updates` knows them).
         replicated = self.sharding.replicated
-        fn = jax.jit(mapped, donate_argnums=(1, 2),
-                     out_shardings=(replicated, replicated, self._experience_sharding, replicated, replicated, replicated))
-        self._compiled[layout] = fn
-        return fn
+        fns = (jax.jit(fold_mapped, donate_argnums=(0,), out_shardings=self._experience_sharding),
+               jax.jit(learn_mapped, donate_argnums=(1, 2), out_shardings=(
+                   replicated, replicated, self._experience_sharding, replicated, replicated, replicated)))
+        self._compiled[layout] = fns
+        return fns
 
     def lower_updates(self, initial, final, traj: Trajectory) -> list[jax.stages.Lowered]:
         """`update`'s calls lowered for these inputs (placed on the learner devices as `update`
@@ -342,15 +362,20 @@ class Learner:
         specs = _specs(inputs)
 
         def lower(experience):
-            fn = self._update_fn(experience, inputs, specs)
-            return fn.lower(self.networks, self.opt_state, experience, *inputs, self._key, np.int32(0))
+            fold, learn_fn = self._update_fns(experience, inputs, specs)
+            lowered_fold = fold.lower(experience, *inputs, np.int32(0))
+            folded = self._as_placed(lowered_fold.out_info)
+            lowered_learn = learn_fn.lower(self.networks, self.opt_state, folded, self._key)
+            return [lowered_fold, lowered_learn], self._as_placed(lowered_learn.out_info[2])
 
-        lowered = [lower(self.experience)]
-        after = jax.tree.map(lambda o: jax.ShapeDtypeStruct(o.shape, o.dtype, sharding=self._experience_sharding),
-                             lowered[0].out_info[2])
+        lowered, after = lower(self.experience)
         if jax.tree.structure(after) != jax.tree.structure(self.experience):
-            lowered.append(lower(after))
+            lowered += lower(after)[0]
         return lowered
+
+    def _as_placed(self, info):
+        """Shape structs of an experience state as an update leaves it (one shard per device)."""
+        return jax.tree.map(lambda o: jax.ShapeDtypeStruct(o.shape, o.dtype, sharding=self._experience_sharding), info)
 
     def update(self, initial, final, traj: Trajectory) -> Metrics:
         """One cycle's learning: update_experience, begin_update, then the optimizer step(s); with
@@ -361,12 +386,12 @@ class Learner:
         specs = _specs(inputs)
         calls = self.schedule.calls
         for i in range(calls):
-            fn = self._update_fn(self.experience, inputs, specs)
+            fold, learn_fn = self._update_fns(self.experience, inputs, specs)
             # Each call is awaited (the finite flag) before the next is dispatched: on an
             # accelerator shared with inferencers, their calls run between the minibatches.
-            self.networks, self.opt_state, self.experience, m, finite, self._key = fn(
-                self.networks, self.opt_state, self.experience, initial, final, traj, self._key, np.int32(i)
-            )
+            self.experience = fold(self.experience, initial, final, traj, np.int32(i))
+            self.networks, self.opt_state, self.experience, m, finite, self._key = learn_fn(
+                self.networks, self.opt_state, self.experience, self._key)
             if not bool(finite):
                 bad = sorted(k for k, v in m.items() if not np.all(np.isfinite(np.asarray(v))))
                 what = f"metric(s) {bad}" if bad else "the networks (a gradient or update)"
