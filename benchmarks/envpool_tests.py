@@ -40,6 +40,9 @@ FILES = (  # the files issue 56 names, EnvPool's paths
     "envpool/mujoco/dmc/mujoco_dmc_suite_ext_deterministic_test.py",
     "envpool/mujoco/dmc/mujoco_dmc_render_test.py",
     "envpool/mujoco/dmc/mujoco_dmc_pixel_observation_test.py",
+    "envpool/mujoco/gym/mujoco_gym_align_test.py",
+    "envpool/mujoco/gym/mujoco_gym_deterministic_test.py",
+    "envpool/mujoco/gym/mujoco_render_test.py",
 )
 HELPERS = ("envpool/mujoco/pixel_observation_test_utils.py",)  # EnvPool's test helpers the files import
 SECTION = "envpool_tests"
@@ -67,6 +70,15 @@ DMC_REGISTRATION = EMPTY + """from tests.support.dm_control_suite import patch_d
 from envs.mujoco.dmc.ids import DMC_IDS
 patch_dm_control()
 dmc_mujoco_envs = [(domain, task, 1000) for domain, task in DMC_IDS.values()]  # EnvPool's list: every id 1,000 steps
+"""
+GYM_REGISTRATION = EMPTY + """from envs.mujoco import LEGACY_MUJOCO_TASKS, MUJOCO_TASKS
+from envs.mujoco.backend import TASKS
+from envs.mujoco.legacy import LEGACY_TASKS
+_ids = MUJOCO_TASKS + LEGACY_MUJOCO_TASKS
+_tasks = list(dict.fromkeys(i.split("-")[0] for i in _ids))
+# EnvPool's list: (task, its versions, max_episode_steps)
+gym_mujoco_envs = [(t, tuple(sorted(i.split("-")[1] for i in _ids if i.split("-")[0] == t)),
+                    {**TASKS, **LEGACY_TASKS}[t + "-v5"].max_episode_steps) for t in _tasks]
 """
 STAND_IN = '''
 
@@ -111,6 +123,7 @@ def build_shim(where: Path) -> None:
         (pkg / sub / "__init__.py").write_text(EMPTY)
         (pkg / sub / "registration.py").write_text(EMPTY)
     (pkg / "mujoco" / "dmc" / "registration.py").write_text(DMC_REGISTRATION)
+    (pkg / "mujoco" / "gym" / "registration.py").write_text(GYM_REGISTRATION)
     for module, names in LOW_LEVEL.items():
         (pkg / module).write_text(EMPTY + STAND_IN + "".join(f"{n} = _stand_in({n!r})\n" for n in names))
 

@@ -223,3 +223,21 @@ def test_mujocos_warnings_reach_the_logger(caplog):
     finally:
         mujoco.set_mju_user_warning(before)
     assert any("MuJoCo: Nan, Inf or huge value in QVEL" in r.getMessage() for r in caplog.records), caplog.text
+
+
+def test_info_holds_each_episodes_start_state_as_envpools_test_build():
+    """qpos0 and qvel0 (EnvPool's test info): the state each env's reset drew, on every step of
+    its episode, the next episode's after an auto-reset."""
+    kw = dict(exclude_current_positions_from_observation=False, max_episode_steps=5)
+    with envs.make("Hopper-v5", num_envs=2, seed=4, **kw) as pool:
+        obs, info = pool.reset()
+        np.testing.assert_array_equal(info["qpos0"], obs[:, :6])
+        np.testing.assert_array_equal(info["qvel0"], obs[:, 6:])  # reset velocities are within the clip
+        start = info["qpos0"].copy()
+        for _ in range(5):
+            obs, _, _, truncated, info = pool.step(np.zeros((2, 3), np.float32))
+            np.testing.assert_array_equal(info["qpos0"], start)
+        assert truncated.all()
+        obs, _, _, _, info = pool.step(np.zeros((2, 3), np.float32))  # the auto-reset
+        np.testing.assert_array_equal(info["qpos0"], obs[:, :6])
+        assert not np.array_equal(info["qpos0"], start)

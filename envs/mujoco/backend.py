@@ -116,6 +116,9 @@ def configure(task_id: str, env_type: str, kwargs: dict[str, Any]) -> MujocoTask
     # Humanoid's tendon_length and tendon_velocity have a value per tendon: a subarray dtype
     info = {k: np.dtype((np.float64, (model.ntendon,))) if k in task_cls.vector_info else np.dtype(np.float64)
             for k in task_cls.info_keys}
+    # EnvPool's test info: each env's state at the start of its episode (what its align tests set
+    # Gymnasium's env to)
+    info.update(qpos0=np.dtype((np.float64, (model.nq,))), qvel0=np.dtype((np.float64, (model.nv,))))
     return MujocoTask(config, task_cls, model, probe.observation_space(), action_space, info, camera_id,
                       int(kw["frame_skip"]))
 
@@ -167,6 +170,8 @@ class MujocoBackend(Backend):
         self.task = self._make_task(task, kw)
         self._rngs = self._make_rngs(config.seed, n)
         self._book = EpisodeBook(n, config.max_episode_steps)
+        # EnvPool's test info, per env, as of its episode's start (set by the resets)
+        self._test_info = {k: np.zeros((n, *task.extra_info[k].shape)) for k in self._test_keys(task)}
         self._renderer = None  # before the kernel's threads start: a GL backend that fails leaves nothing running
         if self._wants_renderer(task):
             self._renderer = self._make_renderer(task, kw)
@@ -196,6 +201,10 @@ class MujocoBackend(Backend):
         self._queued: list[tuple[np.ndarray | None, np.ndarray | None]] = []  # (ids, action or None: reset)
 
     # ------------------------------------------------------------------ hooks (DmcBackend's differ)
+    def _test_keys(self, task: MujocoTask) -> tuple[str, ...]:
+        """The info keys that hold EnvPool's test info (the rest: the task's step info)."""
+        return ("qpos0", "qvel0")
+
     def _kernel_mode(self, kw: dict[str, Any]) -> int:
         return self.kernel_mode if kw.get("post_constraint", True) else 3  # MODE_GYM_NO_POST
 
@@ -219,7 +228,9 @@ class MujocoBackend(Backend):
         """Job rows `rows` reset: each env's noise drawn here, the reset itself done by the kernel
         (flag 1: mj_resetData, the drawn qpos and qvel, mj_forward)."""
         for k in rows.tolist():
-            job.qpos[k], job.qvel[k] = self.task.reset_noise(self._rngs[job.ids[k]])
+            i = job.ids[k]
+            job.qpos[k], job.qvel[k] = self.task.reset_noise(self._rngs[i])
+            self._test_info["qpos0"][i], self._test_info["qvel0"][i] = job.qpos[k], job.qvel[k]
 
     def _results(self, job: Job, ids: np.ndarray, reset: np.ndarray, after: dict[str, np.ndarray]) -> tuple:
         """(obs, reward, terminated, info) of a finished job, from the fields it copied out."""
@@ -232,6 +243,7 @@ class MujocoBackend(Backend):
                 v[reset] = reset_info[k]
             reward[reset] = 0.0
             terminated = terminated & ~reset
+        info.update({k: v[ids] for k, v in self._test_info.items()})
         return obs, reward, terminated, info
 
     # ------------------------------------------------------------------ the pool's backend API
@@ -337,18 +349,19 @@ class MujocoBackend(Backend):
         if self._job is not None or self._queued:
             raise RuntimeError("snapshot() with envs in flight: recv() their results first")
         return ("mujoco", self._config.task_id, self._n, self._states(), copy.deepcopy(self._last),
-                copy.deepcopy(self._rngs), copy.deepcopy(self._book))
+                copy.deepcopy(self._rngs), copy.deepcopy(self._book), copy.deepcopy(self._test_info))
 
     def restore(self, state: tuple) -> None:
         import mujoco
 
-        kind, task_id, n, states, last, rngs, book = state
+        kind, task_id, n, states, last, rngs, book, test_info = state
         if kind != "mujoco" or task_id != self._config.task_id or n != self._n:
             raise ValueError(f"snapshot of {task_id} x {n} does not fit this pool ({self._config.task_id} x {self._n})")
         spec = mujoco.mjtState.mjSTATE_INTEGRATION
         for m, d, row in zip(self._models, self._datas, states):  # the next step starts from the state alone
             mujoco.mj_setState(m, d, row, spec)
         self._last, self._rngs, self._book = copy.deepcopy(last), copy.deepcopy(rngs), copy.deepcopy(book)
+        self._test_info = copy.deepcopy(test_info)
 
     def render(self, ids: np.ndarray) -> np.ndarray:
         """Frames of envs ids as they are now (MuJoCo's renderer, envs/mujoco/render.py)."""

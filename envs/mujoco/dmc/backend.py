@@ -104,7 +104,6 @@ class DmcBackend(MujocoBackend):
         # the kernel's MODE_DM (legacy step), or MODE_DM_RK4 for RK4 models
         self.kernel_mode = 2 if task.model.opt.integrator == mujoco.mjtIntegrator.mjINT_RK4 else 1
         n = task.config.num_envs
-        self._test_info = {k: np.zeros((n, *d.shape)) for k, d in task.extra_info.items()}
         self._task_cls = task.task_cls
         kw = task.config.task_kwargs
         k = int(kw["frame_stack"])
@@ -140,6 +139,9 @@ class DmcBackend(MujocoBackend):
             for i in ids.tolist():
                 if seeds[i] is not None:
                     self._rngs[i] = np.random.RandomState(seeds[i] % 2**32)
+
+    def _test_keys(self, task: MujocoTask) -> tuple[str, ...]:
+        return tuple(task.extra_info)  # every info key of a DMC pool is EnvPool's test info
 
     def _reset_rows(self, job: Job, rows: np.ndarray) -> None:
         for k in rows.tolist():
@@ -184,10 +186,10 @@ class DmcBackend(MujocoBackend):
     def snapshot(self) -> tuple:
         models = ([{name: getattr(m, name).copy() for name in MODEL_STATE} for m in self._models]
                   if self._task_cls.per_episode_model else None)
-        return (*super().snapshot(), models, copy.deepcopy(self._test_info), copy.deepcopy(self._stacks))
+        return (*super().snapshot(), models, copy.deepcopy(self._stacks))
 
     def restore(self, state: tuple) -> None:
-        *base, models, test_info, stacks = state
+        *base, models, stacks = state
         self._stacks = copy.deepcopy(stacks)
         for mine, theirs in zip(self._models, models or ()):  # into the same objects: the kernel holds their addresses
             for name, value in theirs.items():
@@ -197,4 +199,3 @@ class DmcBackend(MujocoBackend):
 
         for m, d in zip(self._models, self._datas):  # the step's mj_step2 reads what mj_step1 computes
             mujoco.mj_step1(m, d)
-        self._test_info = copy.deepcopy(test_info)
