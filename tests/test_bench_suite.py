@@ -142,3 +142,28 @@ def test_a_curve_is_thinned_to_evenly_spread_rows_keeping_both_ends():
     assert got_steps == [0, 2500, 5000, 7490, 9990] and got_returns == [0.0, 125.0, 250.0, 374.5, 499.5]
     assert runner.thin(steps[:3], returns[:3], points=5) == ([0, 10, 20], [0.0, 0.5, 1.0])
     assert runner.thin(steps[:0], returns[:0]) == ([], [])
+
+
+# ---------------------------------------------------------------- the published page
+@pytest.mark.slow(seconds=10)
+def test_the_docs_pages_suite_tables_are_the_runners_report_of_the_kept_records(tmp_path):
+    """Every suite section of docs/benchmarks.md (and BENCHMARKS.md) holds the tables the runner
+    reports from the records kept in the repository (benchmarks/results/suites), so a table on the
+    page is one a reader can regenerate: `python -m benchmarks.suite SUITE --report-only`."""
+    from benchmarks._report import BENCH_FILE, markers
+
+    shown = 0
+    for name, s in SUITES.items():
+        start, end = markers(f"suite_{name}")
+        want = [runner.report(runner.RESULTS, s, s.seeds, runner.random_returns(runner.RESULTS, s),
+                              figures=tmp_path / name)] if runner.RESULTS.joinpath(name).is_dir() else []
+        for page in (runner.DOCS_PAGE, BENCH_FILE):
+            text = page.read_text()
+            if start not in text:
+                continue
+            section = text[text.index(start):text.index(end)]
+            assert want, f"{page.name} shows suite {name!r}, whose records are not kept in {runner.RESULTS}"
+            tables = [[line for line in body.splitlines() if line.startswith("|")] for body in (section, want[0])]
+            assert tables[0] == tables[1], f"{page.name}'s suite {name!r} is not the report of its kept records"
+            shown += 1
+    assert shown >= 2  # the memory suite on both pages at least
