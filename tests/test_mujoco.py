@@ -15,7 +15,7 @@ import pytest
 import envs
 from envs.mujoco import MUJOCO_TASKS
 from tests.support.cli import child_env
-from tests.support.gym_mujoco import run_both
+from tests.support.gym_mujoco import assert_spec_is_the_references, run_both
 from tests.support.pool_checks import assert_async_matches_sync
 
 pytest.importorskip("mujoco", reason="the mujoco extra is not installed: pip install -e '.[mujoco]'")
@@ -58,15 +58,7 @@ def test_task_kwargs_equal_gymnasium(task_id, kw):
 
 def test_spaces_and_info_match_gymnasium():
     for task_id in MUJOCO_TASKS:
-        ref = gym.make(task_id)
-        spec = envs.make_spec(task_id)
-        assert spec.observation_space == ref.observation_space, task_id
-        assert spec.action_space == ref.action_space, task_id
-        assert spec.config["max_episode_steps"] == ref.spec.max_episode_steps, task_id
-        ref.reset(seed=0)
-        step_info = ref.step(ref.action_space.sample())[4]
-        assert set(step_info) <= set(spec.extra_info), task_id
-        ref.close()
+        assert_spec_is_the_references(task_id, gym.make(task_id))
 
 
 def test_async_batches_follow_each_envs_own_trajectory():

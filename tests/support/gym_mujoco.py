@@ -88,3 +88,16 @@ def run_both(task_id: str, steps: int, n: int = 3, seed: int = 5, action_scale: 
     for ref in refs:
         ref.close()
     return ended
+
+
+def assert_spec_is_the_references(task_id: str, ref: gym.Env) -> None:
+    """The pool's spec of task_id has the reference env's spaces and time limit, and its info
+    every key the reference's step info has."""
+    spec = envs.make_spec(task_id)
+    assert spec.observation_space == ref.observation_space, task_id
+    assert spec.action_space == ref.action_space, task_id
+    assert spec.config["max_episode_steps"] == ref.spec.max_episode_steps, task_id
+    ref.reset(seed=0)
+    step_info = ref.step(ref.action_space.sample())[4]
+    assert set(step_info) <= set(spec.extra_info), task_id
+    ref.close()
