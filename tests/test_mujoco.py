@@ -233,3 +233,31 @@ def test_info_holds_each_episodes_start_state_as_envpools_test_build():
         obs, _, _, _, info = pool.step(np.zeros((2, 3), np.float32))  # the auto-reset
         np.testing.assert_array_equal(info["qpos0"], obs[:, :6])
         assert not np.array_equal(info["qpos0"], start)
+
+
+def test_frame_stack_keeps_the_last_k_observations_oldest_first():
+    """EnvPool's frame_stack on the gym ids: (k, *obs) observations; a reset fills the stack with
+    its observation, each step drops the oldest; a snapshot carries the stacks."""
+    assert envs.make_spec("HalfCheetah-v5", frame_stack=3).observation_space.shape == (3, 17)
+    assert envs.make_spec("HalfCheetah-v5", frame_stack=1).observation_space.shape == (17,)
+    actions = np.random.default_rng(0).uniform(-1, 1, (8, 2, 6)).astype(np.float32)
+    with envs.make("HalfCheetah-v5", num_envs=2, seed=3, max_episode_steps=4) as plain, \
+            envs.make("HalfCheetah-v5", num_envs=2, seed=3, max_episode_steps=4, frame_stack=3) as stacked:
+        single = [plain.reset()[0]]  # single[i]: the observation after i steps; 5 is an auto-reset's
+        obs, _ = stacked.reset()
+        np.testing.assert_array_equal(obs, np.repeat(single[0][:, None], 3, 1))
+        got = []
+        for t, a in enumerate(actions):
+            single.append(plain.step(a)[0])
+            got.append(stacked.step(a)[0])
+            if t == 4:
+                snap = stacked.snapshot()
+        for i, obs in enumerate(got, start=1):
+            episode_start = 0 if i < 5 else 5
+            want = [single[max(episode_start, i - 2 + j)] for j in range(3)]
+            np.testing.assert_array_equal(obs, np.stack(want, 1), err_msg=f"after {i} steps")
+        stacked.restore(snap)
+        for i, a in enumerate(actions[5:], start=6):
+            np.testing.assert_array_equal(stacked.step(a)[0], got[i - 1], err_msg=f"after {i} steps, restored")
+    with pytest.raises(ValueError, match="frame_stack must be an int >= 1"):
+        envs.make("Hopper-v5", frame_stack=0)

@@ -34,6 +34,7 @@ from envs.mujoco.tasks import RENDER_KWARGS, TASKS, Task
 from envs.ready import Batch, Chunk
 
 INSTALL_HINT = "MuJoCo tasks need mujoco: pip install -e '.[mujoco]'"
+STACK_KWARGS = {"frame_stack": 1}  # EnvPool's: observations of the last k steps, stacked on a leading axis
 def mujoco_available() -> bool:
     """Whether the mujoco package is installed (found without importing it)."""
     return importlib.util.find_spec("mujoco") is not None
@@ -73,9 +74,9 @@ class MujocoTask:
 def _check_kwargs(task_id: str, kw: dict[str, Any], defaults: dict[str, Any]) -> None:
     for name, default in defaults.items():
         v = kw[name]
-        if name == "frame_skip":
+        if name in ("frame_skip", "frame_stack"):
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-                raise ValueError(f"{task_id}: frame_skip must be an int >= 1, got {v!r}")
+                raise ValueError(f"{task_id}: {name} must be an int >= 1, got {v!r}")
         elif name == "xml_file":
             if not isinstance(v, str):
                 raise ValueError(f"{task_id}: xml_file must be a str (a path, or a file of Gymnasium's assets), got {v!r}")
@@ -97,9 +98,9 @@ def configure(task_id: str, env_type: str, kwargs: dict[str, Any]) -> MujocoTask
     """The validated config, model and spaces of a native MuJoCo pool."""
     task_cls = TASKS.get(task_id) or LEGACY_TASKS[task_id]
     config = PoolConfig.create(task_id, env_type, "mujoco", task_cls.max_episode_steps, kwargs,
-                               {**task_cls.defaults, **RENDER_KWARGS})
+                               {**task_cls.defaults, **RENDER_KWARGS, **STACK_KWARGS})
     kw = dict(config.task_kwargs)
-    _check_kwargs(task_id, kw, task_cls.defaults)
+    _check_kwargs(task_id, kw, {**task_cls.defaults, **STACK_KWARGS})
     model = load_model(kw["xml_file"])
     camera_id = check_render_kwargs(task_id, kw, model)
     if "main_body" in kw:
@@ -119,8 +120,10 @@ def configure(task_id: str, env_type: str, kwargs: dict[str, Any]) -> MujocoTask
     # EnvPool's test info: each env's state at the start of its episode (what its align tests set
     # Gymnasium's env to)
     info.update(qpos0=np.dtype((np.float64, (model.nq,))), qvel0=np.dtype((np.float64, (model.nv,))))
-    return MujocoTask(config, task_cls, model, probe.observation_space(), action_space, info, camera_id,
-                      int(kw["frame_skip"]))
+    space, k = probe.observation_space(), int(kw["frame_stack"])
+    if k > 1:  # EnvPool's frame stack: the last k observations, oldest first
+        space = gym.spaces.Box(np.repeat(space.low[None], k, 0), np.repeat(space.high[None], k, 0), dtype=space.dtype)
+    return MujocoTask(config, task_cls, model, space, action_space, info, camera_id, int(kw["frame_skip"]))
 
 
 class Job:
@@ -170,6 +173,7 @@ class MujocoBackend(Backend):
         self.task = self._make_task(task, kw)
         self._rngs = self._make_rngs(config.seed, n)
         self._book = EpisodeBook(n, config.max_episode_steps)
+        self._stacks = self._make_stacks(task, kw)  # each env's last k observations per key, oldest first
         # EnvPool's test info, per env, as of its episode's start (set by the resets)
         self._test_info = {k: np.zeros((n, *task.extra_info[k].shape)) for k in self._test_keys(task)}
         self._renderer = None  # before the kernel's threads start: a GL backend that fails leaves nothing running
@@ -201,6 +205,25 @@ class MujocoBackend(Backend):
         self._queued: list[tuple[np.ndarray | None, np.ndarray | None]] = []  # (ids, action or None: reset)
 
     # ------------------------------------------------------------------ hooks (DmcBackend's differ)
+    def _make_stacks(self, task: MujocoTask, kw: dict[str, Any]) -> dict[str, np.ndarray] | None:
+        """frame_stack k > 1: each env's last k observations (per observation key), else None."""
+        k = int(kw.get("frame_stack", 1))
+        return {"obs": np.zeros((self._n, *task.observation_space.shape))} if k > 1 else None
+
+    def _stacked(self, obs: dict[str, np.ndarray], ids: np.ndarray, reset: np.ndarray) -> dict[str, np.ndarray]:
+        """EnvPool's frame stack: a reset fills an env's stack with its first observation; a step
+        drops the oldest and appends the new one."""
+        out = {}
+        for key, new in obs.items():
+            stack = self._stacks[key]
+            rows = stack[ids]
+            rows[:, :-1] = rows[:, 1:]
+            rows[:, -1] = new
+            rows[reset] = new[reset][:, None]
+            stack[ids] = rows
+            out[key] = rows
+        return out
+
     def _test_keys(self, task: MujocoTask) -> tuple[str, ...]:
         """The info keys that hold EnvPool's test info (the rest: the task's step info)."""
         return ("qpos0", "qvel0")
@@ -237,6 +260,8 @@ class MujocoBackend(Backend):
         before = {f: v[ids] for f, v in self._last.items()}
         reward, terminated, info = self.task.step(before, after, job.action)
         obs = self.task.observe(after)
+        if self._stacks is not None:
+            obs = self._stacked({"obs": obs}, ids, reset)["obs"]
         if np.count_nonzero(reset):
             reset_info = self.task.reset_info({f: v[reset] for f, v in after.items()})
             for k, v in info.items():
@@ -349,19 +374,20 @@ class MujocoBackend(Backend):
         if self._job is not None or self._queued:
             raise RuntimeError("snapshot() with envs in flight: recv() their results first")
         return ("mujoco", self._config.task_id, self._n, self._states(), copy.deepcopy(self._last),
-                copy.deepcopy(self._rngs), copy.deepcopy(self._book), copy.deepcopy(self._test_info))
+                copy.deepcopy(self._rngs), copy.deepcopy(self._book), copy.deepcopy(self._test_info),
+                copy.deepcopy(self._stacks))
 
     def restore(self, state: tuple) -> None:
         import mujoco
 
-        kind, task_id, n, states, last, rngs, book, test_info = state
+        kind, task_id, n, states, last, rngs, book, test_info, stacks = state
         if kind != "mujoco" or task_id != self._config.task_id or n != self._n:
             raise ValueError(f"snapshot of {task_id} x {n} does not fit this pool ({self._config.task_id} x {self._n})")
         spec = mujoco.mjtState.mjSTATE_INTEGRATION
         for m, d, row in zip(self._models, self._datas, states):  # the next step starts from the state alone
             mujoco.mj_setState(m, d, row, spec)
         self._last, self._rngs, self._book = copy.deepcopy(last), copy.deepcopy(rngs), copy.deepcopy(book)
-        self._test_info = copy.deepcopy(test_info)
+        self._test_info, self._stacks = copy.deepcopy(test_info), copy.deepcopy(stacks)
 
     def render(self, ids: np.ndarray) -> np.ndarray:
         """Frames of envs ids as they are now (MuJoCo's renderer, envs/mujoco/render.py)."""

@@ -106,17 +106,18 @@ class DmcBackend(MujocoBackend):
         n = task.config.num_envs
         self._task_cls = task.task_cls
         kw = task.config.task_kwargs
-        k = int(kw["frame_stack"])
         self._pixels = bool(kw["from_pixels"])
-        # each env's last k observations per key (frame_stack > 1), oldest first
-        if self._pixels:
-            frame = (3, int(kw["render_height"]), int(kw["render_width"]))
-            self._stacks = {PIXELS: np.zeros((n, k, *frame), np.uint8)} if k > 1 else None
-        else:
-            self._stacks = {key: np.zeros((n, *s.shape)) for key, s in task.observation_space.spaces.items()} if k > 1 \
-                else None
         self._fresh_rngs = [np.random.RandomState((task.config.seed + i) % 2**32) for i in range(n)]
         super().__init__(task, lib)
+
+    def _make_stacks(self, task: MujocoTask, kw: dict[str, Any]) -> dict[str, np.ndarray] | None:
+        k, n = int(kw["frame_stack"]), task.config.num_envs
+        if k == 1:
+            return None
+        if self._pixels:
+            frame = (3, int(kw["render_height"]), int(kw["render_width"]))
+            return {PIXELS: np.zeros((n, k, *frame), np.uint8)}
+        return {key: np.zeros((n, *s.shape)) for key, s in task.observation_space.spaces.items()}
 
     def _env_models(self, model: Any, n: int) -> list[Any]:
         return [self._task_cls.env_model(model, rng) for rng in self._fresh_rngs]
@@ -169,28 +170,13 @@ class DmcBackend(MujocoBackend):
         info = {k: v[ids] for k, v in self._test_info.items()}
         return obs, reward, terminated, info
 
-    def _stacked(self, obs: dict[str, np.ndarray], ids: np.ndarray, reset: np.ndarray) -> dict[str, np.ndarray]:
-        """EnvPool's frame stack: a reset fills an env's stack with its first observation; a step
-        drops the oldest and appends the new one."""
-        out = {}
-        for key, new in obs.items():
-            stack = self._stacks[key]
-            rows = stack[ids]
-            rows[:, :-1] = rows[:, 1:]
-            rows[:, -1] = new
-            rows[reset] = new[reset][:, None]
-            stack[ids] = rows
-            out[key] = rows
-        return out
-
     def snapshot(self) -> tuple:
         models = ([{name: getattr(m, name).copy() for name in MODEL_STATE} for m in self._models]
                   if self._task_cls.per_episode_model else None)
-        return (*super().snapshot(), models, copy.deepcopy(self._stacks))
+        return (*super().snapshot(), models)
 
     def restore(self, state: tuple) -> None:
-        *base, models, stacks = state
-        self._stacks = copy.deepcopy(stacks)
+        *base, models = state
         for mine, theirs in zip(self._models, models or ()):  # into the same objects: the kernel holds their addresses
             for name, value in theirs.items():
                 getattr(mine, name)[:] = value
