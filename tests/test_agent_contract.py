@@ -83,7 +83,7 @@ def test_no_retrace_once_warm():
     with sebulba.GymnasiumLoop(SimplePolicyGradient(CARTPOLE, SPGConfig(hidden_sizes=(16,))), cfg) as loop:
         loop.run(max_cycles=4)
         c = loop.cycle
-        fns = [c.step_and_record, c.finish, c.new_buffers, c.cycle_start, c.from_carry, *loop.learner._compiled.values()]
+        fns = [c.step_and_record, c.finish, c.new_buffers, c.cycle_start, c.from_carry, *(f for fs in loop.learner._compiled.values() for f in fs)]
         sizes = [f._cache_size() for f in fns]
         compiled = len(loop.learner._compiled)
         loop.run(max_cycles=6)

@@ -154,10 +154,10 @@ def test_minibatches_compile_twice_and_never_retrace_once_warm():
     cfg = sebulba.LoopConfig(num_envs=8, steps_per_cycle=5, async_mode=False, inferencers_per_device=1, log_every_s=1e3)
     with sebulba.GymnasiumLoop(MinibatchSPG(CARTPOLE, 4), cfg) as loop:
         loop.run(max_cycles=3)
-        fns = [*loop.learner._compiled.values(), loop.learner._mean_metrics]
-        assert len(fns) == 3 and [f._cache_size() for f in fns] == [1, 1, 1]
+        fns = [*(f for fs in loop.learner._compiled.values() for f in fs), loop.learner._mean_metrics]
+        assert len(fns) == 5 and [f._cache_size() for f in fns] == [1] * 5  # (fold, learn) per layout
         loop.run(max_cycles=5)
-        assert len(loop.learner._compiled) == 2 and [f._cache_size() for f in fns] == [1, 1, 1]
+        assert len(loop.learner._compiled) == 2 and [f._cache_size() for f in fns] == [1] * 5
 
 
 def test_default_learner_devices_leave_whole_minibatches_on_each():

@@ -15,9 +15,9 @@ from sebulba.agents.r2d2 import R2D2, R2D2Config
 from tests.support.agents import MinibatchSPG
 
 CARTPOLE = envs.make_spec("CartPole-v1")
-# The loop's big compiled functions: the act, the cycle's end and the learner's update (a jit of
-# the shard_mapped `body`).
-BIG = {"step_and_record", "finish", "body"}
+# The loop's big compiled functions: the act, the cycle's end and the learner's update (jits of
+# the shard_mapped `fold`, which folds the cycle into the experience state, and `learn_body`).
+BIG = {"step_and_record", "finish", "fold", "learn_body"}
 COMPILED = re.compile(r"Finished XLA compilation of jit\((\w+)\)")
 
 

@@ -190,7 +190,7 @@ def test_the_sebulba_loop_never_retraces_a_recurrent_agent_once_warm():
     with sebulba.GymnasiumLoop(AGENTS["impala-lstm"](), cfg) as loop:
         loop.run(max_cycles=4)
         c = loop.cycle
-        fns = [c.step_and_record, c.finish, c.new_buffers, c.cycle_start, c.from_carry, *loop.learner._compiled.values()]
+        fns = [c.step_and_record, c.finish, c.new_buffers, c.cycle_start, c.from_carry, *(f for fs in loop.learner._compiled.values() for f in fs)]
         sizes, compiled = [f._cache_size() for f in fns], len(loop.learner._compiled)
         loop.run(max_cycles=6)
         assert [f._cache_size() for f in fns] == sizes and len(loop.learner._compiled) == compiled

@@ -35,7 +35,7 @@ from envs.mujoco.tasks import (
     Swimmer,
     Task,
     Walker2d,
-    _norm,
+    row_norm,
 )
 
 Step = tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]
@@ -127,7 +127,7 @@ class AntV4(Legacy, Ant):
         costs = ctrl_cost = self.ctrl_cost(action)
         info = {"reward_forward": forward_reward, "reward_ctrl": -ctrl_cost, "reward_survive": healthy_reward,
                 "x_position": xy_after[:, 0].copy(), "y_position": xy_after[:, 1].copy(),
-                "distance_from_origin": _norm(xy_after), "x_velocity": x_velocity, "y_velocity": y_velocity,
+                "distance_from_origin": row_norm(xy_after), "x_velocity": x_velocity, "y_velocity": y_velocity,
                 "forward_reward": forward_reward}
         if self.contact_forces_on():
             contact_cost = self.kw["contact_cost_weight"] * np.sum(np.square(self.contact_forces(after)), axis=1)
@@ -181,7 +181,7 @@ class HumanoidV4(Legacy, Humanoid):
         rewards = forward_reward + healthy_reward
         info = {"reward_linvel": forward_reward, "reward_quadctrl": -ctrl_cost, "reward_alive": healthy_reward,
                 "x_position": xy_after[:, 0].copy(), "y_position": xy_after[:, 1].copy(),
-                "distance_from_origin": _norm(xy_after), "x_velocity": x_velocity, "y_velocity": y_velocity,
+                "distance_from_origin": row_norm(xy_after), "x_velocity": x_velocity, "y_velocity": y_velocity,
                 "forward_reward": forward_reward}
         if self.contact_cost:
             contact_cost = self.kw["contact_cost_weight"] * np.sum(np.square(after["cfrc_ext"]), axis=1)
@@ -276,7 +276,7 @@ class ReacherV4(Legacy, Reacher):
 
     def step(self, before: Fields, after: Fields, action: np.ndarray) -> Step:
         vec = self._body(before, self.fingertip) - self._body(before, self.target)
-        reward_dist = -_norm(vec)
+        reward_dist = -row_norm(vec)
         reward_ctrl = -np.square(action).sum(axis=1)
         return reward_dist + reward_ctrl, np.zeros(len(vec), bool), {"reward_dist": reward_dist, "reward_ctrl": reward_ctrl}
 
@@ -291,8 +291,8 @@ class PusherV4(Legacy, Pusher):
 
     def step(self, before: Fields, after: Fields, action: np.ndarray) -> Step:
         obj = self._body(before, self.object)
-        reward_near = -_norm(obj - self._body(before, self.tips_arm))
-        reward_dist = -_norm(obj - self._body(before, self.goal))
+        reward_near = -row_norm(obj - self._body(before, self.tips_arm))
+        reward_dist = -row_norm(obj - self._body(before, self.goal))
         reward_ctrl = -np.square(action).sum(axis=1)
         reward = reward_dist + 0.1 * reward_ctrl + 0.5 * reward_near
         return reward, np.zeros(len(reward), bool), {"reward_dist": reward_dist, "reward_ctrl": reward_ctrl}

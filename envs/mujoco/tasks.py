@@ -24,7 +24,7 @@ RENDER_KWARGS: dict[str, Any] = {
 Fields = dict[str, np.ndarray]
 
 
-def _norm(rows: np.ndarray) -> np.ndarray:
+def row_norm(rows: np.ndarray) -> np.ndarray:
     """np.linalg.norm(row) of each row, as Gymnasium computes it per env: the square root of the
     row's dot with itself, by the same dot kernel (BLAS's, which may fuse multiply-adds)."""
     return np.sqrt(np.vecdot(rows, rows))
@@ -200,7 +200,7 @@ class Swimmer(Task):
         ctrl_cost = self.ctrl_cost(action)
         reward, terminated, info = self._reward(after, forward_reward, ctrl_cost)
         qpos = after["qpos"]
-        info = {"x_position": qpos[:, 0].copy(), "y_position": qpos[:, 1].copy(), "distance_from_origin": _norm(qpos[:, 0:2]),
+        info = {"x_position": qpos[:, 0].copy(), "y_position": qpos[:, 1].copy(), "distance_from_origin": row_norm(qpos[:, 0:2]),
                 "x_velocity": x_velocity, "y_velocity": y_velocity, **info}
         return reward, terminated, info
 
@@ -211,7 +211,7 @@ class Swimmer(Task):
     def reset_info(self, f: Fields) -> dict[str, np.ndarray]:
         info = super().reset_info(f)
         qpos = f["qpos"]
-        info.update(y_position=qpos[:, 1].copy(), distance_from_origin=_norm(qpos[:, 0:2]))
+        info.update(y_position=qpos[:, 1].copy(), distance_from_origin=row_norm(qpos[:, 0:2]))
         return info
 
 
@@ -449,7 +449,7 @@ class Reacher(Task):
 
     def step(self, before: Fields, after: Fields, action: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
         vec = self._body(after, self.fingertip) - self._body(after, self.target)
-        reward_dist = -_norm(vec) * self.kw["reward_dist_weight"]
+        reward_dist = -row_norm(vec) * self.kw["reward_dist_weight"]
         reward_ctrl = -np.square(action).sum(axis=1) * self.kw["reward_control_weight"]
         reward = reward_dist + reward_ctrl
         return reward, np.zeros(len(reward), bool), {"reward_dist": reward_dist, "reward_ctrl": reward_ctrl}
@@ -490,8 +490,8 @@ class Pusher(Reacher):
 
     def step(self, before: Fields, after: Fields, action: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
         obj = self._body(after, self.object)
-        reward_near = -_norm(obj - self._body(after, self.tips_arm)) * self.kw["reward_near_weight"]
-        reward_dist = -_norm(obj - self._body(after, self.goal)) * self.kw["reward_dist_weight"]
+        reward_near = -row_norm(obj - self._body(after, self.tips_arm)) * self.kw["reward_near_weight"]
+        reward_dist = -row_norm(obj - self._body(after, self.goal)) * self.kw["reward_dist_weight"]
         reward_ctrl = -np.square(action).sum(axis=1) * self.kw["reward_control_weight"]
         reward = reward_dist + reward_ctrl + reward_near
         info = {"reward_dist": reward_dist, "reward_ctrl": reward_ctrl, "reward_near": reward_near}
