@@ -212,7 +212,7 @@ def test_dm_format_has_players_lives_and_reward_fields():
         assert ts.observation.lives.shape == ts.observation.reward.shape == (4,)
         assert ts.reward.shape == ts.discount.shape == (4,)
         spec = pool.observation_spec()  # the spec has the TimeStep's fields
-        assert spec._fields == ts.observation._fields == ("obs", "env_id", "elapsed_step", "lives", "reward", "players")
+        assert spec._fields == ts.observation._fields == ("obs", "env_id", "elapsed_step", "lives", "reward", "terminated", "players")
         assert ts.observation.lives.dtype == spec.lives.dtype == np.int32
         assert ts.observation.reward.dtype == spec.reward.dtype == np.float32
         assert envs.make_spec("MazeCraze-v5", env_type="dm").observation_spec()._fields == spec._fields

@@ -26,10 +26,11 @@ def rollout(pool, actions):
     """Every output of reset and of one step per row of actions, as arrays."""
     obs, info = pool.reset()
     zeros = np.zeros(len(obs))
-    out = [(obs, zeros, zeros.astype(bool), zeros.astype(bool), info["lives"], info["elapsed_step"], info["reward"])]
+    out = [(obs, zeros, zeros.astype(bool), zeros.astype(bool), info["lives"], info["elapsed_step"], info["reward"],
+            info["terminated"])]
     for a in actions:
         obs, rew, term, trunc, info = pool.step(a)
-        out.append((obs, rew, term, trunc, info["lives"], info["elapsed_step"], info["reward"]))
+        out.append((obs, rew, term, trunc, info["lives"], info["elapsed_step"], info["reward"], info["terminated"]))
     return [np.stack(field) for field in zip(*out)]
 
 
@@ -41,7 +42,7 @@ def assert_same_as_vector(task, steps, **kw):
         want = rollout(vec, actions)
     with make_single(task, num_envs=num_envs, seed=5, **kw) as single:
         got = rollout(single, actions)
-    names = ("obs", "reward", "terminated", "truncated", "lives", "elapsed_step", "raw reward")
+    names = ("obs", "reward", "terminated", "truncated", "lives", "elapsed_step", "raw reward", "game over")
     for name, w, g in zip(names, want, got):
         assert w.dtype == g.dtype, name
         np.testing.assert_array_equal(g, w, err_msg=name)
@@ -68,6 +69,25 @@ def test_identical_with_noop_starts_sticky_actions_and_life_losses():
     want = assert_same_as_vector("Breakout-v5", 300, num_envs=3, noop_max=30, repeat_action_probability=0.25,
                                  episodic_life=True, reward_clip=True, max_episode_steps=100)
     assert want[2].any() and want[3].any()  # life losses terminated, the limit truncated
+
+
+@pytest.mark.slow(seconds=4)
+@pytest.mark.parametrize("episodic_life", [False, True])
+def test_info_terminated_is_the_game_over(episodic_life):
+    """EnvPool's info["terminated"]: 1 where the game is over. This backend reads ALE's
+    game_over(); the vector backend, which cannot, derives it from termination and lives (a life
+    loss that leaves lives ends an episode, not the game): the two agree step for step, through
+    whole Breakout games (5 lives each) and their resets."""
+    want = assert_same_as_vector("Breakout-v5", 450, num_envs=2, noop_max=0, repeat_action_probability=0.0,
+                                 episodic_life=episodic_life)
+    terminated, lives, over = want[2], want[4], want[7]
+    assert over.dtype == np.int32 and set(np.unique(over)) == {0, 1}
+    assert (over <= terminated).all()  # a game over ends the episode
+    if episodic_life:
+        assert (terminated & (over == 0)).sum() >= 8  # the life losses: episodes ended, games not
+        assert ((over == 1) == (terminated & (lives == 0))).all()  # Breakout's game ends with its last life
+    else:
+        assert (over == terminated).all()
 
 
 @pytest.mark.parametrize("size, gray_scale", [((105, 80), False), ((70, 80), False), ((210, 80), True),

@@ -60,7 +60,7 @@ def test_dm_pools_are_dm_environments_with_specs(task, kw):
 def test_make_spec_observation_spec_describes_what_step_returns():
     spec = envs.make_spec("Pong-v5", num_envs=4)
     obs_spec = spec.observation_spec()
-    assert obs_spec._fields == ("obs", "env_id", "elapsed_step", "lives", "reward")
+    assert obs_spec._fields == ("obs", "env_id", "elapsed_step", "lives", "reward", "terminated")
     assert obs_spec.obs.shape == (4, 84, 84) and obs_spec.obs.dtype == np.uint8
     assert (obs_spec.obs.minimum, obs_spec.obs.maximum) == (0, 255)
     assert obs_spec.env_id.maximum == 3 and obs_spec.lives.dtype == np.int32
@@ -79,7 +79,7 @@ def test_the_spec_has_envpools_array_specs_and_reward_threshold():
     assert actions["players.env_id"].shape == [-1] and actions["env_id"].shape == []
     states = pong.state_array_spec
     assert list(states) == ["info:env_id", "info:players.env_id", "elapsed_step", "done", "reward", "discount",
-                            "step_type", "trunc", "obs", "info:lives", "info:reward"]
+                            "step_type", "trunc", "obs", "info:lives", "info:reward", "info:terminated"]
     assert states["obs"].shape == [4, 84, 84] and (states["obs"].minimum, states["obs"].maximum) == (0, 255)
     assert (states["discount"].minimum, states["discount"].maximum) == (0.0, 1.0) and states["reward"].shape == [-1]
     assert states["elapsed_step"].maximum == np.iinfo(np.int32).max and states["done"].dtype == np.bool_

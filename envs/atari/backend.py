@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from envs.atari.games import check_rom
-from envs.atari.task import ALE_MAX_SEED, ATARI_INFO, AtariTask
+from envs.atari.task import ALE_MAX_SEED, ATARI_INFO, AtariTask, game_over
 from envs.contract import Backend
 from envs.episodes import EpisodeBook
 from envs.ready import Batch, Chunk
@@ -66,6 +66,8 @@ class AtariBackend(Backend):
         self._sync = not config.is_async
         self._seed = config.seed
         self._reward_clip = bool(o("reward_clip"))
+        self._episodic_life = bool(o("episodic_life"))
+        self._lives = np.zeros(n, np.int32)  # each env's lives at its last result (info["terminated"]: game over)
         self._rgb = not o("gray_scale")
         # Groups (module docstring): sync, one vector env of all envs; async, num_envs / g of g envs.
         g = self._group_size = n if self._sync else math.gcd(n, config.batch_size)
@@ -211,7 +213,8 @@ class AtariBackend(Backend):
             self._ale_ids = env_id
         n = len(env_id)
         zeros = np.zeros(n, np.float32)
-        extra = {"lives": info["lives"], "reward": zeros.copy()}
+        self._lives[env_id] = info["lives"]
+        extra = {"lives": info["lives"], "reward": zeros.copy(), "terminated": np.zeros(n, np.int32)}
         batch = Batch(env_id, self._obs(obs), zeros, np.zeros(n, bool), np.zeros(n, bool), np.zeros(n, np.int32), extra)
         return Chunk(env_id, batch, self._in_order(env_id))
 
@@ -243,10 +246,13 @@ class AtariBackend(Backend):
         resets = self._book.done[env_id]
         if not np.count_nonzero(resets):
             resets = None
+        over = game_over(terminated, lives, self._lives[env_id], self._episodic_life)
+        self._lives[env_id] = lives
         terminated, truncated, elapsed = self._book.finish(env_id, resets, terminated, env_truncated)
         raw = reward.astype(np.float32)
         reward = np.sign(raw) if self._reward_clip else raw
-        batch = Batch(env_id, self._obs(obs), reward, terminated, truncated, elapsed, {"lives": lives, "reward": raw})
+        batch = Batch(env_id, self._obs(obs), reward, terminated, truncated, elapsed,
+                      {"lives": lives, "reward": raw, "terminated": over})
         return Chunk(env_id, batch, self._in_order(env_id))
 
     def _in_order(self, env_id: np.ndarray) -> bool:

@@ -194,7 +194,7 @@ class AtariPlayersEnv:
         self.terminated[:] = self.truncated[:] = False
         self.alive[:] = self._playing[:] = True
         lives = self._ale.all_lives()
-        return self._obs(), {i: {"lives": lives[i], "reward": np.float32(0)} for i in range(self._p)}
+        return self._obs(), {i: {"lives": lives[i], "reward": np.float32(0), "terminated": np.int32(0)} for i in range(self._p)}
 
     def step(self, action: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool, bool, dict[int, Any]]:
         ale, playing = self._ale, self._playing
@@ -209,7 +209,7 @@ class AtariPlayersEnv:
         playing &= ~leaving
         terminated = not playing.any()
         truncated = self._frames >= self._limit and not terminated
-        info = {i: {"lives": lives[i], "reward": raw[i]} for i in range(self._p)}
+        info = {i: {"lives": lives[i], "reward": raw[i], "terminated": np.int32(over)} for i in range(self._p)}  # game over
         return self._obs(), np.sign(raw) if self._reward_clip else raw, terminated, truncated, info
 
     def _obs(self) -> np.ndarray:

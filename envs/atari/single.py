@@ -297,7 +297,7 @@ class AtariSingleBackend(Backend):  # not lockstep: any subset of envs can be se
         n = len(env_id)
         lives = np.array([self._lives[i] for i in env_id.tolist()], np.int32)
         zeros = np.zeros(n, np.float32)
-        extra = {"lives": lives, "reward": zeros.copy()}
+        extra = {"lives": lives, "reward": zeros.copy(), "terminated": np.zeros(n, np.int32)}
         batch = Batch(env_id, obs, zeros, np.zeros(n, bool), np.zeros(n, bool), np.zeros(n, np.int32), extra)
         return Chunk(env_id, batch, ids is None)
 
@@ -307,12 +307,13 @@ class AtariSingleBackend(Backend):  # not lockstep: any subset of envs can be se
         raw = np.zeros(n, np.float32)
         terminated = np.zeros(n, bool)
         env_truncated = np.zeros(n, bool)
+        over = np.zeros(n, np.int32)
         lives = np.empty(n, np.int32)
         for j, (i, a) in enumerate(zip(env_id.tolist(), action.tolist())):
             if self._over[i]:  # EnvPool's rule: the step after an episode's end resets, discarding the action
                 self._reset_env(i)
             else:
-                raw[j], terminated[j], env_truncated[j] = self._step_env(i, a)
+                raw[j], terminated[j], env_truncated[j], over[j] = self._step_env(i, a)
             lives[j] = self._lives[i]
         idx = _ALL if ids is None else ids
         obs = self._observe(idx)
@@ -322,7 +323,7 @@ class AtariSingleBackend(Backend):  # not lockstep: any subset of envs can be se
             resets = None
         terminated, truncated, elapsed = self._book.finish(idx, resets, terminated, env_truncated)
         reward = np.sign(raw) if self._reward_clip else raw
-        batch = Batch(env_id, obs, reward, terminated, truncated, elapsed, {"lives": lives, "reward": raw})
+        batch = Batch(env_id, obs, reward, terminated, truncated, elapsed, {"lives": lives, "reward": raw, "terminated": over})
         return Chunk(env_id, batch, ids is None)
 
     def _observe(self, idx: slice | np.ndarray) -> np.ndarray:
@@ -336,8 +337,8 @@ class AtariSingleBackend(Backend):  # not lockstep: any subset of envs can be se
         self._lives[i] = self._ales[i].lives()
         self._over[i] = False
 
-    def _step_env(self, i: int, a: int) -> tuple[int, bool, bool]:
-        """(raw reward, terminated, truncated by the frame limit) of one agent step."""
+    def _step_env(self, i: int, a: int) -> tuple[int, bool, bool, bool]:
+        """(raw reward, terminated, truncated by the frame limit, game over) of one agent step."""
         ale = self._ales[i]
         lives, limit = self._lives[i], self._max_frames
         reward, over, frames = skip_frames(ale, self._actions[a], self._frame_skip, self._grab[i], self._raw[i],
@@ -348,7 +349,7 @@ class AtariSingleBackend(Backend):  # not lockstep: any subset of envs can be se
         self._lives[i] = now
         self._over[i] = over or frames >= limit
         terminated = over or (self._life_loss and lost)
-        return reward, terminated, frames >= limit and not terminated
+        return reward, terminated, frames >= limit and not terminated, over
 
 
 def _make_ale(ale_py: Any, rom_path: Any, seed: int, o: Any) -> Any:

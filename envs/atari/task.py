@@ -31,8 +31,19 @@ ATARI_KWARGS: dict[str, Any] = {
     "difficulty": -1,  # ALE difficulty switch; -1 or None: the ROM's default (0)
 }
 DEFAULT_MAX_EPISODE_STEPS = 27_000  # agent steps: 108,000 frames at frame_skip 4
-# Info beyond env_id and elapsed_step, from either Atari backend: lives, and the raw (unclipped) reward.
-ATARI_INFO = {"lives": np.dtype(np.int32), "reward": np.dtype(np.float32)}
+# Info beyond env_id and elapsed_step, from either Atari backend: lives, the raw (unclipped) reward,
+# and EnvPool's `terminated`: 1 where the game is over (with episodic_life, a life loss ends an
+# episode but not the game; CleanRL's EnvPool scripts read it to end their episode returns).
+ATARI_INFO = {"lives": np.dtype(np.int32), "reward": np.dtype(np.float32), "terminated": np.dtype(np.int32)}
+
+
+def game_over(terminated: Any, lives: Any, before: Any, episodic_life: bool) -> Any:
+    """EnvPool's info["terminated"] from a step's termination: the game is over unless the step
+    ended on a life loss that leaves lives (`0 < lives < before`, the rule by which episodic_life
+    ends an episode; numpy or jnp arrays)."""
+    if not episodic_life:
+        return terminated.astype(np.int32)
+    return (terminated & ~((lives > 0) & (lives < before))).astype(np.int32)
 # ALE's vector reset takes one C int seed per env (a larger one is a TypeError from its bindings)
 # and reads -1 as "keep the current seed": env seeds are in [0, 2**31 - 1].
 ALE_MAX_SEED = INT32_MAX

@@ -7,7 +7,7 @@ program, with no host callback per step: env ids (actions reordered to ALE's bat
 order accepted, as the Python API does), float rewards (sign-clipped with reward_clip; the raw
 reward in info), elapsed steps and the auto-reset step (elapsed 0) after an ended episode (a life
 loss with episodic_life), truncation never set with termination, channel-first RGB stacks, and
-the gym tuple or dm TimeStep with info env_id, elapsed_step, lives, reward. Results equal the
+the gym tuple or dm TimeStep with info env_id, elapsed_step, lives, reward, terminated (game over). Results equal the
 Python API's for the same seed and actions (tests/test_atari_xla.py).
 
 Where state lives. ALE's envs and its in-flight batch live in ALE, one vectorizer (async: one per
@@ -56,6 +56,7 @@ from typing import Any, NamedTuple
 import dm_env
 import numpy as np
 
+from envs.atari.task import game_over
 from envs.xla import make_xla as make_generic_xla
 from envs.xla import state_template
 
@@ -71,9 +72,10 @@ class AtariHandle(NamedTuple):
     order: Any  # int32 (batch_size,): the batch ALE returned last, in ALE's order
     frame: Any  # int32 (num_envs,): ALE's frame_number at the env's last result; -1: not seen
     episode_frame: Any  # int32 (num_envs,): ALE's episode_frame_number there
+    lives: Any  # int32 (num_envs,): the env's lives at its last result (info["terminated"]: game over)
     # Async pools only (None in sync ones): their groups of envs (module docstring).
     fifo: Any = None  # int32 (groups,): the groups in the order they were sent, the held ones last
-    results: Any = None  # (obs, raw reward, terminated, truncated, lives), each (groups, g, ...): a group's last result
+    results: Any = None  # (obs, raw reward, terminated, truncated, lives, game over), each (groups, g, ...): a group's last result
 
 
 def make_atari_xla(pool: Any, backend: Any) -> tuple[AtariHandle, Callable, Callable, Callable]:
@@ -92,6 +94,7 @@ class _AtariXla:
         self.task, self.n, self.b = c["task_id"], pool.num_envs, pool.batch_size
         self.sync, self.dm = self.n == self.b, c["env_type"] == "dm"
         self.fs, self.clip, self.rgb = int(c["frame_skip"]), bool(c["reward_clip"]), not c["gray_scale"]
+        self.episodic_life = bool(c["episodic_life"])
         self.num_actions = int(pool.action_space.n)
         # Groups (envs/atari/backend.py): g envs each, the batch is `held` of them; sync: one of all envs.
         self.g = backend._group_size
@@ -106,6 +109,7 @@ class _AtariXla:
         self.handle = AtariHandle(
             token, ale_handle, jnp.asarray(True), jnp.zeros(n, jnp.int32), jnp.ones(n, bool),
             jnp.arange(self.b, dtype=jnp.int32), jnp.full(n, -1, jnp.int32), jnp.full(n, -1, jnp.int32),
+            jnp.zeros(n, jnp.int32),
         )
         if not self.sync:
             self.handle = self.handle._replace(
@@ -147,11 +151,13 @@ class _AtariXla:
         lax.cond(stale.any(), self._raise_stale, lambda *a: None, ids, stale)
         elapsed = jnp.where(due, 0, h.elapsed[ids] + 1)
         truncated = trunc & ~term
+        lives = info["lives"]
+        over = game_over(term, lives, h.lives[ids], self.episodic_life)
         h = h._replace(
             ale=ale, elapsed=h.elapsed.at[ids].set(elapsed), done=h.done.at[ids].set(term | truncated), order=ids,
-            frame=h.frame.at[ids].set(fn), episode_frame=h.episode_frame.at[ids].set(efn),
+            frame=h.frame.at[ids].set(fn), episode_frame=h.episode_frame.at[ids].set(efn), lives=h.lives.at[ids].set(lives),
         )
-        return h, self._format(self._obs(obs), raw.astype(jnp.float32), term, truncated, ids, elapsed, info["lives"])
+        return h, self._format(self._obs(obs), raw.astype(jnp.float32), term, truncated, ids, elapsed, lives, over)
 
     def _step_groups(self, h: AtariHandle, action: Any, env_id: Any) -> tuple[AtariHandle, Any]:
         """Async: one ALE call per held group (its vector env, sync: send and receive) whose
@@ -164,7 +170,7 @@ class _AtariXla:
         ale_action = self._checked_ale_order(h, action, env_id)  # h.order: the held groups' envs, group by group
         local = np.arange(g, dtype=np.int32)
         ale, results = h.ale, list(h.results)
-        elapsed_all, done, frame, episode_frame = h.elapsed, h.done, h.frame, h.episode_frame
+        elapsed_all, done, frame, episode_frame, lives_all = h.elapsed, h.done, h.frame, h.episode_frame, h.lives
         for p in range(held):
             k = h.fifo[self.groups - held + p]
             new, (obs, raw, term, trunc, info) = self.ale_step(ale[k], ale_action[p * g:(p + 1) * g])
@@ -177,19 +183,21 @@ class _AtariXla:
             elapsed_all = elapsed_all.at[ids].set(jnp.where(due, 0, elapsed_all[ids] + 1))
             done, ale = done.at[ids].set(term | truncated), ale.at[k].set(new)
             frame, episode_frame = frame.at[ids].set(fn), episode_frame.at[ids].set(efn)
-            for i, x in enumerate((self._obs(obs), raw.astype(jnp.float32), term, truncated, info["lives"])):
+            over = game_over(term, info["lives"], lives_all[ids], self.episodic_life)
+            lives_all = lives_all.at[ids].set(info["lives"])
+            for i, x in enumerate((self._obs(obs), raw.astype(jnp.float32), term, truncated, info["lives"], over)):
                 results[i] = results[i].at[k].set(x)
         out = h.fifo[:held]  # the groups sent longest ago
         ids = (out[:, None] * g + local).reshape(-1)
-        obs, raw, term, truncated, lives = (r[out].reshape(self.b, *r.shape[2:]) for r in results)
+        obs, raw, term, truncated, lives, over = (r[out].reshape(self.b, *r.shape[2:]) for r in results)
         h = h._replace(
             ale=ale, elapsed=elapsed_all, done=done, order=ids, frame=frame, episode_frame=episode_frame,
-            fifo=jnp.roll(h.fifo, -held), results=tuple(results),
+            lives=lives_all, fifo=jnp.roll(h.fifo, -held), results=tuple(results),
         )
-        return h, self._format(obs, raw, term, truncated, ids, elapsed_all[ids], lives)
+        return h, self._format(obs, raw, term, truncated, ids, elapsed_all[ids], lives, over)
 
     def _results_specs(self) -> tuple[Any, ...]:
-        """Shapes of AtariHandle.results: (obs, raw reward, terminated, truncated, lives) per group and env."""
+        """Shapes of AtariHandle.results: (obs, raw reward, terminated, truncated, lives, game over) per group and env."""
         import jax
         import jax.numpy as jnp
 
@@ -197,6 +205,7 @@ class _AtariXla:
         return (
             jax.ShapeDtypeStruct((*gg, *space.shape), space.dtype), jax.ShapeDtypeStruct(gg, jnp.float32),
             jax.ShapeDtypeStruct(gg, bool), jax.ShapeDtypeStruct(gg, bool), jax.ShapeDtypeStruct(gg, jnp.int32),
+            jax.ShapeDtypeStruct(gg, jnp.int32),
         )
 
     def _static_checks(self, action: Any, env_id: Any) -> tuple[Any, Any]:
@@ -228,11 +237,13 @@ class _AtariXla:
 
         n = self.n
         specs = (
-            jax.ShapeDtypeStruct((n,), jnp.int32), jax.ShapeDtypeStruct((n,), bool), jax.ShapeDtypeStruct((self.b,), jnp.int32)
+            jax.ShapeDtypeStruct((n,), jnp.int32), jax.ShapeDtypeStruct((n,), bool), jax.ShapeDtypeStruct((self.b,), jnp.int32),
+            jax.ShapeDtypeStruct((n,), jnp.int32),
         )
-        elapsed, done, order = io_callback(self._adopt, specs, h.token, ordered=True)
+        elapsed, done, order, lives = io_callback(self._adopt, specs, h.token, ordered=True)
         unseen = jnp.full(n, -1, jnp.int32)
-        return h._replace(fresh=jnp.asarray(False), elapsed=elapsed, done=done, order=order, frame=unseen, episode_frame=unseen)
+        return h._replace(fresh=jnp.asarray(False), elapsed=elapsed, done=done, order=order, frame=unseen,
+                          episode_frame=unseen, lives=lives)
 
     def _check_adoptable(self, token: np.ndarray) -> None:
         pool, backend = self.pool, self.backend
@@ -250,7 +261,7 @@ class _AtariXla:
             "API, recv/send or a fresh handle. Make a new pool to start over"
         )
 
-    def _adopt(self, token: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _adopt(self, token: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Host side of the hand-over (sync): checks the pool can be continued, then locks its Python API."""
         pool, backend = self.pool, self.backend
         self._check_adoptable(token)
@@ -263,7 +274,7 @@ class _AtariXla:
         book = backend._book
         # ALE returns a sync batch in env id order (checked on every step); `last` may name fewer
         # envs then: after reset(env_id) the pool's last batch is the envs reset.
-        return book.elapsed.copy(), book.done.copy(), np.arange(self.n, dtype=np.int32)
+        return book.elapsed.copy(), book.done.copy(), np.arange(self.n, dtype=np.int32), backend._lives.copy()
 
     def _take_over_groups(self, h: AtariHandle) -> AtariHandle:
         """Async: a fresh handle takes the pool's counters, its groups' order and the results of the
@@ -275,14 +286,14 @@ class _AtariXla:
         n = self.n
         specs = (
             jax.ShapeDtypeStruct((n,), jnp.int32), jax.ShapeDtypeStruct((n,), bool),
-            jax.ShapeDtypeStruct((self.groups,), jnp.int32), *self._results_specs(),
+            jax.ShapeDtypeStruct((n,), jnp.int32), jax.ShapeDtypeStruct((self.groups,), jnp.int32), *self._results_specs(),
         )
-        elapsed, done, fifo, *results = io_callback(self._adopt_groups, specs, h.token, ordered=True)
+        elapsed, done, lives, fifo, *results = io_callback(self._adopt_groups, specs, h.token, ordered=True)
         held_ids = (fifo[self.groups - self.held:, None] * self.g + jnp.arange(self.g, dtype=jnp.int32)).reshape(-1)
         unseen = jnp.full(n, -1, jnp.int32)
         return h._replace(
             fresh=jnp.asarray(False), elapsed=elapsed, done=done, order=held_ids, frame=unseen, episode_frame=unseen,
-            fifo=fifo, results=tuple(results),
+            lives=lives, fifo=fifo, results=tuple(results),
         )
 
     def _adopt_groups(self, token: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -315,7 +326,8 @@ class _AtariXla:
             k = int(b.env_id[0]) // g
             fifo.append(k)
             assert np.array_equal(b.env_id, backend._group_ids[k]), (b.env_id, k)
-            for r, x in zip(results, (b.obs, b.extra["reward"], b.terminated, b.truncated, b.extra["lives"])):
+            extra = b.extra
+            for r, x in zip(results, (b.obs, extra["reward"], b.terminated, b.truncated, extra["lives"], extra["terminated"])):
                 r[k] = x
         fifo += [int(i) // g for i in last[::g]]
         assert sorted(fifo) == list(range(self.groups)), fifo
@@ -323,7 +335,7 @@ class _AtariXla:
         backend._out = []
         self._lock()
         book = backend._book
-        return (book.elapsed.copy(), book.done.copy(), np.asarray(fifo, np.int32), *results)
+        return (book.elapsed.copy(), book.done.copy(), backend._lives.copy(), np.asarray(fifo, np.int32), *results)
 
     def _checked_ale_order(self, h: AtariHandle, action: Any, env_id: Any) -> Any:
         """The actions in ALE's batch order, after the checks on values (a raising callback on misuse)."""
@@ -393,7 +405,8 @@ class _AtariXla:
         b, stack, height, width, c = obs.shape  # ALE: (B, stack, H, W, 3); ours: (B, 3 * stack, H, W)
         return obs.transpose(0, 1, 4, 2, 3).reshape(b, stack * c, height, width)
 
-    def _format(self, obs: Any, raw: Any, terminated: Any, truncated: Any, ids: Any, elapsed: Any, lives: Any) -> Any:
+    def _format(self, obs: Any, raw: Any, terminated: Any, truncated: Any, ids: Any, elapsed: Any, lives: Any,
+                over: Any) -> Any:
         """The Python API's output structure (envs.xla.state_template) from the step's arrays."""
         import jax.numpy as jnp
 
@@ -401,6 +414,7 @@ class _AtariXla:
         if self.dm:
             last = jnp.where(terminated | truncated, dm_env.StepType.LAST, dm_env.StepType.MID)
             step_type = jnp.where(elapsed == 0, dm_env.StepType.FIRST, last)
-            observation = type(self.template.observation)(obs, ids, elapsed, lives, raw)
+            observation = type(self.template.observation)(obs, ids, elapsed, lives, raw, over)
             return dm_env.TimeStep(step_type.astype(jnp.int32), reward, (~terminated).astype(jnp.float32), observation)
-        return obs, reward, terminated, truncated, {"env_id": ids, "elapsed_step": elapsed, "lives": lives, "reward": raw}
+        info = {"env_id": ids, "elapsed_step": elapsed, "lives": lives, "reward": raw, "terminated": over}
+        return obs, reward, terminated, truncated, info
