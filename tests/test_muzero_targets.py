@@ -44,17 +44,14 @@ def reference(values, rewards, terminated, truncated, actions, policies, discoun
             s = t + k
             if k < big_k and s < length:
                 out["actions"][t, k] = actions[s]
-            if s <= length:
-                out["policies"][t, k] = policies[s]
-            else:
-                out["policies"][t, k] = policies[length]
+            out["policies"][t, k] = policies[min(s, length - 1)]
             if final[t]:
                 continue  # not a real start: all masked
             if s <= length and (end is None or s <= end):
                 out["values"][t, k], out["value_mask"][t, k] = z[s], known[s]
                 if k:
                     out["rewards"][t, k], out["reward_mask"][t, k] = rewards[s], True
-                out["policy_mask"][t, k] = not final[s]
+                out["policy_mask"][t, k] = not final[s] and s < length
             elif end is not None and terminated[end]:  # absorbing
                 out["value_mask"][t, k] = True
                 out["reward_mask"][t, k] = k > 0
@@ -67,7 +64,7 @@ def random_sequence(rng, length, num_actions, p_end):
     values = rng.normal(size=length + 1).astype(np.float32)
     rewards = rng.normal(size=length + 1).astype(np.float32)
     actions = rng.integers(0, num_actions, length).astype(np.int32)
-    policies = rng.dirichlet(np.ones(num_actions), length + 1).astype(np.float32)
+    policies = rng.dirichlet(np.ones(num_actions), length).astype(np.float32)
     return values, rewards, terminated, truncated, actions, policies
 
 
@@ -93,7 +90,7 @@ def test_hand_computed_unroll_past_a_terminal_state():
     rewards = np.array([0.0, 1.0, 2.0, 0.0, 4.0], np.float32)
     terminated = np.array([0, 0, 1, 0, 0], bool)
     actions = np.array([1, 0, 1, 1], np.int32)
-    policies = np.tile(np.array([[0.25, 0.75]], np.float32), (5, 1))
+    policies = np.tile(np.array([[0.25, 0.75]], np.float32), (4, 1))
     out = unroll_targets(values, rewards, terminated, np.zeros(5, bool), actions, policies, 0.5, 2, 3)
     # start 1: x_1 (z 2), x_2 terminal (z 0, reward 2), then absorbing: value 0, reward 0, no policy
     assert out.valid.tolist() == [True, True, False, True]
@@ -108,6 +105,7 @@ def test_hand_computed_unroll_past_a_terminal_state():
     # start 3: x_3 (z 29), x_4 (its own bootstrap: masked), then past the sequence: unknown
     assert out.value_mask[3].tolist() == [True, False, False, False]
     assert out.reward_mask[3].tolist() == [False, True, False, False]
+    assert out.policy_mask[3].tolist() == [True, False, False, False]  # x_4 = x_L: its search is the next sequence's
 
 
 @pytest.mark.parametrize("seed", range(12))

@@ -15,7 +15,9 @@ auto-reset, whose action was discarded) and s = t + k:
   j = min(n, e - s, L - s) (the window stops at the episode's end and at the sequence's end,
   where it bootstraps; a truncated episode's last observation bootstraps like any other), masked
   where j = 0 and x_s is not terminated (a target that is its own bootstrap says nothing); reward
-  u_s = rewards[s] for k >= 1; policy pi_s, masked at the final step e (its action was discarded);
+  u_s = rewards[s] for k >= 1; policy pi_s, masked at the final step e (its action was discarded)
+  and at s = L (the search there belongs to the next sequence: policies are the L searches whose
+  actions the sequence holds);
 - past a terminated episode's end: the absorbing state, value 0 and reward 0 (both real),
   policy masked (MuZero's "uniform policy" there, which we do not train on);
 - past a truncated episode's end or past the sequence (s > L): nothing is known, all masked.
@@ -44,7 +46,7 @@ class UnrollTargets(NamedTuple):
     actions: Array  # [L, K] int: a_{t+k}, the actions the dynamics unroll (0 past the sequence)
     values: Array  # [L, K + 1] z_{t+k} inside t's episode, else 0
     rewards: Array  # [L, K + 1] u_{t+k} inside t's episode (k = 0: unused), else 0
-    policies: Array  # [L, K + 1, A] pi_{t+k}
+    policies: Array  # [L, K + 1, A] pi_{t+k} (pi_{L-1} past the sequence: masked)
     value_mask: Array  # [L, K + 1] bool
     reward_mask: Array  # [L, K + 1] bool (k = 0: False)
     policy_mask: Array  # [L, K + 1] bool
@@ -89,7 +91,7 @@ def unroll_targets(values: Array, rewards: Array, terminated: Array, truncated: 
       rewards: [L + 1] rewards[s] arrived with env step s (rewards[0] unused).
       terminated, truncated: [L + 1] flags of env steps.
       actions: [L] int, the action taken at env step s.
-      policies: [L + 1, A] the search policy at each x_s (pi_L: the last step's, as acted on).
+      policies: [L, A] the search policy at x_s, whose action is actions[s].
       discount: gamma.
       n: the value target's steps (static int >= 1).
       unroll_steps: K (static int >= 1).
@@ -98,7 +100,7 @@ def unroll_targets(values: Array, rewards: Array, terminated: Array, truncated: 
     chex.assert_equal_shape([values, rewards, terminated, truncated])
     length = actions.shape[0]
     chex.assert_shape(values, (length + 1,))
-    chex.assert_shape(policies, (length + 1, None))
+    chex.assert_shape(policies, (length, None))
     if not isinstance(unroll_steps, int) or unroll_steps < 1:
         raise ValueError(f"unroll_steps must be a Python int >= 1, got {unroll_steps!r}")
     big_k = unroll_steps
@@ -125,8 +127,8 @@ def unroll_targets(values: Array, rewards: Array, terminated: Array, truncated: 
     value_mask = (inside & known[sc]) | absorbing
     reward_t = jnp.where(inside & (k[None, :] > 0), rewards.astype(values.dtype)[sc], zero)
     reward_mask = (inside | absorbing).at[:, 0].set(False)
-    policy_t = policies[sc]
-    policy_mask = inside & ~final[sc]
+    policy_t = policies[jnp.minimum(s, length - 1)]
+    policy_mask = inside & ~final[sc] & (s < length)
     a = jnp.where(s[:, :big_k] < length, actions[jnp.minimum(s[:, :big_k], length - 1)], 0)
     return UnrollTargets(
         actions=a.astype(actions.dtype), values=jax.lax.stop_gradient(value_t), rewards=reward_t, policies=policy_t,
