@@ -121,6 +121,36 @@ def test_first_cycle_inserts_nothing_second_inserts_b_sequences():
         np.testing.assert_array_equal(got.action, [_code(0, t, b) for t in range(T)] + [_code(1, t, b) for t in range(T)])
 
 
+def test_an_action_pytree_is_stored_and_sampled_with_its_sequence():
+    """The action slot may be a pytree: the action and what the actor decided it by (MuZero's
+    search policy and value), stored and sampled exactly as a plain action."""
+    T, B, A = 3, 2, 4
+
+    def with_policy(cycle):
+        state, env_step, action = cycle
+        policy = jax.nn.one_hot(action % A, A) * 0.5 + 0.125  # a distribution per step, coded by the action
+        return state, env_step, {"action": action, "policy": policy, "value": action.astype(jnp.float32) / 7}
+
+    c0, c1, c2 = (with_policy(make_cycle(c, T, B)) for c in range(3))
+    r = rp.init(8, B, T, *rp.example_rows(c0[1], c0[2], c0[0]))
+    s0 = structure(r)
+    for c in (c0, c1, c2):
+        r = add(r, *c)
+    assert structure(r) == s0 and int(r.size) == 2 * B
+    for slot, (prev, cur) in enumerate([(c0, c1)] * B + [(c1, c2)] * B):
+        b = slot % B
+        got = stored(r, slot)
+        for key in ("action", "policy", "value"):
+            want = np.concatenate([np.asarray(prev[2][key])[:, b], np.asarray(cur[2][key])[:, b]])
+            np.testing.assert_array_equal(got.action[key], want, err_msg=key)
+    seqs, idx, _ = sample(r, jax.random.key(0), batch_size=5)
+    for i, slot in enumerate(np.asarray(idx)):
+        assert_tree_equal(jax.tree.map(lambda x: np.asarray(x)[i], seqs.action), stored(r, slot).action)
+    with pytest.raises(ValueError, match="trajectory_action"):
+        bad = dict(c2[2], policy=c2[2]["policy"][..., :2])
+        rp.add_cycle(r, c2[0], c2[1], bad)
+
+
 def test_many_cycles_keep_structure_and_contents():
     T, B = 2, 3
     r = make_replay(capacity=64, B=B, T=T)

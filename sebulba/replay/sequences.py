@@ -48,11 +48,13 @@ from sebulba.types import EnvStep
 PyTree = Any
 
 class Sequences(NamedTuple):
-    """Replay sequences, batch-major: env_step fields [b, 2T + 1, ...], action [b, 2T, ...],
-    state (the step state at the sequence's first env step) a pytree of [b, ...] leaves."""
+    """Replay sequences, batch-major: env_step fields [b, 2T + 1, ...], action [b, 2T, ...] (an
+    array, or a pytree of them: the action with what the actor decided it by, e.g. MuZero's
+    search policy), state (the step state at the sequence's first env step) a pytree of [b, ...]
+    leaves."""
 
     env_step: EnvStep
-    action: jax.Array
+    action: PyTree
     state: PyTree
 
 
@@ -95,7 +97,7 @@ def example_rows(trajectory_env_step: EnvStep, trajectory_action: jax.Array, ste
 
     return (
         jax.tree.map(lambda x: strip(x, 2), trajectory_env_step),
-        strip(trajectory_action, 2),
+        jax.tree.map(lambda x: strip(x, 2), trajectory_action),
         jax.tree.map(lambda x: strip(x, 1), step_state),
     )
 
@@ -127,12 +129,12 @@ def init(
         raise ValueError(f"capacity ({capacity}) must be >= num_envs ({num_envs})")
     sequences = Sequences(
         env_step=jax.tree.map(lambda r: filled(r, (capacity, 2 * T + 1)), example_env_step_row),
-        action=filled(example_action_row, (capacity, 2 * T)),
+        action=jax.tree.map(lambda r: filled(r, (capacity, 2 * T)), example_action_row),
         state=jax.tree.map(lambda r: filled(r, (capacity,)), example_state_row),
     )
     pending = Sequences(
         env_step=jax.tree.map(lambda r: filled(r, (num_sources, num_envs, T)), example_env_step_row),
-        action=filled(example_action_row, (num_sources, num_envs, T)),
+        action=jax.tree.map(lambda r: filled(r, (num_sources, num_envs, T)), example_action_row),
         state=jax.tree.map(lambda r: filled(r, (num_sources, num_envs)), example_state_row),
     )
     return SequenceReplay(
@@ -159,7 +161,7 @@ def add_cycle(
 ) -> SequenceReplay:
     """Fold one cycle of one source into the replay.
 
-    trajectory_env_step: time-major [T + 1, B, ...]; trajectory_action [T, B, ...];
+    trajectory_env_step: time-major [T + 1, B, ...]; trajectory_action [T, B, ...] (leaves, if a pytree);
     initial_step_state: the step state at the cycle's start, leaves [B, ...] (B = num_envs).
     `source` may be a Python int or a traced int32 scalar (in [0, num_sources)).
 
@@ -170,9 +172,10 @@ def add_cycle(
     (checked at trace time) so the replay's structure never changes.
     """
     pend = replay.pending
-    num_sources, B, T = pend.action.shape[:3]
+    num_sources, B, T = jax.tree.leaves(pend.action)[0].shape[:3]
     capacity = capacity_of(replay)
-    check_shape("trajectory_action", trajectory_action, (T, B) + pend.action.shape[3:], pend.action.dtype)
+    jax.tree.map(lambda x, p: check_shape("trajectory_action", x, (T, B) + p.shape[3:], p.dtype), trajectory_action,
+                 pend.action)
     jax.tree.map(
         lambda x, p: check_shape("trajectory_env_step", x, (T + 1, B) + p.shape[3:], p.dtype), trajectory_env_step, pend.env_step
     )
@@ -187,7 +190,7 @@ def add_cycle(
         env_step=jax.tree.map(
             lambda p, c: jnp.concatenate([p, env_major(c)], axis=1), prev.env_step, trajectory_env_step
         ),
-        action=jnp.concatenate([prev.action, env_major(trajectory_action)], axis=1),
+        action=jax.tree.map(lambda p, c: jnp.concatenate([p, env_major(c)], axis=1), prev.action, trajectory_action),
         state=prev.state,
     )
     # Without a pending cycle every index points past the end and mode="drop" skips the writes.
@@ -200,7 +203,7 @@ def add_cycle(
 
     pending = Sequences(
         env_step=jax.tree.map(lambda p, c: p.at[source].set(env_major(c[:T])), pend.env_step, trajectory_env_step),
-        action=pend.action.at[source].set(env_major(trajectory_action)),
+        action=jax.tree.map(lambda p, c: p.at[source].set(env_major(c)), pend.action, trajectory_action),
         state=jax.tree.map(lambda p, s: p.at[source].set(s), pend.state, initial_step_state),
     )
     return SequenceReplay(
