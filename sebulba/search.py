@@ -69,6 +69,17 @@ class SearchConfig:
             raise ValueError(f"pb_c_init and temperature must be > 0, got {self.pb_c_init}, {self.temperature}")
 
 
+def root_output(prior_logits: Array, value: Array, embedding: Any) -> Any:
+    """The search's root: [B, A] prior logits, [B] values, a [B, ...] embedding (mctx.RootFnOutput)."""
+    return _mctx().RootFnOutput(prior_logits=prior_logits, value=value, embedding=embedding)
+
+
+def model_output(reward: Array, discount: Array, prior_logits: Array, value: Array) -> Any:
+    """What a model step gives the search for its [B] new states (mctx.RecurrentFnOutput); a
+    `recurrent_fn(params, key, action, embedding)` returns it with the new embedding."""
+    return _mctx().RecurrentFnOutput(reward=reward, discount=discount, prior_logits=prior_logits, value=value)
+
+
 class SearchOutput(NamedTuple):
     action: Array  # [B] int32: the action to take
     policy: Array  # [B, A]: the improved policy, the policy target

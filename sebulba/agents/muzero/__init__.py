@@ -1,2 +1,4 @@
-"""MuZero (issue 57, in progress): so far its training targets (`targets.py`); the networks, the
-search in the actors' step and the agent come next."""
+"""MuZero (issue 57, in progress): so far its networks (`networks.py`: representation, dynamics
+and prediction, the learner's unroll, the search's root and model step) and its training targets
+(`targets.py`); the agent (the search in the actors' step, the replay of sequences with their
+search policies, the losses) comes next."""
