@@ -1,0 +1,167 @@
+"""MuZero (Schrittwieser et al. 2020) as a Sebulba agent, with Gumbel MuZero's search (Danihelka
+et al. 2022, `sebulba.search`): the actors plan in their jitted step, with the learned model, and
+act on the search's action; the learner replays sequences with the search policies the actors
+had, unrolls the model K steps from every position of them, and regresses the policy on the
+search policy, the value on n-step returns bootstrapped from a target network, and the reward on
+the rewards seen.
+
+As R2D2's here, a sequence is two consecutive loop cycles of one env (`sebulba.replay.sequences`),
+replayed by priority (the value error of its starts); its action slot holds the action and the
+search policy it was taken by.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import gymnasium as gym
+import jax
+import jax.numpy as jnp
+import optax
+
+import envs
+from sebulba import observations
+from sebulba.agent import Agent, gradient_step, when_ready
+from sebulba.agents.muzero.config import MuZeroConfig
+from sebulba.agents.muzero.networks import MuZeroNet, make_network, recurrent_fn, rescale, root, unroll
+from sebulba.agents.muzero.targets import unroll_targets
+from sebulba.agents.r2d2.returns import sequence_priority, signed_parabolic
+from sebulba.replay import sequences as rp
+from sebulba.replay.priorities import importance_weights
+from sebulba.schedules import linear_decay
+from sebulba.search import search
+from sebulba.sharding import LEARNER_AXIS
+from sebulba.target_networks import TargetNetworks
+from sebulba.types import ActorOutput, EnvStep, ExperienceLayout, Trajectory
+
+
+class StepState(NamedTuple):
+    key: jax.Array  # one typed key: the search's Gumbel noise
+
+
+Networks = TargetNetworks  # the online networks, the target copy the value targets bootstrap from
+
+
+class Experience(NamedTuple):
+    replay: rp.SequenceReplay
+
+
+class MuZero(Agent[Networks, optax.OptState, Experience, StepState]):
+    def __init__(self, env_spec: envs.EnvSpec, config: MuZeroConfig = MuZeroConfig()):
+        super().__init__(env_spec)
+        if not isinstance(env_spec.action_space, gym.spaces.Discrete):
+            raise ValueError(f"MuZero needs a Discrete action space, got {env_spec.action_space}")
+        self.config = config
+        self.target_update_period = config.target_update_period
+        self.num_actions = int(env_spec.action_space.n)
+        self.net = make_network(env_spec.observation_space, self.num_actions, config.latent_size, config.hidden_sizes,
+                                config.torso)
+
+    # ---------------------------------------------------------------- state
+    def init_networks(self, key: jax.Array) -> Networks:
+        params = self.net.init(key, observations.zeros(self.env_spec.observation_space), jnp.zeros(1, jnp.int32))
+        return TargetNetworks.of(params)
+
+    def optimizer(self) -> optax.GradientTransformation:
+        c = self.config
+        adam = optax.adam(linear_decay(c.learning_rate, c.lr_decay_steps))
+        return adam if c.max_grad_norm is None else optax.chain(optax.clip_by_global_norm(c.max_grad_norm), adam)
+
+    def init_step_state(self, networks: Networks, num_envs: int, key: jax.Array) -> StepState:
+        return StepState(key)
+
+    def init_experience(self, networks: Networks, layout: ExperienceLayout, key: jax.Array) -> Experience:
+        c = self.config
+        if layout.steps_per_cycle != c.cycle_length:
+            raise ValueError(
+                f"MuZero needs cycles of sequence_length / 2 = {c.cycle_length} steps, the loop runs {layout.steps_per_cycle}")
+        f32, b = jax.ShapeDtypeStruct((), jnp.float32), jax.ShapeDtypeStruct((), jnp.bool_)
+        env_row = EnvStep(observations.shape_structs(self.env_spec.observation_space), f32, b, b, b)
+        action_row = {"action": jax.ShapeDtypeStruct((), jnp.int32),
+                      "policy": jax.ShapeDtypeStruct((self.num_actions,), jnp.float32)}
+        replay = rp.init(c.replay_capacity, layout.num_envs, layout.steps_per_cycle, env_row, action_row, (),
+                         num_sources=layout.num_actors)
+        return Experience(replay)
+
+    # ---------------------------------------------------------------- acting
+    def _act(self, networks: Networks, step_state: StepState, env_step: EnvStep, evaluation: bool):
+        key, k_search = jax.random.split(step_state.key)
+        params = networks.online
+        out = search(self.config.search(evaluation), params, k_search, root(self.net, params, env_step.obs),
+                     recurrent_fn(self.net, self.config.discount, self.config.rescaling_eps))
+        return ActorOutput(out.action, {"policy": out.policy}), StepState(key)
+
+    def step(self, networks: Networks, step_state: StepState, env_step: EnvStep):
+        return self._act(networks, step_state, env_step, evaluation=False)
+
+    def evaluation_step(self, networks: Networks, step_state: StepState, env_step: EnvStep):
+        """The search without Gumbel noise: the improved policy's best action."""
+        return self._act(networks, step_state, env_step, evaluation=True)
+
+    # ---------------------------------------------------------------- learning
+    def update_experience(self, experience: Experience, initial_step_state: StepState, final_step_state: StepState,
+                          trajectory: Trajectory) -> Experience:
+        taken = {"action": trajectory.action.astype(jnp.int32), "policy": trajectory.extras["policy"]}
+        replay = rp.add_cycle(experience.replay, (), trajectory.env_step, taken, source=trajectory.actor)
+        return experience._replace(replay=replay)
+
+    def _sequence_loss(self, online, target, seqs: rp.Sequences, weights):
+        """Loss over a batch of sequences [b, L + 1, ...] -> (loss, (metrics, priorities [b]))."""
+        c = self.config
+        es = seqs.env_step
+        b, length = seqs.action["action"].shape
+        flat = lambda x: x.reshape(-1, *x.shape[2:])  # noqa: E731 - [b, n, ...] -> [b * n, ...]
+
+        # bootstrap values of every x_s from the target network, in the reward scale
+        latent = self.net.apply(target, jax.tree.map(flat, es.obs), method=MuZeroNet.represent)
+        boot = signed_parabolic(self.net.apply(target, latent, method=MuZeroNet.predict).value, c.rescaling_eps)
+        boot = jax.lax.stop_gradient(boot.reshape(b, length + 1))
+        targets = jax.vmap(unroll_targets, in_axes=(0, 0, 0, 0, 0, 0, None, None, None))(
+            boot, es.reward, es.terminated, es.truncated, seqs.action["action"], seqs.action["policy"], c.discount,
+            c.td_steps, c.unroll_steps)  # [b, L, ...]
+
+        starts = jax.tree.map(lambda x: flat(x[:, :length]), es.obs)  # every start t < L
+        out = unroll(self.net, online, starts, flat(targets.actions))
+        shaped = lambda x: x.reshape(b, length, *x.shape[1:])  # noqa: E731
+        values, rewards, logits = shaped(out.values), shaped(out.rewards), shaped(out.policy_logits)
+
+        def masked_mean(x, mask):
+            return jnp.sum(jnp.where(mask, x, 0.0), (1, 2)) / jnp.maximum(mask.sum((1, 2)), 1)
+
+        value_err = values - rescale(targets.values, c.rescaling_eps)
+        value_loss = masked_mean(value_err**2, targets.value_mask)
+        reward_loss = masked_mean((rewards - rescale(targets.rewards[..., 1:], c.rescaling_eps)) ** 2,
+                                  targets.reward_mask[..., 1:])
+        cross_entropy = -jnp.sum(targets.policies * jax.nn.log_softmax(logits), -1)
+        policy_loss = masked_mean(cross_entropy, targets.policy_mask)
+        per_seq = c.value_loss_weight * value_loss + reward_loss + policy_loss
+        loss = jnp.mean(weights * per_seq)
+        first = targets.value_mask[..., 0]
+        priorities = jax.vmap(sequence_priority, in_axes=(0, 0, None))(
+            jax.lax.stop_gradient(jnp.abs(value_err[..., 0])), first, c.priority_eta)
+        metrics = {"value_loss": jnp.mean(value_loss), "reward_loss": jnp.mean(reward_loss),
+                   "policy_loss": jnp.mean(policy_loss),
+                   "value_mean": jnp.sum(first * signed_parabolic(values[..., 0], c.rescaling_eps)) / jnp.maximum(first.sum(), 1)}
+        return loss, (metrics, priorities)
+
+    def num_off_policy_optims_per_cycle(self, layout: ExperienceLayout) -> int:
+        return self.config.optims_per_cycle
+
+    def optimize(self, networks: Networks, opt_state, experience: Experience, key: jax.Array):
+        """One `gradient_step` on a prioritized batch of sequences; their new priorities go back to
+        the replay. Nothing is computed (`when_ready`) until every learner device's replay holds
+        min_replay_size sequences."""
+        c = self.config
+        ready = jax.lax.pmin(experience.replay.size, LEARNER_AXIS) >= c.min_replay_size
+
+        def step(networks, opt_state, replay):
+            seqs, idx, probs = rp.sample(replay, key, c.batch_size, c.priority_exponent)
+            weights = importance_weights(probs, replay.size, c.importance_sampling_exponent)
+            networks, opt_state, (metrics, priorities), step_metrics = gradient_step(
+                self.tx, lambda nets: self._sequence_loss(nets.online, nets.target, seqs, weights), networks, opt_state,
+                self.update_target)
+            return networks, opt_state, rp.update_priorities(replay, idx, priorities), {**metrics, **step_metrics}
+
+        networks, opt_state, replay, metrics = when_ready(ready, step, networks, opt_state, experience.replay)
+        metrics = {**metrics, "replay_size": replay.size.astype(jnp.float32), "learning": ready.astype(jnp.float32)}
+        return networks, opt_state, Experience(replay), metrics

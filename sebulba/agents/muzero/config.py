@@ -1,0 +1,72 @@
+"""MuZero's hyperparameters (Schrittwieser et al. 2020; the search is Gumbel MuZero's, Danihelka
+et al. 2022), scaled to state-based tasks on a small host."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from sebulba.schedules import check_decay_steps
+from sebulba.search import SearchConfig
+
+
+@dataclasses.dataclass(frozen=True)
+class MuZeroConfig:
+    torso: str = "auto"  # the representation's encoder: see sebulba.networks.torso_for
+    hidden_sizes: tuple[int, ...] = (64,)  # the encoder's and each function's MLP layers
+    latent_size: int = 64
+    sequence_length: int = 20  # replayed sequences; the loop's cycles are half of one
+    unroll_steps: int = 5  # K
+    td_steps: int = 10  # n of the value targets
+    discount: float = 0.997
+    rescaling_eps: float = 1e-3  # values and rewards are predicted in h(x) = sign(x)(sqrt(|x| + 1) - 1) + eps x
+    # the search (sebulba.search.SearchConfig; Gumbel MuZero's, deterministic in evaluation)
+    num_simulations: int = 16
+    max_num_considered_actions: int = 16
+    gumbel_scale: float = 1.0
+    value_scale: float = 0.1
+    maxvisit_init: float = 50.0
+    # the learner
+    learning_rate: float = 1e-3
+    lr_decay_steps: int | None = None
+    max_grad_norm: float | None = 5.0
+    value_loss_weight: float = 0.25  # MuZero Reanalyse's weight of the value loss
+    batch_size: int = 16  # sequences per optimizer step, per learner device
+    optims_per_cycle: int = 4
+    target_update_period: int = 100  # learner steps between copies of the target network (value bootstraps)
+    replay_capacity: int = 5_000  # sequences per learner device
+    min_replay_size: int = 50
+    priority_exponent: float = 1.0  # MuZero's alpha
+    importance_sampling_exponent: float = 1.0  # and beta
+    priority_eta: float = 0.9  # a sequence's priority: eta max + (1 - eta) mean of its |value errors|
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "hidden_sizes", tuple(self.hidden_sizes))
+        if self.sequence_length < 2 or self.sequence_length % 2:
+            raise ValueError(f"sequence_length must be even and >= 2 (cycles are half a sequence), got {self.sequence_length}")
+        for name in ("latent_size", "unroll_steps", "td_steps", "learning_rate", "rescaling_eps", "batch_size",
+                     "optims_per_cycle", "target_update_period", "replay_capacity"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+        if not 0.0 <= self.discount <= 1.0:
+            raise ValueError(f"discount must be in [0, 1], got {self.discount}")
+        if self.value_loss_weight < 0:
+            raise ValueError(f"value_loss_weight must be >= 0, got {self.value_loss_weight}")
+        if self.max_grad_norm is not None and self.max_grad_norm <= 0:
+            raise ValueError(f"max_grad_norm must be > 0 or None, got {self.max_grad_norm}")
+        check_decay_steps(self.lr_decay_steps)
+        if not 1 <= self.min_replay_size <= self.replay_capacity:
+            raise ValueError(f"min_replay_size must be in [1, replay_capacity={self.replay_capacity}], got {self.min_replay_size}")
+        if not 0.0 <= self.priority_eta <= 1.0:
+            raise ValueError(f"priority_eta must be in [0, 1], got {self.priority_eta}")
+        self.search()  # the search's own rules, each with its own error
+
+    @property
+    def cycle_length(self) -> int:
+        """The loop's steps_per_cycle for this config."""
+        return self.sequence_length // 2
+
+    def search(self, evaluation: bool = False) -> SearchConfig:
+        """The actors' search; in evaluation without Gumbel noise (deterministic)."""
+        return SearchConfig(num_simulations=self.num_simulations, max_num_considered_actions=self.max_num_considered_actions,
+                            gumbel_scale=0.0 if evaluation else self.gumbel_scale, value_scale=self.value_scale,
+                            maxvisit_init=self.maxvisit_init)
