@@ -1,0 +1,87 @@
+"""MuZero on the loops (sebulba/agents/muzero): its config's rules, the search policies the actors
+store, no retrace once warm on one and four learner devices, and the CartPole learning bar at a
+small budget (the preset's full bar, seeds 0-2: benchmarks/bench_muzero.py)."""
+
+import numpy as np
+import pytest
+
+pytest.importorskip("mctx", reason="the planning extra is not installed: pip install -e '.[planning]'")
+
+import envs  # noqa: E402
+import sebulba  # noqa: E402
+from sebulba.agents.muzero.agent import MuZero  # noqa: E402
+from sebulba.agents.muzero.config import MuZeroConfig  # noqa: E402
+from tests.support.cli import last_metrics, run_experiment  # noqa: E402
+
+CARTPOLE = envs.make_spec("CartPole-v1")
+SMALL = MuZeroConfig(hidden_sizes=(16,), latent_size=8, sequence_length=8, unroll_steps=3, td_steps=4, num_simulations=4,
+                     batch_size=4, optims_per_cycle=2, replay_capacity=64, min_replay_size=4)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"sequence_length": 7}, "sequence_length must be even"),
+    ({"unroll_steps": 0}, "unroll_steps must be > 0"),
+    ({"min_replay_size": 0}, "min_replay_size must be in"),
+    ({"num_simulations": 0}, "num_simulations must be >= 1"),
+    ({"value_loss_weight": -1.0}, "value_loss_weight must be >= 0"),
+])
+def test_bad_settings_are_named(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        MuZeroConfig(**kwargs)
+    with pytest.raises(TypeError):
+        MuZeroConfig(num_simualtions=4)  # a misspelled key is an error
+
+
+def test_continuous_actions_are_refused():
+    with pytest.raises(ValueError, match="MuZero needs a Discrete action space"):
+        MuZero(envs.make_spec("Pendulum-v1"), SMALL)
+
+
+@pytest.mark.slow(seconds=12)
+@pytest.mark.parametrize("learner_devices", [(0,), (0, 1, 2, 3)])
+def test_learns_from_its_search_policies_with_no_retrace_once_warm(learner_devices):
+    """The actors' search policies reach the replay (a distribution per step, the action taken
+    among the searched ones), the learner learns (finite losses), and after the first cycles
+    neither the inference cycle nor the learner's calls compile again."""
+    cfg = sebulba.LoopConfig(num_envs=8, steps_per_cycle=SMALL.cycle_length, async_mode=False, log_every_s=1e3,
+                             learner_devices=learner_devices)
+    with sebulba.GymnasiumLoop(MuZero(CARTPOLE, SMALL), cfg) as loop:
+        loop.run(max_cycles=6)
+        c = loop.cycle
+        fns = [c.step_and_record, c.finish, c.new_buffers, c.cycle_start, c.from_carry,
+               *(f for fs in loop.learner._compiled.values() for f in fs)]
+        sizes, compiled = [f._cache_size() for f in fns], len(loop.learner._compiled)
+        metrics = loop.run(max_cycles=10).train_metrics
+        assert [f._cache_size() for f in fns] == sizes and len(loop.learner._compiled) == compiled
+        replay = loop.learner.experience.replay
+        filled = np.asarray(replay.priorities) > 0
+        policy = np.asarray(replay.sequences.action["policy"])[filled]
+        action = np.asarray(replay.sequences.action["action"])[filled]
+    assert filled.sum() >= 8 * 4  # sequences from every cycle after the first
+    np.testing.assert_allclose(policy.sum(-1), 1.0, rtol=1e-5)
+    assert (np.take_along_axis(policy, action[..., None], -1) > 0).all()  # the action was one the search weighed
+    assert float(metrics["learning"]) == 1.0
+    for name in ("loss", "value_loss", "reward_loss", "policy_loss"):
+        assert np.isfinite(float(metrics[name])), name
+
+
+@pytest.mark.slow(seconds=40)
+@pytest.mark.timeout(900)
+def test_learning_bar_cartpole_at_a_small_budget(tmp_path):
+    """The preset on CartPole-v1 (seed 0) cut at 40k env steps: >= 150 over the last 20 episodes
+    (a random policy: ~22; the full bar, >= 475 at 100k on seeds 0-2, is the benchmark's)."""
+    out = run_experiment("experiments.muzero", "--seed=0", "--total_env_steps=40000", f"--logdir={tmp_path}",
+                         "--noprogress")
+    assert out.returncode == 0, out.stderr[-3000:]
+    _, last = last_metrics(tmp_path)
+    assert int(last["env_steps"]) >= 40_000
+    assert float(last["episode_return_mean"]) >= 150, last
+
+
+def test_a_run_on_continuous_actions_is_refused_in_one_line(tmp_path):
+    out = run_experiment("experiments.muzero", "--env=Pendulum-v1", f"--logdir={tmp_path}")
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines()[-1] == (
+        "error: MuZero needs a Discrete action space; Pendulum-v1 has Box(-2.0, 2.0, (1,), float32) "
+        "(--debug shows the traceback)"), out.stderr
+    assert not any(tmp_path.iterdir())  # a refused run leaves no directory
