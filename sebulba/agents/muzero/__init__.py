@@ -1,4 +1,7 @@
-"""MuZero (issue 57, in progress): so far its networks (`networks.py`: representation, dynamics
-and prediction, the learner's unroll, the search's root and model step) and its training targets
-(`targets.py`); the agent (the search in the actors' step, the replay of sequences with their
-search policies, the losses) comes next."""
+"""MuZero (Schrittwieser et al. 2020) with Gumbel MuZero's search (Danihelka et al. 2022): the
+actors plan with the learned model in their jitted step; see agent.py."""
+
+from sebulba.agents.muzero.agent import MuZero
+from sebulba.agents.muzero.config import MuZeroConfig
+
+__all__ = ["MuZero", "MuZeroConfig"]
