@@ -65,8 +65,9 @@ def test_gumbel_noise_changes_only_what_it_should():
     visited Q-values; the action is one of the valid actions, never an invalid one."""
     root = mctx.RootFnOutput(prior_logits=LOGITS, value=ROOT_VALUE, embedding=())
     noisy = dataclasses.replace(GUMBEL, gumbel_scale=1.0)
+    run = jax.jit(lambda key: search(noisy, (), key, root, bandit(REWARDS), INVALID))  # one compile, eight keys
     for seed in range(8):
-        out = search(noisy, (), jax.random.key(seed), root, bandit(REWARDS), INVALID)
+        out = run(jax.random.key(seed))
         assert int(out.action[0]) in (1, 2)
         visits = np.asarray(out.visit_counts)[0]
         np.testing.assert_allclose(out.policy[0], gumbel_by_hand(17, 0.05, 60, visits.max()), atol=1e-6)
