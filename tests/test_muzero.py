@@ -73,9 +73,18 @@ def test_learning_bar_cartpole_at_a_small_budget(tmp_path):
     out = run_experiment("experiments.muzero", "--seed=0", "--total_env_steps=40000", f"--logdir={tmp_path}",
                          "--noprogress")
     assert out.returncode == 0, out.stderr[-3000:]
-    _, last = last_metrics(tmp_path)
+    run_dir, last = last_metrics(tmp_path)
     assert int(last["env_steps"]) >= 40_000
     assert float(last["episode_return_mean"]) >= 120, last
+    # its policy, loaded with the search it was trained with or another simulation count
+    obs = np.zeros((3, 4), np.float32)
+    for sims in (16, 3):
+        policy = sebulba.load_policy(run_dir, agent_config={"num_simulations": sims})
+        assert policy.agent.config.num_simulations == sims
+        action, _ = policy.act(obs)
+        assert action.shape == (3,) and set(action.tolist()) <= {0, 1}
+    with pytest.raises(ValueError, match="agent_config: MuZeroConfig has no num_simualtions"):
+        sebulba.load_policy(run_dir, agent_config={"num_simualtions": 8})
 
 
 def test_a_run_on_continuous_actions_is_refused_in_one_line(tmp_path):

@@ -42,22 +42,26 @@ def checkpoint_steps(run: RunDir) -> list[int]:
 
 
 def build_agent(record: dict, env_kwargs: dict[str, Any] | None = None, run: RunDir | None = None,
-                agent: Agent | type[Agent] | None = None) -> Agent:
+                agent: Agent | type[Agent] | None = None, agent_config: dict[str, Any] | None = None) -> Agent:
     """The run's agent for its env (with `env_kwargs` over the run's own): by default its class
-    imported by the name config.json records, built with the config recorded there. `agent`: a
+    imported by the name config.json records, built with the config recorded there (with
+    `agent_config`'s fields over it: what acting reads, e.g. MuZero's `num_simulations`). `agent`: a
     class to build instead of importing one (e.g. defined in a script's `__main__`), or an agent
     object, used as it is. With `run`, a ValueError names its directory."""
     try:
         if isinstance(agent, Agent):
+            if agent_config:
+                raise ValueError("agent_config is for an agent load_policy builds: the agent object given is used as it is")
             return agent
-        return _build_agent(record, env_kwargs, agent)
+        return _build_agent(record, env_kwargs, agent, agent_config)
     except ValueError as e:
         if run is None:
             raise
         raise ValueError(f"{run.path}: {e}") from None
 
 
-def _build_agent(record: dict, env_kwargs: dict[str, Any] | None, cls: type[Agent] | None) -> Agent:
+def _build_agent(record: dict, env_kwargs: dict[str, Any] | None, cls: type[Agent] | None,
+                 agent_config: dict[str, Any] | None = None) -> Agent:
     spec = record.get("agent")
     if not isinstance(spec, dict) or "class" not in spec or "loop" not in record:
         raise ValueError("the run's config.json names no agent and loop: it was not written by a sebulba entry point")
@@ -76,7 +80,10 @@ def _build_agent(record: dict, env_kwargs: dict[str, Any] | None, cls: type[Agen
         raise ValueError(f"the run's agent config has {', '.join(unknown)}, which {cls.__qualname__}'s "
                          f"{type(default).__name__} lacks: the class is not the one that ran (pass the agent object to "
                          "sebulba.load_policy(run_dir, agent=...) to restore its networks anyway)")
-    values = {k: tuple(v) if isinstance(v, list) else v for k, v in recorded.items()}
+    misspelled = sorted(set(agent_config or {}) - fields)
+    if misspelled:
+        raise ValueError(f"agent_config: {type(default).__name__} has no {', '.join(misspelled)}")
+    values = {k: tuple(v) if isinstance(v, list) else v for k, v in {**recorded, **(agent_config or {})}.items()}
     loop = record["loop"]
     kwargs = {**loop.get("env_kwargs", {}), **dict(env_kwargs or {})}
     spec = envs.make_spec(loop["env_id"], **kwargs)
@@ -167,13 +174,16 @@ class Policy:
 
 
 def load_policy(run_dir: str | os.PathLike, step: int | None = None, greedy: bool = True, seed: int = 0,
-                agent: Agent | type[Agent] | None = None, replica: int = 0) -> Policy:
+                agent: Agent | type[Agent] | None = None, replica: int = 0,
+                agent_config: dict[str, Any] | None = None) -> Policy:
     """The policy of a run directory's latest checkpoint (or learner step `step`); of a
     `--num_seeds` run, replica `replica`'s (the one trained with seed --seed + replica). `agent`: the
     agent's class (built with the run's recorded config) or an agent object (used as it is)
     when the class cannot be imported by the name config.json records, e.g. one defined in the
-    script that trained it; its networks must have the checkpoint's structure."""
+    script that trained it; its networks must have the checkpoint's structure. `agent_config`:
+    fields of the agent's config to act with instead of the recorded ones (e.g. a planning agent's
+    search: `agent_config={"num_simulations": 50}`); a name the config lacks is a ValueError."""
     run, record = open_run(run_dir)
-    built = build_agent(record, run=run, agent=agent)
+    built = build_agent(record, run=run, agent=agent, agent_config=agent_config)
     _, networks = restore_networks(run, built, step, replica)
     return Policy(built, networks, greedy, seed)
