@@ -2,6 +2,10 @@
 store, no retrace once warm on one and four learner devices, and the CartPole learning bar at a
 small budget (the preset's full bar, seeds 0-2: benchmarks/bench_muzero.py)."""
 
+import signal
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -11,7 +15,9 @@ import envs  # noqa: E402
 import sebulba  # noqa: E402
 from sebulba.agents.muzero.agent import MuZero  # noqa: E402
 from sebulba.agents.muzero.config import MuZeroConfig  # noqa: E402
-from tests.support.cli import last_metrics, run_experiment  # noqa: E402
+from tests.support.cli import ROOT, child_env, last_metrics, run_experiment  # noqa: E402
+from tests.test_off_policy_resume import TIMING  # noqa: E402
+from tests.test_resume_drills import WAIT_S, final_row, wait_for_checkpoint  # noqa: E402
 
 CARTPOLE = envs.make_spec("CartPole-v1")
 SMALL = MuZeroConfig(hidden_sizes=(16,), latent_size=8, sequence_length=8, unroll_steps=3, td_steps=4, num_simulations=4,
@@ -65,15 +71,17 @@ def test_learns_from_its_search_policies_with_no_retrace_once_warm(learner_devic
         assert np.isfinite(float(metrics[name])), name
 
 
-@pytest.mark.slow(seconds=40)
+@pytest.mark.slow(seconds=60)
 @pytest.mark.timeout(900)
-def test_learning_bar_cartpole_at_a_small_budget(tmp_path):
+def test_learning_bar_cartpole_at_a_small_budget_and_an_exact_resume(tmp_path):
     """The preset on CartPole-v1 (seed 0) cut at 40k env steps: >= 120 over the last 20 episodes
-    (a random policy: ~22; the full bar, >= 475 at 100k on seeds 0-2, is the benchmark's)."""
-    out = run_experiment("experiments.muzero", "--seed=0", "--total_env_steps=40000", f"--logdir={tmp_path}",
-                         "--noprogress")
+    (a random policy: ~22; the full bar, >= 475 at 100k on seeds 0-2, is the benchmark's). The same
+    run stopped by SIGTERM after a checkpoint and resumed ends in the straight run's last metrics
+    row (its replay, search keys and target network come back with the checkpoint)."""
+    args = ("--seed=0", "--total_env_steps=40000", "--noprogress")
+    out = run_experiment("experiments.muzero", *args, f"--logdir={tmp_path / 'straight'}")
     assert out.returncode == 0, out.stderr[-3000:]
-    run_dir, last = last_metrics(tmp_path)
+    run_dir, last = last_metrics(tmp_path / "straight")
     assert int(last["env_steps"]) >= 40_000
     assert float(last["episode_return_mean"]) >= 120, last
     # its policy, loaded with the search it was trained with or another simulation count
@@ -85,6 +93,21 @@ def test_learning_bar_cartpole_at_a_small_budget(tmp_path):
         assert action.shape == (3,) and set(action.tolist()) <= {0, 1}
     with pytest.raises(ValueError, match="agent_config: MuZeroConfig has no num_simualtions"):
         sebulba.load_policy(run_dir, agent_config={"num_simualtions": 8})
+
+    logdir = tmp_path / "stopped"
+    proc = subprocess.Popen([sys.executable, "-m", "experiments.muzero", *args, "--checkpoint_every=10",
+                             f"--logdir={logdir}"], cwd=ROOT, env=child_env(XLA_FLAGS=""), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    stopped = wait_for_checkpoint(proc, logdir, at_least=20)
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=WAIT_S)
+    assert proc.returncode == 143, stderr[-3000:]
+    assert int(final_row(stopped)["learner_steps"]) < int(last["learner_steps"])
+    out = run_experiment("experiments.muzero", "--resume", str(stopped), "--noprogress")
+    assert out.returncode == 0, out.stderr[-3000:]
+    final = final_row(stopped)
+    differ = {k: (final[k], last[k]) for k in last if k not in TIMING and final[k] != last[k]}
+    assert not differ, differ
 
 
 def test_a_run_on_continuous_actions_is_refused_in_one_line(tmp_path):
