@@ -21,16 +21,15 @@ import optax
 
 import envs
 from sebulba import observations
-from sebulba.agent import Agent, gradient_step, when_ready
+from sebulba.agent import Agent
 from sebulba.agents.muzero.config import MuZeroConfig
 from sebulba.agents.muzero.networks import MuZeroNet, make_network, recurrent_fn, rescale, root, unroll
 from sebulba.agents.muzero.targets import unroll_targets
 from sebulba.agents.r2d2.returns import sequence_priority, signed_parabolic
+from sebulba.agents.sequence_update import prioritized_sequence_step
 from sebulba.replay import sequences as rp
-from sebulba.replay.priorities import importance_weights
 from sebulba.schedules import linear_decay
 from sebulba.search import search
-from sebulba.sharding import LEARNER_AXIS
 from sebulba.target_networks import TargetNetworks
 from sebulba.types import ActorOutput, EnvStep, ExperienceLayout, Trajectory
 
@@ -151,17 +150,6 @@ class MuZero(Agent[Networks, optax.OptState, Experience, StepState]):
         """One `gradient_step` on a prioritized batch of sequences; their new priorities go back to
         the replay. Nothing is computed (`when_ready`) until every learner device's replay holds
         min_replay_size sequences."""
-        c = self.config
-        ready = jax.lax.pmin(experience.replay.size, LEARNER_AXIS) >= c.min_replay_size
-
-        def step(networks, opt_state, replay):
-            seqs, idx, probs = rp.sample(replay, key, c.batch_size, c.priority_exponent)
-            weights = importance_weights(probs, replay.size, c.importance_sampling_exponent)
-            networks, opt_state, (metrics, priorities), step_metrics = gradient_step(
-                self.tx, lambda nets: self._sequence_loss(nets.online, nets.target, seqs, weights), networks, opt_state,
-                self.update_target)
-            return networks, opt_state, rp.update_priorities(replay, idx, priorities), {**metrics, **step_metrics}
-
-        networks, opt_state, replay, metrics = when_ready(ready, step, networks, opt_state, experience.replay)
-        metrics = {**metrics, "replay_size": replay.size.astype(jnp.float32), "learning": ready.astype(jnp.float32)}
+        networks, opt_state, replay, metrics = prioritized_sequence_step(
+            self, self._sequence_loss, networks, opt_state, experience.replay, key, self.config)
         return networks, opt_state, Experience(replay), metrics

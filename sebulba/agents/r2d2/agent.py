@@ -19,15 +19,14 @@ import optax
 
 import envs
 from sebulba import frames, observations
-from sebulba.agent import Agent, gradient_step, when_ready
+from sebulba.agent import Agent
 from sebulba.exploration import apex_epsilons, epsilon_greedy
 from sebulba.agents.r2d2.config import R2D2Config
 from sebulba.agents.r2d2.networks import CoreState, make_network, unroll
+from sebulba.agents.sequence_update import prioritized_sequence_step
 from sebulba.replay import sequences as rp
-from sebulba.replay.priorities import importance_weights
 from sebulba.agents.r2d2.returns import n_step_double_q_targets, sequence_priority
 from sebulba.schedules import linear_decay
-from sebulba.sharding import LEARNER_AXIS
 from sebulba.target_networks import TargetNetworks
 from sebulba.types import EnvStep, ExperienceLayout, Trajectory
 
@@ -177,17 +176,6 @@ class R2D2(Agent[Networks, optax.OptState, Experience, StepState]):
         """One `gradient_step` on a prioritized batch of sequences; new priorities go back to the
         replay, and the target network is copied every target_update_period steps. Nothing is
         computed (`when_ready`) until every learner device's replay holds min_replay_size sequences."""
-        c = self.config
-        ready = jax.lax.pmin(experience.replay.size, LEARNER_AXIS) >= c.min_replay_size
-
-        def step(networks, opt_state, replay):
-            seqs, idx, probs = rp.sample(replay, key, c.batch_size, c.priority_exponent)
-            weights = importance_weights(probs, replay.size, c.importance_sampling_exponent)
-            networks, opt_state, (metrics, priorities), step_metrics = gradient_step(
-                self.tx, lambda nets: self._sequence_loss(nets.online, nets.target, seqs, weights), networks, opt_state,
-                self.update_target)
-            return networks, opt_state, rp.update_priorities(replay, idx, priorities), {**metrics, **step_metrics}
-
-        networks, opt_state, replay, metrics = when_ready(ready, step, networks, opt_state, experience.replay)
-        metrics = {**metrics, "replay_size": replay.size.astype(jnp.float32), "learning": ready.astype(jnp.float32)}
+        networks, opt_state, replay, metrics = prioritized_sequence_step(
+            self, self._sequence_loss, networks, opt_state, experience.replay, key, self.config)
         return networks, opt_state, Experience(replay), metrics
