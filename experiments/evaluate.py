@@ -6,6 +6,7 @@ evaluation policy on envs of its own.
     python -m experiments.evaluate runs/<run dir> --nogreedy --env_kwargs repeat_action_probability=0.25
     python -m experiments.evaluate runs/<run dir> --video cartpole.mp4    # or .gif (pip install -e ".[video]")
     python -m experiments.evaluate runs/<a tictactoe self-play run> --opponent random --episodes 100
+    python -m experiments.evaluate runs/<an AlphaZero connect-four run> --opponent mcts --mcts_simulations 200
 
 Prints the mean, standard deviation, min and max return and the episode lengths, and writes them
 to RUN_DIR/eval.json; then records the video, if asked, with a progress line (a video that fails is
@@ -13,7 +14,9 @@ one line, exit status 1, and leaves the evaluation written). A multi-player run'
 each player's and each team's mean return and each team's win rate (sebulba.loop.opponents: the
 team whose return is strictly the highest wins; ties are draws). `--opponent random` plays each
 team in turn, `--episodes` episodes each, against players acting uniformly at random over their
-legal moves, and reports the trained team's win rate in each (eval.json's "vs_random").
+legal moves, and reports the trained team's win rate in each (eval.json's "vs_random");
+`--opponent mcts` does the same against a pure Monte-Carlo tree search of `--mcts_simulations`
+simulations per move (a turn-based JAX game: pgx's; eval.json's "vs_mcts").
 """
 
 from __future__ import annotations
@@ -55,9 +58,12 @@ define_flags({
     "video": Flag(str, "Also write a video of one episode here (MP4, or GIF when the name ends in .gif), frames "
                   "annotated with the step and the return so far (each player's in a multi-player env); needs pip "
                   "install -e '.[video]'."),
-    "opponent": Flag(str, "Multi-player runs: who the trained policy plays: self (every player acts with it) or random "
+    "opponent": Flag(str, "Multi-player runs: who the trained policy plays: self (every player acts with it), random "
                      "(each team in turn acts with it, the other players uniformly at random over their legal "
-                     "actions; --episodes episodes per team). A --video stays self-play.", default="self"),
+                     "actions; --episodes episodes per team) or mcts (the same against a pure Monte-Carlo tree "
+                     "search; a turn-based JAX game). A --video stays self-play.", default="self"),
+    "mcts_simulations": Flag(int, "--opponent mcts: the pure-MCTS player's simulations per move.", lower_bound=1,
+                             default=200),
     "video_fps": Flag(int, "Frames per second of the video.", lower_bound=1, default=30),
     "debug": dataclasses.replace(SHARED_FLAGS["debug"], help="Show the whole traceback of a mistake in the input."),
 })
@@ -83,24 +89,25 @@ def main(argv: list[str]) -> None:
         loop = record["loop"]
         env_kwargs = {**loop.get("env_kwargs", {}), **parse_env_kwargs(FLAGS.env_kwargs)}
         evaluator = Evaluator(agent, loop["env_id"], env_kwargs, num_envs, FLAGS.seed, FLAGS.greedy,
-                              opponent=FLAGS.opponent)
+                              opponent=FLAGS.opponent, mcts_simulations=FLAGS.mcts_simulations)
     out = {"run_dir": str(run.path), "checkpoint": step, "replica": FLAGS.replica, "env_id": loop["env_id"], "env_kwargs": env_kwargs,
            "episodes": FLAGS.episodes, "num_envs": num_envs, "seed": FLAGS.seed, "greedy": FLAGS.greedy,
-           "opponent": FLAGS.opponent}
+           "opponent": FLAGS.opponent, **({"mcts_simulations": FLAGS.mcts_simulations} if FLAGS.opponent == "mcts" else {})}
     eval_json = run.path / "eval.json"
     head = f"{loop['env_id']}, checkpoint {step}{' (replica %d)' % FLAGS.replica if run_replicas(run) > 1 else ''}"
     policy = "greedy" if FLAGS.greedy else "behaviour"
     with evaluator:
-        if FLAGS.opponent == "random":
+        if FLAGS.opponent != "self":
             matches = {team: evaluator.run(networks, FLAGS.episodes, jax.random.key(FLAGS.seed), team=team)
                        for team in evaluator.team_names}
         else:
             result = evaluator.run(networks, FLAGS.episodes, jax.random.key(FLAGS.seed))
-    if FLAGS.opponent == "random":
-        out["vs_random"] = {team: _match(r, team) for team, r in matches.items()}
+    if FLAGS.opponent != "self":
+        against = "random players" if FLAGS.opponent == "random" else f"a {FLAGS.mcts_simulations}-simulation pure MCTS"
+        out[f"vs_{FLAGS.opponent}"] = {team: _match(r, team) for team, r in matches.items()}
         eval_json.write_text(json.dumps(out, indent=1) + "\n")
-        print(f"{head}, {FLAGS.episodes} episodes per team ({policy} policy) against random players:", flush=True)
-        for team, m in out["vs_random"].items():
+        print(f"{head}, {FLAGS.episodes} episodes per team ({policy} policy) against {against}:", flush=True)
+        for team, m in out[f"vs_{FLAGS.opponent}"].items():
             print(f"  {team} trained: wins {m['win_rate']:.1%}, draws {m['eval_draw_rate']:.1%}, "
                   f"its return {m[f'eval_return_mean_{team}']:.2f}", flush=True)
         print(f"written to {eval_json}", flush=True)
@@ -141,7 +148,7 @@ def main(argv: list[str]) -> None:
 
 
 def _match(result: EvalResult, team: str) -> dict:
-    """eval.json's record of `team` (trained) against random players: the summary, its win rate
+    """eval.json's record of `team` (trained) against the opponents: the summary, its win rate
     (`win_rate`) and every player's return in each episode."""
     summary = result.summary()
     return {"win_rate": summary[f"eval_win_rate_{team}"], **summary, "episode_returns": result.episode_returns.tolist()}

@@ -71,6 +71,10 @@ class Agent(abc.ABC, Generic[N, O, E, S]):
     target_update_period: int | None = None
     # ... or average: target <- tau * online + (1 - tau) * target.
     target_update_tau: float | None = None
+    # True: the agent plans with the env's true model (AlphaZero): its `step` and `evaluation_step`
+    # read `env_step.state`, the JAX env's own states, which only a JAX env stepped beside it has
+    # (the Anakin loop, evaluation on a JAX env); the Sebulba loop's host pools refuse it.
+    plans_with_env: bool = False
 
     def __init__(self, env_spec: envs.EnvSpec):
         if missing_loss(type(self)):

@@ -16,6 +16,11 @@ class EnvStep(NamedTuple):
     `first` marks an observation that starts an episode (the env was just reset: its reward is
     0 and the action taken before it was discarded). `terminated`/`truncated` mark the last
     observation of an episode.
+
+    `state` is for an agent that plans with the env's true model (`Agent.plans_with_env`:
+    AlphaZero): the envs' own states (a JAX env's raw states, one per env, not per row), filled
+    where the env is a JAX env stepped beside the agent (the Anakin loop, evaluation); () for
+    every other agent, and never recorded in a Trajectory.
     """
 
     obs: jax.Array
@@ -23,6 +28,7 @@ class EnvStep(NamedTuple):
     terminated: jax.Array  # bool [B]
     truncated: jax.Array  # bool [B]
     first: jax.Array  # bool [B]
+    state: PyTree = ()
 
 
 class ActorOutput(NamedTuple):

@@ -53,6 +53,7 @@ SUITES: dict[str, Suite] = {
         Suite("brax", "brax", "brax", "brax"),
         Suite("playground", "mujoco_playground", "playground", "playground"),
         Suite("jaxmarl", "jaxmarl", "jaxmarl", "jaxmarl"),
+        Suite("pgx", "pgx", "pgx", "pgx"),
     )
 }
 

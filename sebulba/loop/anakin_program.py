@@ -37,14 +37,16 @@ def rollout(agent: Agent, env, networks: Any, step_state: Any, lanes: Any, env_s
             steps: int) -> tuple[Trajectory, Any, Any, EnvStep, tuple[jax.Array, jax.Array]]:
     """The acting half of an Anakin update on one device (traceable; the program's own): a
     `lax.scan` of `steps` steps of `Agent.step` with `networks` and `JaxEnv.step` from the step
-    state, env lanes and last env step, the Trajectory built as the Sebulba cycle builds it
+    state, env lanes and last env step (an agent that `plans_with_env` sees the lanes' raw states
+    in `env_step.state`), the Trajectory built as the Sebulba cycle builds it
     (`episode_stats` from the running episode return and length per row; policy version
     `version`, actor 0). Returns (trajectory, final step state, lanes, last env step, running
     sums): the next update acts on from them."""
 
     def act_and_step(carry, _):
         step_state, lanes, env_step = carry
-        out, step_state = agent.step(networks, step_state, env_step)
+        seen = env_step._replace(state=lanes.state) if agent.plans_with_env else env_step
+        out, step_state = agent.step(networks, step_state, seen)
         out = agent.as_actor_output(out)
         lanes, step = env.step(lanes, out.action)
         return (step_state, lanes, EnvStep(*step)), (env_step, out.action, out.extras)

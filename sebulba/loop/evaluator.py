@@ -9,7 +9,10 @@ multi-player pool K counts the envs' episodes, each one an episode of every play
 holds every player's return in each episode, its teams' returns and win rates
 (`sebulba.loop.opponents`). `opponent="random"` evaluates one team against random players:
 every row acts with the policy (its step state goes on as in self-play), then the other teams'
-rows take uniformly random legal actions instead.
+rows take uniformly random legal actions instead; `opponent="mcts"` has a pure Monte-Carlo tree
+search play them (`sebulba.loop.mcts_player`, on a turn-based JAX game's true model). Where a
+player needs the envs' own states (that opponent, or an agent that `plans_with_env`), the
+episodes are played on a `StatePool` of the JAX env, the same envs as the pool's.
 """
 
 from __future__ import annotations
@@ -27,7 +30,10 @@ import envs
 import envs.players
 from sebulba.episodes import advance, ends
 from sebulba.agent import Agent
+from sebulba.game_model import GameModel
+from sebulba.loop.mcts_player import PureMCTS
 from sebulba.loop.opponents import RandomOpponent, check_opponent, team_partition, team_returns, wins
+from sebulba.loop.state_pool import StatePool
 from sebulba.types import EnvStep
 
 
@@ -92,11 +98,13 @@ StepCallback = Callable[[Any, np.ndarray, np.ndarray, np.ndarray, np.ndarray], N
 
 class Evaluator:
     """Plays evaluation episodes with `agent` on a sync pool of `num_envs` envs of `env_id`.
-    `opponent`: "self" (every player acts with the agent) or "random" (a multi-player env: the
-    team `run` names acts with the agent, the others at random; sebulba.loop.opponents)."""
+    `opponent`: "self" (every player acts with the agent), "random" or "mcts" (a multi-player env:
+    the team `run` names acts with the agent, the others at random or by pure MCTS with
+    `mcts_simulations`; sebulba.loop.opponents)."""
 
     def __init__(self, agent: Agent, env_id: str, env_kwargs: Mapping[str, Any] | None = None, num_envs: int = 1,
-                 seed: int = 0, greedy: bool = True, device: jax.Device | None = None, opponent: str = "self"):
+                 seed: int = 0, greedy: bool = True, device: jax.Device | None = None, opponent: str = "self",
+                 mcts_simulations: int = 200):
         if not isinstance(num_envs, int) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
         check_opponent(opponent, 2, env_id)  # the name first, before a pool is built
@@ -104,7 +112,13 @@ class Evaluator:
         self.num_envs = num_envs
         self.device = device or jax.local_devices()[0]
         kwargs = {k: v for k, v in dict(env_kwargs or {}).items() if k not in ("num_envs", "batch_size", "seed")}
-        self.pool = envs.make(env_id, num_envs=num_envs, seed=seed, **kwargs)
+        self._with_state = agent.plans_with_env or opponent == "mcts"
+        # the pure-MCTS player's model first: a game it cannot play is refused before a pool is built
+        model = GameModel.of(env_id) if opponent == "mcts" else None
+        with jax.default_device(self.device):
+            self.pool = (StatePool(env_id, kwargs, num_envs, seed) if self._with_state
+                         else envs.make(env_id, num_envs=num_envs, seed=seed, **kwargs))
+        self._mcts = None if model is None else PureMCTS(model, mcts_simulations)
         try:
             self.cooperative = self.pool.num_players > 1 and envs.players.cooperative(env_id)
             self.opponent = check_opponent(opponent, self.pool.num_players, env_id, self.cooperative)
@@ -118,6 +132,13 @@ class Evaluator:
             self.pool.close()
             raise
         self._act = acting(agent, greedy)
+
+    def _opponents(self, obs: Any, rows: np.ndarray) -> np.ndarray:
+        """The opponents' actions for these rows: random, or the pure-MCTS player's."""
+        if self._mcts is None:
+            return self._random(obs, rows)
+        self._mcts_key, key = jax.random.split(self._mcts_key)
+        return np.asarray(self._mcts(self.pool.state, obs, key))[rows]
 
     def _trained_rows(self, team: str | None) -> np.ndarray | None:
         """Rows whose player is in `team` (bool [rows]); None: every row plays the policy."""
@@ -138,6 +159,7 @@ class Evaluator:
         if not isinstance(episodes, int) or episodes < 1:
             raise ValueError(f"episodes must be a positive int, got {episodes!r}")
         trained = self._trained_rows(team)
+        self._mcts_key = jax.random.fold_in(key, 1)  # the pure-MCTS player's searches (the agent's key unchanged)
         p = self.pool.num_players
         n = self.num_envs * p  # rows
         env_targets = np.array([(episodes + e) // self.num_envs for e in range(self.num_envs)])
@@ -153,12 +175,13 @@ class Evaluator:
             running, length, counts = np.zeros(n), np.zeros(n, np.int64), np.zeros(n, np.int64)
             returns, lengths, players = [], [], []
             while (counts < targets).any():
-                env_step = EnvStep(obs, reward, terminated, truncated, first)
+                env_step = EnvStep(obs, reward, terminated, truncated, first,
+                                   self.pool.state if self.agent.plans_with_env else ())
                 action, step_state = self._act(networks, step_state, env_step)
                 action = np.asarray(action)
                 if trained is not None:
                     action = action.copy()
-                    action[~trained] = self._random(obs, np.flatnonzero(~trained))
+                    action[~trained] = self._opponents(obs, np.flatnonzero(~trained))
                 obs, reward, terminated, truncated, info = self.pool.step(action)
                 first = info["elapsed_step"] == 0
                 running, length = advance(running, length, reward, first, np)

@@ -61,6 +61,9 @@ class GymnasiumLoop:
         if config.num_seeds > 1:
             raise ValueError(f"num_seeds={config.num_seeds} trains replicas in one program: the Anakin loop's "
                              "(a JAX-native env, SUITE/ID); the Sebulba loop trains one seed")
+        if agent.plans_with_env:
+            raise ValueError(f"{type(agent).__name__} plans with the env's true model (its states), which a host pool does "
+                             "not give: train it on a JAX env (SUITE/ID, e.g. pgx/connect_four) in the Anakin loop")
         devices = jax.local_devices()
         for name in ("actor_devices", "learner_devices"):
             bad = [d for d in getattr(config, name) if d >= len(devices)]

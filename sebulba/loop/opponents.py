@@ -11,7 +11,9 @@ more.
 
 Opponents: "self", every player acting with the trained policy (self-play); "random", the players
 of one team acting with it and the others uniformly at random over their legal actions (the
-observation's PettingZoo `action_mask` where it has one, else the whole action space).
+observation's PettingZoo `action_mask` where it has one, else the whole action space); "mcts",
+the others played by a pure Monte-Carlo tree search on the game's true model (a turn-based JAX
+game: `sebulba.loop.mcts_player`).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import numpy as np
 
 from sebulba.loop.metrics import team_name, teams
 
-OPPONENTS = ("self", "random")
+OPPONENTS = ("self", "random", "mcts")
 MASK_KEY = "action_mask"  # PettingZoo's name for the legal actions in a Dict observation
 
 
@@ -33,11 +35,12 @@ def check_opponent(opponent: str, num_players: int, env_id: str, cooperative: bo
     single-player env or a cooperative one (no one to play against)."""
     if opponent not in OPPONENTS:
         raise ValueError(f"opponent must be one of {', '.join(map(repr, OPPONENTS))}, got {opponent!r}")
-    if opponent == "random" and num_players < 2:
-        raise ValueError(f"opponent='random' needs a multi-player env (the trained team against random players); "
+    others = {"random": "random players", "mcts": "a pure-MCTS player"}.get(opponent)
+    if opponent != "self" and num_players < 2:
+        raise ValueError(f"opponent={opponent!r} needs a multi-player env (the trained team against {others}); "
                          f"{env_id!r} has one player")
-    if opponent == "random" and cooperative:
-        raise ValueError(f"opponent='random' plays the trained team against random players; {env_id!r} is cooperative "
+    if opponent != "self" and cooperative:
+        raise ValueError(f"opponent={opponent!r} plays the trained team against {others}; {env_id!r} is cooperative "
                          "(its players share one goal, nobody wins): evaluate it with every player trained, "
                          "opponent='self'")
     return opponent
