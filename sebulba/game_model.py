@@ -1,9 +1,9 @@
 """A turn-based JAX env as the model a search steps: the true model AlphaZero plans with, and the
 pure-MCTS evaluation player's (`sebulba.loop.mcts_player`).
 
-The env is a RawJaxEnv (envs/jax/core.py) that says whose turn it is: `to_play(state)`, the row
-(seat) to move, with a Dict observation carrying "action_mask" (the mover's legal moves) over a
-Discrete action space: pgx's games (envs/jax/pgx.py). Its multi-player rows are seats; a
+The env is a JaxEnv (envs/jax/core.py) whose raw env says whose turn it is: `to_play(state)`, the
+row (seat) to move, with a Dict observation carrying "action_mask" (the mover's legal moves) over
+a Discrete action space: pgx's games (envs/jax/pgx.py). Its multi-player rows are seats; a
 position is seen by the player to move, and a search's values are the mover's:
 
 - `mover_rows(obs, to_play)`: from a batch's rows [B x P, ...], each env's mover's row [B, ...];
@@ -41,30 +41,32 @@ def legal_or_any(mask: jax.Array) -> jax.Array:
 
 
 class GameModel:
-    """The model of `raw`, a turn-based RawJaxEnv (see the module docstring)."""
+    """The model of `env`, a JaxEnv over a turn-based RawJaxEnv (see the module docstring); its
+    observations are the env's as the pool presents them (`JaxEnv.present`), those the network
+    learns on."""
 
-    def __init__(self, raw: Any):
-        task_id = getattr(raw, "task_id", type(raw).__name__)
+    def __init__(self, env: Any):
+        raw = env.raw
+        task_id = env.task_id
         if not callable(getattr(raw, "to_play", None)):
             raise ValueError(f"{task_id} is not a turn-based JAX env (its raw env says no to_play(state)): a search "
                              "with the true model plays turn-based games, e.g. pgx/connect_four")
-        space = raw.observation_space
+        space = env.observation_space
         if not (isinstance(space, gym.spaces.Dict) and MASK_KEY in space.spaces
-                and isinstance(raw.action_space, gym.spaces.Discrete)):
+                and isinstance(env.action_space, gym.spaces.Discrete)):
             raise ValueError(f"{task_id}: a game model needs a Dict observation with {MASK_KEY!r} over Discrete actions")
-        self.raw = raw
-        self.task_id = task_id
-        self.num_players = int(getattr(raw, "num_players", 1))
+        self.env, self.raw, self.task_id = env, raw, task_id
+        self.num_players = env.num_players
         if self.num_players > 2:
             raise ValueError(f"{task_id} has {self.num_players} players; the search's values are for one or two")
-        self.num_actions = int(raw.action_space.n)
+        self.num_actions = int(env.action_space.n)
 
     @classmethod
     def of(cls, task_id: str) -> GameModel:
         """The model of a JAX env id (`pgx/connect_four`)."""
-        from envs.jax.registry import make_raw
+        from envs.jax.registry import make_jax_env
 
-        return cls(make_raw(task_id))
+        return cls(make_jax_env(task_id))
 
     def to_play(self, states: Any) -> jax.Array:
         """int32 [B]: each state's seat to move."""
@@ -84,6 +86,7 @@ class GameModel:
         mover = self.to_play(states)
         moves = action.astype(jnp.int32) if P == 1 else jnp.repeat(action.astype(jnp.int32)[:, None], P, axis=1)
         state, obs, reward, terminated, truncated = jax.vmap(self.raw.step)(states, moves)
+        obs = self.env.present(obs)  # as the pool presents it (images channel-first): what the network learns on
         after = self.to_play(state)
         over = terminated | truncated
         if P > 1:

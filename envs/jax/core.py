@@ -149,7 +149,7 @@ class JaxEnv:
         self._observation_space = (raw.observation_space if self._grids is None
                                    else channel_first_space(raw.observation_space))
 
-    def _present(self, obs: Any) -> Any:
+    def present(self, obs: Any) -> Any:
         """A batch of the raw env's observations as the pool presents them (images channel-first)."""
         return obs if self._grids is None else channel_first(self._grids, obs)
 
@@ -190,7 +190,7 @@ class JaxEnv:
         lanes = Lanes(state, later, jnp.zeros(num_envs, jnp.int32), jnp.zeros(num_envs, bool))
         rows = num_envs * self.num_players
         false = jnp.zeros(rows, bool)
-        return lanes, Step(self._rows(self._present(obs)), jnp.zeros(rows, jnp.float32), false, false, jnp.ones(rows, bool))
+        return lanes, Step(self._rows(self.present(obs)), jnp.zeros(rows, jnp.float32), false, false, jnp.ones(rows, bool))
 
     def reset_as_pool(self, seed: int, num_envs: int, first_index: int | jax.Array = 0) -> tuple[Lanes, Step]:
         """Envs first_index .. first_index + num_envs - 1 of the pool `envs.make(task_id,
@@ -234,4 +234,4 @@ class JaxEnv:
         lanes = Lanes(state, key, jnp.where(first, 0, elapsed), terminated | truncated)
         first, terminated, truncated = (self._per_row(x) for x in (first, terminated, truncated))
         reward = jnp.where(first, 0.0, self._rows(reward))
-        return lanes, Step(self._rows(self._present(obs)), reward, terminated, truncated, first)
+        return lanes, Step(self._rows(self.present(obs)), reward, terminated, truncated, first)

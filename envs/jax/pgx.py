@@ -31,7 +31,6 @@ import numpy as np
 
 # pgx ids that cannot run here: why (shown when one is asked for)
 UNSUPPORTED = {
-    "bridge_bidding": "it downloads its dataset of deals when it is built",
     "sparrow_mahjong": "it has three players whose turn order is not fixed; the suite's seats are for one or two",
 }
 MASK_KEY = "action_mask"  # PettingZoo's name for the legal moves

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import gymnasium as gym
 import jax
 import jax.numpy as jnp
 import optax
