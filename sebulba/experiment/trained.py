@@ -157,9 +157,15 @@ class Policy:
         self._key = jax.random.key(seed)
         self._act = acting(agent, greedy)
 
-    def act(self, obs: Any, state: Any = None, reward: np.ndarray | None = None) -> tuple[np.ndarray, Any]:
+    def act(self, obs: Any, state: Any = None, reward: np.ndarray | None = None,
+            env_state: Any = None) -> tuple[np.ndarray, Any]:
         """Actions for a batch of observations. `reward`: the rewards that came with them (R2D2's
-        network takes the previous reward; default 0)."""
+        network takes the previous reward; default 0). `env_state`: for an agent that plans with
+        the env's true model (`plans_with_env`: AlphaZero), the envs' own states (a JAX env's raw
+        states, one per env: `sebulba.loop.state_pool.StatePool.state`, a JaxEnv's `lanes.state`)."""
+        if self.agent.plans_with_env and env_state is None:
+            raise ValueError(f"{type(self.agent).__name__} plans with the env's true model: act(obs, env_state=...) needs "
+                             "the envs' own states (a StatePool's .state, a JaxEnv's lanes.state)")
         obs = observations.check_observation_batch(obs, self.agent.env_spec.observation_space)
         batch = observations.leading_dim(obs)
         first = state is None
@@ -168,7 +174,7 @@ class Policy:
             state = self.agent.init_step_state(self.networks, batch, key)
         reward = np.zeros(batch, np.float32) if reward is None else np.asarray(reward, np.float32)
         flags = np.zeros(batch, bool)
-        env_step = EnvStep(obs, reward, flags, flags, np.full(batch, first))
+        env_step = EnvStep(obs, reward, flags, flags, np.full(batch, first), () if env_state is None else env_state)
         action, state = self._act(self.networks, state, env_step)
         return np.asarray(action), state
 
