@@ -24,7 +24,7 @@ from sebulba.game_model import GameModel
 # player as either seat, >= 70% against a 200-simulation pure MCTS, within 20 minutes here).
 BOARD_GAMES = Preset(
     total_env_steps=2_000_000, num_envs=64, steps_per_cycle=64, async_mode=False, inferencers_per_device=1,
-    log_every_s=5.0, agent=AlphaZeroConfig(),
+    log_every_s=5.0, agent=AlphaZeroConfig(optims_per_cycle=32, random_opening_plies=4),
 )
 
 
@@ -43,6 +43,7 @@ ALGORITHM = Algorithm(
     presets={"board games": BOARD_GAMES},
     flags={
         "num_simulations": Flag(int, "Simulations of self-play's search per move."),
+        "random_opening_plies": Flag(int, "Self-play's first plies of each game: uniformly random legal moves."),
         "eval_simulations": Flag(int, "Simulations of the evaluation policy's search per move (default: num_simulations)."),
         "learning_rate": Flag(float, "Adam learning rate."),
         "batch_size": Flag(int, "Positions per optimizer step, per learner device."),

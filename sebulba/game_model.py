@@ -63,8 +63,12 @@ class GameModel:
 
     @classmethod
     def of(cls, task_id: str) -> GameModel:
-        """The model of a JAX env id (`pgx/connect_four`)."""
-        from envs.jax.registry import make_jax_env
+        """The model of a JAX env id (`pgx/connect_four`); a ValueError for any other id."""
+        from envs.jax.registry import has_stateless_step, is_jax_id, make_jax_env
+
+        if not (is_jax_id(task_id) or has_stateless_step(task_id)):
+            raise ValueError(f"{task_id} is not a turn-based JAX env: a search with the true model plays turn-based "
+                             "JAX games, e.g. pgx/connect_four")
 
         return cls(make_jax_env(task_id))
 

@@ -69,6 +69,27 @@ class SearchConfig:
             raise ValueError(f"pb_c_init and temperature must be > 0, got {self.pb_c_init}, {self.temperature}")
 
 
+@dataclasses.dataclass(frozen=True)
+class GumbelKnobs:
+    """The Gumbel search's knobs as a planning agent's config holds them (MuZero's, AlphaZero's
+    configs subclass it): its search for acting, and for evaluation without Gumbel noise
+    (deterministic)."""
+
+    num_simulations: int = 16
+    max_num_considered_actions: int = 16
+    gumbel_scale: float = 1.0
+    value_scale: float = 0.1
+    maxvisit_init: float = 50.0
+
+    def gumbel_search(self, evaluation: bool = False, num_simulations: int | None = None) -> SearchConfig:
+        """The SearchConfig of these knobs (`num_simulations` overrides the config's); its rules
+        raise each its own ValueError."""
+        return SearchConfig(num_simulations=num_simulations or self.num_simulations,
+                            max_num_considered_actions=self.max_num_considered_actions,
+                            gumbel_scale=0.0 if evaluation else self.gumbel_scale, value_scale=self.value_scale,
+                            maxvisit_init=self.maxvisit_init)
+
+
 def root_output(prior_logits: Array, value: Array, embedding: Any) -> Any:
     """The search's root: [B, A] prior logits, [B] values, a [B, ...] embedding (mctx.RootFnOutput)."""
     return _mctx().RootFnOutput(prior_logits=prior_logits, value=value, embedding=embedding)

@@ -56,6 +56,14 @@ def test_what_it_cannot_plan_with_is_refused():
         AnakinLoop(AlphaZero(SPEC, SMALL), sebulba.LoopConfig(env_id=GAME, num_envs=16, steps_per_cycle=64))
 
 
+def test_the_pure_mcts_opponent_needs_a_jax_game():
+    pytest.importorskip("pettingzoo")
+    from sebulba.loop.evaluator import Evaluator
+
+    with pytest.raises(ValueError, match="pettingzoo/classic/connect_four_v3 is not a turn-based JAX env"):
+        Evaluator(AlphaZero(SPEC, SMALL), "pettingzoo/classic/connect_four_v3", opponent="mcts")
+
+
 def test_a_run_on_an_env_without_turns_is_refused_in_one_line(tmp_path):
     out = run_experiment("experiments.alphazero", "--env=CartPole-v1", f"--logdir={tmp_path}")
     assert out.returncode == 2

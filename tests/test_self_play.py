@@ -128,7 +128,7 @@ def test_evaluator_plays_the_named_team_with_the_policy_and_the_others_at_random
 
 
 def test_evaluator_refuses_bad_opponents_and_teams():
-    with pytest.raises(ValueError, match="opponent must be one of 'self', 'random', got 'best'"):
+    with pytest.raises(ValueError, match="opponent must be one of 'self', 'random', 'mcts', got 'best'"):
         Evaluator(RandomAgent(envs.make_spec("CartPole-v1")), "CartPole-v1", opponent="best")
     with pytest.raises(ValueError, match="opponent='random' needs a multi-player env .* 'CartPole-v1' has one player"):
         Evaluator(RandomAgent(envs.make_spec("CartPole-v1")), "CartPole-v1", opponent="random")
@@ -147,7 +147,7 @@ def test_evaluate_cli_refuses_an_unknown_opponent_in_one_line(tmp_path):
     out = run_experiment("experiments.evaluate", str(tmp_path), "--opponent=best")
     assert out.returncode != 0
     (line,) = out.stderr.strip().splitlines()
-    assert line.startswith("error: --opponent must be one of self, random, got 'best'")
+    assert line.startswith("error: --opponent must be one of self, random, mcts, got 'best'")
 
 
 # ---------------------------------------------------------------- the bar

@@ -2,7 +2,7 @@
 torso, the Anakin loop), as a user's first `python -m experiments.ppo --env SUITE/ID` does: one
 update's worth of env steps (a few hundred asked, one cycle given), through the CLI. XLand-MiniGrid's
 [2, 7, 7] views and Navix's [3, 5, 5] go through the small CNN for grids; gymnax's MinAtar planes
-the MLP; jumanji's dicts one encoder per leaf; JaxMARL's players rows; Playground (and brax, which
+the MLP; jumanji's dicts one encoder per leaf; JaxMARL's players rows; pgx's seats rows with a mask; Playground (and brax, which
 comes with it) continuous actions."""
 
 import csv
@@ -19,6 +19,7 @@ RUNS = [
     ("ppo", "gymnax/Breakout-MinAtar"),
     ("ppo", "jumanji/Snake-v1"),
     ("ppo", "jaxmarl/MPE_simple_spread_v3"),
+    ("ppo", "pgx/connect_four"),  # self-play on a board game's seats, the policy masked to the legal moves
     ("ppo", "xminigrid/MiniGrid-Empty-8x8"),
     ("impala", "xminigrid/MiniGrid-Empty-8x8"),
     ("ppo", "playground/CartpoleBalance"),

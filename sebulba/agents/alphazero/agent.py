@@ -36,7 +36,8 @@ from sebulba.types import ActorOutput, EnvStep, ExperienceLayout, Trajectory
 
 
 class StepState(NamedTuple):
-    key: jax.Array  # one typed key: the search's Gumbel noise
+    key: jax.Array  # one typed key: the search's Gumbel noise, the random openings
+    ply: jax.Array  # int32 [rows]: the moves played so far in each row's game
 
 
 class Experience(NamedTuple):
@@ -65,7 +66,7 @@ class AlphaZero(Agent[dict, optax.OptState, Experience, StepState]):
         return adam if c.max_grad_norm is None else optax.chain(optax.clip_by_global_norm(c.max_grad_norm), adam)
 
     def init_step_state(self, networks: dict, num_envs: int, key: jax.Array) -> StepState:
-        return StepState(key)
+        return StepState(key, jnp.zeros(num_envs, jnp.int32))
 
     def init_experience(self, networks: dict, layout: ExperienceLayout, key: jax.Array) -> Experience:
         candidates = layout.steps_per_cycle * layout.num_envs
@@ -80,16 +81,24 @@ class AlphaZero(Agent[dict, optax.OptState, Experience, StepState]):
     # ---------------------------------------------------------------- acting
     def _act(self, networks: dict, step_state: StepState, env_step: EnvStep, evaluation: bool):
         """Each game's mover searches from the game's state; every row of the game gets the
-        search's action (the env plays the mover's) and policy, and whether it is the mover's."""
-        key, k_search = jax.random.split(step_state.key)
+        search's action (the env plays the mover's; in self-play's random opening, a random
+        legal move instead) and policy, and whether it is the mover's."""
+        key, k_search, k_open = jax.random.split(step_state.key, 3)
         states, P = env_step.state, self.num_players
+        ply = jnp.where(env_step.first, 0, step_state.ply + 1)
         to_play = self.model.to_play(states)
         obs = self.model.mover_rows(env_step.obs, to_play)
+        legal = legal_or_any(obs[MASK_KEY])
         out = search(self.config.search(evaluation), networks, k_search, root(self.net, networks, obs, states),
-                     self._recurrent, invalid_actions=~legal_or_any(obs[MASK_KEY]))
+                     self._recurrent, invalid_actions=~legal)
+        action = out.action
+        if not evaluation and self.config.random_opening_plies:
+            opening = ply[::P] < self.config.random_opening_plies
+            action = jnp.where(opening, jax.random.categorical(k_open, jnp.where(legal, 0.0, -jnp.inf)), action)
         mover = (jnp.arange(P)[None, :] == to_play[:, None]).reshape(-1)
         rows = lambda x: jnp.repeat(x, P, axis=0)  # noqa: E731
-        return ActorOutput(rows(out.action), {"policy": rows(out.policy), "mover": mover}), StepState(key)
+        return (ActorOutput(rows(action.astype(jnp.int32)), {"policy": rows(out.policy), "mover": mover}),
+                StepState(key, ply))
 
     def step(self, networks: dict, step_state: StepState, env_step: EnvStep):
         return self._act(networks, step_state, env_step, evaluation=False)

@@ -6,20 +6,17 @@ from __future__ import annotations
 import dataclasses
 
 from sebulba.schedules import check_decay_steps
-from sebulba.search import SearchConfig
+from sebulba.search import GumbelKnobs, SearchConfig
 
 
 @dataclasses.dataclass(frozen=True)
-class AlphaZeroConfig:
+class AlphaZeroConfig(GumbelKnobs):  # the search's knobs (num_simulations, ...: sebulba.search.GumbelKnobs) first
     torso: str = "auto"  # the network's torso over the board: see sebulba.networks.torso_for
     hidden_sizes: tuple[int, ...] = (128, 128)
-    # the search (sebulba.search.SearchConfig; Gumbel's, deterministic in evaluation)
-    num_simulations: int = 16
     eval_simulations: int | None = None  # the evaluation policy's search (None: num_simulations)
-    max_num_considered_actions: int = 16
-    gumbel_scale: float = 1.0
-    value_scale: float = 0.1
-    maxvisit_init: float = 50.0
+    # Self-play's first plies of each game are uniformly random legal moves (their positions still
+    # searched and learned): diverse games, where a peaked policy would replay one game in every env
+    random_opening_plies: int = 0
     # the learner: positions from self-play, replayed uniformly
     learning_rate: float = 1e-3
     lr_decay_steps: int | None = None
@@ -35,6 +32,8 @@ class AlphaZeroConfig:
         for name in ("learning_rate", "batch_size", "optims_per_cycle", "replay_capacity", "min_replay_size"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+        if self.random_opening_plies < 0:
+            raise ValueError(f"random_opening_plies must be >= 0, got {self.random_opening_plies}")
         if self.eval_simulations is not None and self.eval_simulations < 1:
             raise ValueError(f"eval_simulations must be >= 1 or None, got {self.eval_simulations}")
         if self.value_loss_weight < 0:
@@ -49,7 +48,4 @@ class AlphaZeroConfig:
     def search(self, evaluation: bool = False) -> SearchConfig:
         """Self-play's search; in evaluation without Gumbel noise (deterministic), with
         eval_simulations."""
-        sims = (self.eval_simulations or self.num_simulations) if evaluation else self.num_simulations
-        return SearchConfig(num_simulations=sims, max_num_considered_actions=self.max_num_considered_actions,
-                            gumbel_scale=0.0 if evaluation else self.gumbel_scale, value_scale=self.value_scale,
-                            maxvisit_init=self.maxvisit_init)
+        return self.gumbel_search(evaluation, self.eval_simulations if evaluation else None)

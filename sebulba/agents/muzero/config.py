@@ -6,11 +6,11 @@ from __future__ import annotations
 import dataclasses
 
 from sebulba.schedules import check_decay_steps
-from sebulba.search import SearchConfig
+from sebulba.search import GumbelKnobs, SearchConfig
 
 
 @dataclasses.dataclass(frozen=True)
-class MuZeroConfig:
+class MuZeroConfig(GumbelKnobs):  # the search's knobs (num_simulations, ...: sebulba.search.GumbelKnobs) first
     torso: str = "auto"  # the representation's encoder: see sebulba.networks.torso_for
     hidden_sizes: tuple[int, ...] = (64,)  # the encoder's and each function's MLP layers
     latent_size: int = 64
@@ -19,12 +19,6 @@ class MuZeroConfig:
     td_steps: int = 10  # n of the value targets
     discount: float = 0.997
     rescaling_eps: float = 1e-3  # values and rewards are predicted in h(x) = sign(x)(sqrt(|x| + 1) - 1) + eps x
-    # the search (sebulba.search.SearchConfig; Gumbel MuZero's, deterministic in evaluation)
-    num_simulations: int = 16
-    max_num_considered_actions: int = 16
-    gumbel_scale: float = 1.0
-    value_scale: float = 0.1
-    maxvisit_init: float = 50.0
     # the learner
     learning_rate: float = 1e-3
     lr_decay_steps: int | None = None
@@ -67,6 +61,4 @@ class MuZeroConfig:
 
     def search(self, evaluation: bool = False) -> SearchConfig:
         """The actors' search; in evaluation without Gumbel noise (deterministic)."""
-        return SearchConfig(num_simulations=self.num_simulations, max_num_considered_actions=self.max_num_considered_actions,
-                            gumbel_scale=0.0 if evaluation else self.gumbel_scale, value_scale=self.value_scale,
-                            maxvisit_init=self.maxvisit_init)
+        return self.gumbel_search(evaluation)
