@@ -112,9 +112,9 @@ def test_its_policy_needs_the_envs_states(tmp_path):
 @pytest.mark.timeout(900)
 def test_connect_four_bar_at_a_small_budget_and_an_exact_resume(tmp_path):
     """The preset on pgx/connect_four (seed 0) cut at 200k env steps: its greedy search beats a
-    random player in >= 80% of 100 games as either seat (an untrained network's search: ~65-75%;
-    the full bars are the benchmark's), and plays a 50-simulation pure MCTS; the same run stopped
-    by SIGTERM after a checkpoint and resumed ends in the straight run's last metrics row."""
+    random player in >= 90% of 100 games as either seat (measured 100% and 96%, 2026-11-30; the
+    full bars are the benchmark's), and plays a 50-simulation pure MCTS; the same run stopped by
+    SIGTERM after a checkpoint and resumed ends in the straight run's last metrics row."""
     args = ("--seed=0", "--total_env_steps=200000", "--noprogress")
     out = run_experiment("experiments.alphazero", *args, f"--logdir={tmp_path / 'straight'}")
     assert out.returncode == 0, out.stderr[-3000:]
@@ -124,7 +124,7 @@ def test_connect_four_bar_at_a_small_budget_and_an_exact_resume(tmp_path):
     assert out.returncode == 0, out.stderr[-3000:]
     record = json.loads((run_dir / "eval.json").read_text())
     rates = {team: m["win_rate"] for team, m in record["vs_random"].items()}
-    assert min(rates.values()) >= 0.8, rates
+    assert min(rates.values()) >= 0.9, rates
     out = run_experiment("experiments.evaluate", str(run_dir), "--opponent=mcts", "--mcts_simulations=50",
                          "--episodes=10", "--num_envs=10")
     assert out.returncode == 0, out.stderr[-3000:]
