@@ -47,6 +47,7 @@ ALGORITHM = Algorithm(
     "alphazero", AlphaZero, preset,
     presets={"board games": BOARD_GAMES},
     flags={
+        "steps_per_cycle": Flag(int, "Plies per env in a cycle (a game's outcome is learned when it ends within one)."),
         "num_simulations": Flag(int, "Simulations of self-play's search per move."),
         "random_opening_plies": Flag(int, "Self-play's first plies of each game: uniformly random legal moves."),
         "eval_simulations": Flag(int, "Simulations of the evaluation policy's search per move (default: num_simulations)."),
