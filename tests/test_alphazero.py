@@ -108,6 +108,30 @@ def test_its_policy_needs_the_envs_states(tmp_path):
     assert action.shape == (6,) and (action[0::2] == action[1::2]).all()  # a game's rows: its mover's move
 
 
+def test_a_video_of_a_self_play_game(tmp_path):
+    """One tic-tac-toe game of an untrained network's search, recorded as a GIF and decoded: the
+    reset frame and one per move, the empty board first, red and yellow stones by the end."""
+    pytest.importorskip("imageio_ffmpeg")
+    import imageio.v3 as iio
+
+    from envs.jax.pgx import CELL, COLORS
+    from sebulba.experiment import video
+
+    spec = envs.make_spec("pgx/tic_tac_toe")
+    agent = AlphaZero(spec, SMALL)
+    path = tmp_path / "game.gif"
+    ret, length = video.record(path, agent, agent.init_networks(jax.random.key(0)), "pgx/tic_tac_toe", {}, seed=0)
+    frames = iio.imread(path)
+    assert 5 <= length <= 9 and frames.shape == (length + 1, 3 * CELL, 3 * CELL, 3), frames.shape
+
+    def stones(frame, color):  # cells below the label (rows 1-2) whose centre has the color
+        return sum(np.abs(frame[i * CELL + CELL // 2, j * CELL + CELL // 2].astype(int) - color).max() <= 12
+                   for i in (1, 2) for j in range(3))
+
+    assert stones(frames[0], COLORS[0]) == 6  # the empty board
+    assert stones(frames[-1], COLORS[0]) < 6 and stones(frames[-1], COLORS[1]) + stones(frames[-1], COLORS[2]) >= 1
+
+
 @pytest.mark.slow(seconds=90)
 @pytest.mark.timeout(900)
 def test_connect_four_bar_at_a_small_budget_and_an_exact_resume(tmp_path):

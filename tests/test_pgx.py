@@ -102,3 +102,24 @@ def test_one_player_games_have_one_row():
     assert step.obs["action_mask"].shape == (2, 4) and step.obs["observation"].shape == (2, 31, 4, 4)
     lanes, step = env.step(lanes, random_legal(jax.random.key(1), step.obs["action_mask"]))
     assert step.reward.shape == (2,)
+
+
+def test_a_board_is_drawn_from_player_0s_view():
+    """connect four after player_0 plays column 3 and player_1 column 2: a red disc at the bottom of
+    column 3, a yellow one at the bottom of column 2, the rest empty; chess draws no frames."""
+    from envs.jax.pgx import CELL, COLORS
+
+    pool = envs.make("pgx/connect_four", num_envs=1, render_mode="rgb_array")
+    try:
+        pool.reset()
+        pool.step(np.array([3, 3]))
+        pool.step(np.array([2, 2]))
+        frame = pool.render(0)[0]
+    finally:
+        pool.close()
+    assert frame.shape == (6 * CELL, 7 * CELL, 3) and frame.dtype == np.uint8
+    centre = lambda i, j: tuple(frame[i * CELL + CELL // 2, j * CELL + CELL // 2])  # noqa: E731
+    assert centre(5, 3) == tuple(COLORS[1]) and centre(5, 2) == tuple(COLORS[2])
+    assert all(centre(i, j) == tuple(COLORS[0]) for i in range(6) for j in range(7) if (i, j) not in ((5, 3), (5, 2)))
+    with pytest.raises(ValueError, match="pgx/chess draws no frames in the pool"):
+        envs.make("pgx/chess", num_envs=1, render_mode="rgb_array")

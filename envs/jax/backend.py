@@ -116,6 +116,12 @@ class JaxBackend(Backend):
         self._noop = np.zeros((n, *players, *progs.action.shape), progs.action.dtype)
         self._lanes = progs.init(jnp.int32(config.seed), n)
         self._sent: list[tuple[np.ndarray | None, Any]] = []  # (ids, results on the device)
+        if config.render_mode is not None:
+            self.render = self._render
+
+    def _render(self, ids: np.ndarray) -> np.ndarray:
+        """Frames (k, H, W, 3) uint8 of envs ids, drawn by the raw env (its `render(state)`)."""
+        return render_states(self._p.env.raw, jax.device_get(self._lanes.state), ids)
 
     def send(self, ids: np.ndarray | None, action: np.ndarray | None, reset: bool) -> None:
         if ids is None:
@@ -174,6 +180,11 @@ class JaxBackend(Backend):
         self._sent = []
 
 
+def render_states(raw: Any, states: Any, ids: np.ndarray) -> np.ndarray:
+    """Frames (k, H, W, 3) uint8 of the envs `ids` of a batch of raw states, by `raw.render`."""
+    return np.stack([raw.render(jax.tree.map(lambda x: np.asarray(x)[i], states)) for i in np.asarray(ids).tolist()])
+
+
 def configure(task_id: str, env_type: str, kwargs: dict[str, Any]) -> tuple[PoolConfig, _Programs]:
     """The pool config of a JAX id (its env built: that checks the task's kwargs) and its programs."""
     from envs.config import check_seed_range
@@ -181,9 +192,10 @@ def configure(task_id: str, env_type: str, kwargs: dict[str, Any]) -> tuple[Pool
     # max_episode_steps: the user's (max_num_players is checked below, against the env's players)
     given = PoolConfig.create(task_id, env_type, "jax", None, {k: v for k, v in kwargs.items() if k != "max_num_players"},
                               None)
-    if given.render_mode is not None:
-        raise ValueError(f"render_mode={given.render_mode!r}: JAX-native envs ({task_id}) do not render in the pool")
     progs = programs(task_id, given.max_episode_steps, dict(given.task_kwargs))
+    if given.render_mode is not None and not callable(getattr(progs.env.raw, "render", None)):
+        raise ValueError(f"render_mode={given.render_mode!r}: {task_id} draws no frames in the pool (of the JAX-native "
+                         "envs, pgx's connect four, tic-tac-toe and othello do)")
     config = PoolConfig.create(task_id, env_type, "jax", progs.env.max_episode_steps, kwargs, None,
                                progs.env.num_players)
     check_seed_range(config, JaxBackend.max_seed, "a JAX env's key")

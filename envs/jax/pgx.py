@@ -16,6 +16,10 @@ agents, presets and evaluations play either:
   State, the seat that opened, key data for stochastic steps), `to_play(state)` is the seat to
   move, and `step` is pure, so a search steps copies of the state.
 
+- Frames (`render_mode="rgb_array"`, videos): the games whose first two planes are the two
+  players' stones (RENDERED: connect four, tic-tac-toe, othello) are drawn from player_0's view,
+  its stones red, player_1's yellow, on a blue board.
+
 Refused, with the reason: the ids in UNSUPPORTED. pgx's games take no parameters here.
 """
 
@@ -34,6 +38,10 @@ UNSUPPORTED = {
     "sparrow_mahjong": "it has three players whose turn order is not fixed; the suite's seats are for one or two",
 }
 MASK_KEY = "action_mask"  # PettingZoo's name for the legal moves
+RENDERED = ("connect_four", "tic_tac_toe", "othello")  # planes 0 and 1: the two players' stones
+CELL = 48  # pixels per board cell in a frame
+COLORS = np.array([[225, 225, 225], [220, 40, 40], [240, 200, 40]], np.uint8)  # empty, player_0, player_1
+BOARD = np.array([30, 80, 170], np.uint8)
 
 
 def ids() -> list[str]:
@@ -74,6 +82,23 @@ class PgxEnv:
         board = gym.spaces.Box(low, high, tuple(leaf.shape), self._obs_dtype)
         mask = gym.spaces.Box(0, 1, (self.num_actions,), np.int8)
         self.observation_space = gym.spaces.Dict({"observation": board, MASK_KEY: mask})
+        if name in RENDERED:
+            self.render = self._draw
+
+    def _draw(self, state: PgxState) -> np.ndarray:
+        """One env's frame (uint8 [H x CELL, W x CELL, 3]) from its state (see the module docstring)."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            planes = np.asarray(self.game.observe(state.game, jnp.asarray(state.opener)))
+        owner = np.where(planes[..., 0] > 0, 1, np.where(planes[..., 1] > 0, 2, 0))  # [H, W]: 0 empty, 1, 2
+        H, W = owner.shape
+        yy, xx = np.mgrid[:CELL, :CELL] - (CELL - 1) / 2
+        disc = yy**2 + xx**2 <= (0.42 * CELL) ** 2
+        frame = np.broadcast_to(BOARD, (H * CELL, W * CELL, 3)).copy()
+        for i in range(H):
+            for j in range(W):
+                frame[i * CELL:(i + 1) * CELL, j * CELL:(j + 1) * CELL][disc] = COLORS[owner[i, j]]
+        return frame
 
     # ---------------------------------------------------------------- the model
     def to_play(self, state: PgxState) -> jax.Array:

@@ -28,6 +28,7 @@ from sebulba.agent import Agent
 from sebulba.experiment.progress import isatty
 from sebulba.loop.evaluator import acting
 from sebulba.loop.metrics import team_name, teams
+from sebulba.loop.state_pool import StatePool
 from sebulba.types import EnvStep
 
 INSTALL = "pip install -e '.[video]'"
@@ -92,9 +93,14 @@ def _is_mujoco(env: gym.Env) -> bool:
     return module is not None and isinstance(env.unwrapped, module.MujocoEnv)
 
 
-def _frames_of(env_id: str, env_kwargs: dict[str, Any], seed: int) -> tuple[Any, str, int | None]:
-    """A one-env source of observations and frames: a rendering pool, or (worker-process tasks)
-    Gymnasium's env itself. Returns (source, "pool" | "gym", its episode step limit or None)."""
+def _frames_of(env_id: str, env_kwargs: dict[str, Any], seed: int, with_state: bool = False
+               ) -> tuple[Any, str, int | None]:
+    """A one-env source of observations and frames: a rendering pool, (`with_state`: for an agent
+    that plans with the env) a StatePool of the JAX env, or (worker-process tasks) Gymnasium's env
+    itself. Returns (source, "pool" | "gym", its episode step limit or None)."""
+    if with_state:
+        pool = StatePool(env_id, env_kwargs, 1, seed)
+        return pool, "pool", pool.env.max_episode_steps
     backend, _ = envs.resolve(env_id, env_kwargs.get("backend"))
     if backend == "process" and not envs.renders_in_workers(env_id):
         kwargs = {k: v for k, v in env_kwargs.items() if k not in ("backend", "num_threads")}
@@ -132,7 +138,7 @@ def play(source: Any, kind: str, agent: Agent, networks: Any, seed: int, greedy:
         terminated, truncated = np.zeros(rows, bool), np.zeros(rows, bool)
         yield frame(), t, total.copy(), False
         while True:
-            env_step = EnvStep(obs, reward, terminated, truncated, first)
+            env_step = EnvStep(obs, reward, terminated, truncated, first, source.state if agent.plans_with_env else ())
             action, state = policy(networks, state, env_step)
             action = np.asarray(action)
             if kind == "pool":
@@ -233,7 +239,7 @@ def record(path: Path, agent: Agent, networks: Any, env_id: str, env_kwargs: dic
     returns its (return, length); a multi-player env's return is the mean of its players' (as
     the evaluation's `eval_return_mean`)."""
     writer = VideoWriter(path, fps)
-    source, kind, limit = _frames_of(env_id, dict(env_kwargs), seed)
+    source, kind, limit = _frames_of(env_id, dict(env_kwargs), seed, with_state=agent.plans_with_env)
     names = source.spec.player_names if kind == "pool" else ()
     bar = FrameProgress(None if limit is None else limit + 1, progress)
     episode = play(source, kind, agent, networks, seed, greedy)

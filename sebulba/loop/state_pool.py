@@ -13,12 +13,13 @@ import jax
 import numpy as np
 
 import envs
+from envs.jax.backend import render_states
 from envs.jax.registry import make_jax_env
 
 
 class StatePool:
     def __init__(self, env_id: str, env_kwargs: Mapping[str, Any] | None, num_envs: int, seed: int):
-        kwargs = dict(env_kwargs or {})
+        kwargs = {k: v for k, v in dict(env_kwargs or {}).items() if k not in ("render_mode", "num_threads")}
         self.spec = envs.make_spec(env_id, **kwargs)
         self.env = make_jax_env(env_id, kwargs.pop("max_episode_steps", None), **kwargs)
         self.num_envs, self.seed = num_envs, seed
@@ -45,6 +46,15 @@ class StatePool:
     def step(self, action: np.ndarray) -> tuple:
         self._lanes, step = self._step(self._lanes, action)
         return self._out(step)
+
+    def render(self, env_ids: Any = None) -> np.ndarray:
+        """Frames (k, H, W, 3) uint8 of envs env_ids (default env 0), as the pool's `render`: a raw
+        env that draws them (its `render(state)`; pgx's boards)."""
+        if not callable(getattr(self.env.raw, "render", None)):
+            raise ValueError(f"{self.env.task_id} draws no frames (of the JAX-native envs, pgx's connect four, "
+                             "tic-tac-toe and othello do)")
+        ids = np.zeros(1, np.int32) if env_ids is None else np.atleast_1d(np.asarray(env_ids))
+        return render_states(self.env.raw, jax.device_get(self.state), ids)
 
     def close(self) -> None:
         self._lanes = None
