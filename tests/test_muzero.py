@@ -117,3 +117,21 @@ def test_a_run_on_continuous_actions_is_refused_in_one_line(tmp_path):
         "error: MuZero needs a Discrete action space; Pendulum-v1 has Box(-2.0, 2.0, (1,), float32) "
         "(--debug shows the traceback)"), out.stderr
     assert not any(tmp_path.iterdir())  # a refused run leaves no directory
+
+
+def test_a_video_of_an_episode_played_with_its_search(tmp_path):
+    """One CartPole-v1 episode of an untrained MuZero's search (the search in each frame's action),
+    recorded as a GIF and decoded: the reset frame and one per step, the pole moving."""
+    pytest.importorskip("imageio_ffmpeg")
+    pytest.importorskip("pygame")
+    import imageio.v3 as iio
+    import jax
+
+    from sebulba.experiment import video
+
+    agent = MuZero(CARTPOLE, SMALL)
+    path = tmp_path / "episode.gif"
+    ret, length = video.record(path, agent, agent.init_networks(jax.random.key(0)), "CartPole-v1", {}, seed=0)
+    frames = iio.imread(path)
+    assert ret == length >= 8 and frames.shape == (length + 1, 400, 600, 3), frames.shape
+    assert not np.array_equal(frames[0, 40:], frames[-1, 40:])  # below the label: the cart and pole moved
