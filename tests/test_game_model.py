@@ -45,6 +45,7 @@ def test_a_move_gives_the_movers_reward_and_the_negamax_discount():
     assert np.asarray(on.obs["observation"])[0, 0].reshape(-1).tolist() == [0, 0, 0, 1, 1, 0, 0, 0, 0]
 
 
+@pytest.mark.slow(seconds=8)
 def test_playouts_end_the_game_for_the_mover():
     """A finished game's playout is 0 (nothing left to play); one move from a draw, 0; from
     X_TO_WIN, random games end in every outcome for X."""
@@ -61,6 +62,7 @@ def test_playouts_end_the_game_for_the_mover():
     assert set(np.unique(values).tolist()) == {-1.0, 0.0, 1.0}
 
 
+@pytest.mark.slow(seconds=8)
 def test_pure_mcts_takes_the_win_and_blocks_the_loss():
     model = GameModel.of("pgx/tic_tac_toe")
     player = PureMCTS(model, num_simulations=100)

@@ -95,6 +95,7 @@ def test_the_pool_serves_a_pgx_game_with_envpools_api():
         pool.close()
 
 
+@pytest.mark.slow(seconds=8)
 def test_one_player_games_have_one_row():
     env = make_jax_env("pgx/2048")
     assert env.num_players == 1 and env.player_names == ()
