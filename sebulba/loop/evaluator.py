@@ -113,12 +113,11 @@ class Evaluator:
         self.device = device or jax.local_devices()[0]
         kwargs = {k: v for k, v in dict(env_kwargs or {}).items() if k not in ("num_envs", "batch_size", "seed")}
         self._with_state = agent.plans_with_env or opponent == "mcts"
-        # the pure-MCTS player's model first: a game it cannot play is refused before a pool is built
-        model = GameModel.of(env_id) if opponent == "mcts" else None
+        # the pure-MCTS player first: a game it cannot play is refused before a pool is built
+        self._mcts = PureMCTS(GameModel.of(env_id), mcts_simulations) if opponent == "mcts" else None
         with jax.default_device(self.device):
             self.pool = (StatePool(env_id, kwargs, num_envs, seed) if self._with_state
                          else envs.make(env_id, num_envs=num_envs, seed=seed, **kwargs))
-        self._mcts = None if model is None else PureMCTS(model, mcts_simulations)
         try:
             self.cooperative = self.pool.num_players > 1 and envs.players.cooperative(env_id)
             self.opponent = check_opponent(opponent, self.pool.num_players, env_id, self.cooperative)
