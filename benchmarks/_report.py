@@ -156,3 +156,33 @@ def run_cli(module: str, args: list[str], logdir: Path) -> tuple[float, dict, Pa
     (run_dir,) = set(logdir.iterdir()) - before
     rows = list(csv.DictReader((run_dir / "metrics.csv").open()))
     return wall, rows[-1], run_dir
+
+
+def learning_bar_benchmark(script: str, section: str, title: str, runs, bar: float, figure: str, plot_title: str,
+                           note: str, description: str) -> None:
+    """A learning-bar benchmark's whole run: `runs` (name, module, args) at the command line's seeds
+    (`bar_rows`), their curves plotted to benchmarks/figures/`figure`, and BENCHMARKS.md's
+    `section` (title, command, machine, `note`, the table, the figure) unless --no-write."""
+    import tempfile
+
+    from sebulba.experiment.curves import plot_curves
+
+    seeds, no_write = seed_args(description)
+    figures = Path(__file__).resolve().parent / "figures"
+    with tempfile.TemporaryDirectory() as tmp:
+        rows, curves = bar_rows(runs, seeds, Path(tmp), bar)
+        if not no_write:
+            figures.mkdir(parents=True, exist_ok=True)
+            plot_curves(curves, figures / figure, plot_title)
+    body = (
+        f"## {title} (`benchmarks/{script}`)\n\n"
+        f"Run {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC with "
+        f"`python {' '.join([f'benchmarks/{script}', *sys.argv[1:]])}`  \n"
+        f"Machine: {platform.platform()}, {os.cpu_count()} cores, CPU only; {note}\n\n"
+        f"| run | seed | env steps | episodes | final return (last 20 episodes) | bar met? (>= {bar:.0f}) | "
+        "wall time (s) |\n|---|---|---:|---:|---:|---|---:|\n" + "\n".join(rows) + "\n\n"
+        f"![{plot_title}](benchmarks/figures/{figure})\n"
+    )
+    print(body)
+    if not no_write:
+        write_section(BENCH_FILE, section, body)
