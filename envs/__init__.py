@@ -32,6 +32,7 @@ from envs.pool import DmEnvPool, EnvPool, GymnasiumEnvPool
 DMEnvPool = DmEnvPool  # EnvPool's name for it
 from envs.ids import renders_in_workers
 from envs.process.errors import WorkerError
+from envs.process.mission import decode_mission
 from envs.registry import list_all_envs, resolve
 from envs.spec import EnvSpec
 from envs.vector import make_vector_env
@@ -89,6 +90,7 @@ __all__ = [
     "PoolConfig",
     "SyncSubprocessEnvManager",
     "WorkerError",
+    "decode_mission",
     "is_atari",
     "is_atari_players",
     "list_all_envs",

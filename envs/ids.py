@@ -12,6 +12,7 @@ import warnings
 import gymnasium as gym
 
 from envs.atari.games import ATARI_PLAYER_TASKS
+from envs.toy_text import SERVED_AS
 
 # PettingZoo envs in worker processes: pettingzoo/<module>/<env> (envs/process/pettingzoo_task.py).
 PETTINGZOO_PREFIX = "pettingzoo/"
@@ -35,7 +36,8 @@ REGISTERING_PACKAGES = ("ale_py", "minigrid", "gymnasium_robotics", "miniworld",
 _imported: set[str] = set()
 
 
-def _import_registering_packages() -> None:
+def import_registering_packages() -> None:
+    """Imports each installed package of REGISTERING_PACKAGES once (a broken one is skipped)."""
     for name in REGISTERING_PACKAGES:
         if name in _imported:
             continue
@@ -64,12 +66,15 @@ def _import_id_module(task_id: str) -> str:
 
 def find_spec(task_id: str) -> gym.envs.registration.EnvSpec | None:
     """The Gymnasium spec of task_id (`EnvId` or `module:EnvId`), importing the packages that
-    register ids on import if needed; None when no such id is registered."""
+    register ids on import if needed; None when no such id is registered. An id the pool serves
+    as EnvPool does (envs.toy_text.SERVED_AS: Blackjack-v1) gets that spec."""
+    if task_id in SERVED_AS:
+        return SERVED_AS[task_id]
     if ":" in task_id:
         name = _import_id_module(task_id)
         if name not in gym.registry:
             raise ValueError(f"task id {task_id!r}: importing {task_id.partition(':')[0]!r} registered no id {name!r}")
         return gym.registry[name]
     if task_id not in gym.registry:
-        _import_registering_packages()
+        import_registering_packages()
     return gym.registry.get(task_id)

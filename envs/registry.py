@@ -28,7 +28,7 @@ from envs.atari.games import (
     unsupported_rom_error,
     unsupported_rom_of_id,
 )
-from envs.ids import find_spec, is_pettingzoo_id
+from envs.ids import find_spec, import_registering_packages, is_pettingzoo_id
 from envs.jax.registry import close_suite, installed_suites, is_jax_id, served_ids
 from envs.mujoco import LEGACY_MUJOCO_TASKS, MUJOCO_TASKS
 from envs.mujoco.dmc.ids import DMC_IDS
@@ -123,7 +123,10 @@ def host_envs() -> list[str]:
     (with mujoco and dm_control installed), the gym MuJoCo ids served natively, then the registered
     Gymnasium ids that build on this install (ids whose packages are missing, e.g. Box2D or MuJoCo
     ones, or whose spaces the pool cannot batch are left out; `make` of them raises). The first
-    call builds one env of each non-ALE Gymnasium id. Imports no JAX suite and no PettingZoo env."""
+    call builds one env of each non-ALE Gymnasium id. Imports no JAX suite and no PettingZoo env;
+    imports the installed packages that register Gymnasium ids (envs.ids.REGISTERING_PACKAGES:
+    ale_py, minigrid, ...), so their ids are listed as EnvPool lists its MiniGrid and BabyAI ids."""
+    import_registering_packages()
     native = sorted(NATIVE_TASKS)
     atari = sorted(ATARI_TASKS) if ale_available() else []
     atari = sorted(atari + (list(ATARI_PLAYER_TASKS) if multi_agent_ale_available() else []))

@@ -2,7 +2,12 @@
 (envpool/toy_text/catch.h, nchain.h), and the older versions of Gymnasium's tasks EnvPool still
 serves (Taxi-v3, CliffWalking-v0: the same task as Gymnasium's Taxi-v4 and CliffWalking-v1 with
 their default arguments). Registered as Gymnasium ids on import, so the pool serves them as any
-Gymnasium id (`backend="process"`) and `gymnasium.make` builds them too."""
+Gymnasium id (`backend="process"`) and `gymnasium.make` builds them too.
+
+One id the pool serves as EnvPool does rather than as Gymnasium registers it (`SERVED_AS`, read
+by `envs.ids.find_spec`; `gymnasium.make` is left as it is): Blackjack-v1, whose observation
+EnvPool serves as one int32 array [3] (blackjack.h) where Gymnasium's is a Tuple of Discretes;
+the same game and rules (sab=True, natural=False, Gymnasium's registered arguments too)."""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.envs.toy_text.blackjack import BlackjackEnv as _Blackjack
 
 
 class CatchEnv(gym.Env):
@@ -80,6 +86,24 @@ class NChainEnv(gym.Env):
             reward = 10.0
         return self._state, reward, False, False, {}
 
+
+class BlackjackEnv(_Blackjack):
+    """Gymnasium's Blackjack with EnvPool's observation: [player's sum, dealer's showing card,
+    usable ace] as int32 [3] in [0, 31]."""
+
+    def __init__(self, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.observation_space = gym.spaces.Box(0, 31, (3,), np.int32)
+
+    def _get_obs(self) -> np.ndarray:
+        return np.asarray(super()._get_obs(), np.int32)
+
+
+# id -> the spec the pool serves it by, in place of Gymnasium's registration of it
+SERVED_AS: dict[str, gym.envs.registration.EnvSpec] = {
+    "Blackjack-v1": gym.envs.registration.EnvSpec(
+        "Blackjack-v1", entry_point="envs.toy_text:BlackjackEnv", kwargs=dict(sab=True, natural=False)),
+}
 
 IDS: dict[str, dict[str, Any]] = {  # id -> gym.register's arguments (EnvPool's registration.py)
     "Catch-v0": dict(entry_point="envs.toy_text:CatchEnv", kwargs=dict(height=10, width=5)),

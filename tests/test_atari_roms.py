@@ -173,8 +173,7 @@ def test_every_listed_non_atari_id_builds():
 def test_ids_that_cannot_build_here_are_not_listed_and_make_says_why():
     ids = set(envs.list_all_envs())
     assert len(ids) == len(envs.list_all_envs())  # no duplicates
-    # Tuple observations of Discrete leaves: the pool batches them
-    assert "Blackjack-v1" in ids
+    assert "Blackjack-v1" in ids  # served as EnvPool serves it (one int32 array)
     # a Text leaf in a Dict observation: registered, builds in Gymnasium, but the pool cannot batch it
     assert "ToyTextObs-v0" in gym.registry and "ToyTextObs-v0" not in ids
     with pytest.raises(ValueError, match="'ToyTextObs-v0' has an observation space leaf 'note' Text"):

@@ -30,6 +30,7 @@ SMALL = MuZeroConfig(hidden_sizes=(16,), latent_size=8, sequence_length=8, unrol
     ({"min_replay_size": 0}, "min_replay_size must be in"),
     ({"num_simulations": 0}, "num_simulations must be >= 1"),
     ({"value_loss_weight": -1.0}, "value_loss_weight must be >= 0"),
+    ({"entropy_cost": -0.01}, "entropy_cost must be >= 0"),
 ])
 def test_bad_settings_are_named(kwargs, match):
     with pytest.raises(ValueError, match=match):
@@ -69,6 +70,7 @@ def test_learns_from_its_search_policies_with_no_retrace_once_warm(learner_devic
     assert float(metrics["learning"]) == 1.0
     for name in ("loss", "value_loss", "reward_loss", "policy_loss"):
         assert np.isfinite(float(metrics[name])), name
+    assert 0.0 < float(metrics["entropy"]) <= np.log(2) + 1e-6  # the prior's, over CartPole's two actions
 
 
 @pytest.mark.slow(seconds=60)

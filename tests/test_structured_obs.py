@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import envs
+from envs.process.mission import decode_mission, encode_mission
 from envs import SyncSubprocessEnvManager
 from envs.native.signal_corridor import LENGTH, SignalCorridorEnv
 from tests.support import toy_envs
@@ -126,11 +127,28 @@ def test_leaves_the_pool_cannot_batch_are_named():
 
 
 def test_tuple_observations_of_a_gymnasium_env():
+    """Gymnasium's Blackjack under an id of its own: a Tuple of Discretes, batched leaf by leaf."""
+    gym.register("TupleBlackjack-v0", entry_point="gymnasium.envs.toy_text.blackjack:BlackjackEnv")
+    try:
+        with envs.make("TupleBlackjack-v0", num_envs=3, seed=0) as pool:
+            assert isinstance(pool.observation_space, gym.spaces.Tuple)
+            obs, _ = pool.reset()
+            ref = [gym.make("TupleBlackjack-v0").reset(seed=i)[0] for i in range(3)]
+            assert isinstance(obs, tuple)
+            assert [tuple(int(leaf[i]) for leaf in obs) for i in range(3)] == [tuple(map(int, r)) for r in ref]
+    finally:
+        gym.registry.pop("TupleBlackjack-v0")
+
+
+def test_blackjack_v1_is_served_as_envpool_serves_it():
+    """EnvPool's Blackjack-v1 (blackjack.h): one int32 [3] observation, Gymnasium's game and rules;
+    gymnasium.make's own Blackjack-v1 is left as Gymnasium registers it."""
     with envs.make("Blackjack-v1", num_envs=3, seed=0) as pool:
-        assert isinstance(pool.observation_space, gym.spaces.Tuple)
+        assert pool.observation_space == gym.spaces.Box(0, 31, (3,), np.int32)
         obs, _ = pool.reset()
         ref = [gym.make("Blackjack-v1").reset(seed=i)[0] for i in range(3)]
-        assert isinstance(obs, tuple) and [tuple(int(leaf[i]) for leaf in obs) for i in range(3)] == [tuple(map(int, r)) for r in ref]
+        assert obs.dtype == np.int32 and obs.tolist() == [list(map(int, r)) for r in ref]
+    assert isinstance(gym.make("Blackjack-v1").observation_space, gym.spaces.Tuple)
 
 
 # ---------------------------------------------------------------- SignalCorridor-v0 (native)
@@ -193,6 +211,39 @@ def test_signal_corridor_snapshot_resumes_exactly_and_renders():
         assert frame.shape == (1, 32, 32 * (LENGTH + 2), 3) and frame.dtype == np.uint8
         centre = frame[0, 16, 16 + 32 * (1 + LENGTH // 2)]
         assert centre.tolist() == [40, 80, 200]  # the agent, blue, in the middle cell
+
+
+# ---------------------------------------------------------------- MiniGrid's missions (EnvPool's bytes)
+
+
+def test_missions_encode_to_envpool_bytes_and_decode_back():
+    row = encode_mission("go to the red ball", 8)
+    assert row.dtype == np.uint8 and row.tolist() == list(b"go to t") + [0]  # nbytes - 1 bytes, then a zero
+    assert decode_mission(encode_mission("reach the goal", 96)) == "reach the goal"
+    assert decode_mission(encode_mission("caf\u00e9", 5)) == "caf"  # cut at a character's boundary
+    batch = np.stack([encode_mission(m, 16) for m in ("a", "", "open the door")]).reshape(3, 1, 16)
+    assert decode_mission(batch).tolist() == [["a"], [""], ["open the door"]]
+    with pytest.raises(ValueError, match="mission_bytes must be an int >= 2"):
+        envs.make_spec("MiniGrid-Empty-5x5-v0", mission_bytes=1)
+
+
+def test_minigrid_and_babyai_missions_are_served_as_envpool_serves_them():
+    """The minigrid package's envs through worker processes: the mission as EnvPool's uint8 bytes
+    (96 for MiniGrid ids, 512 for BabyAI's, or mission_bytes), the same missions as Gymnasium's
+    envs under the same seeds; an env without a mission refuses mission_bytes in one line."""
+    pytest.importorskip("minigrid")
+    for task_id, nbytes in (("MiniGrid-Empty-5x5-v0", 96), ("BabyAI-GoToObj-v0", 512)):
+        with envs.make(task_id, num_envs=3, seed=0) as pool:
+            assert pool.observation_space["mission"] == gym.spaces.Box(0, 255, (nbytes,), np.uint8)
+            obs, _ = pool.reset()
+            refs = [gym.make(task_id).reset(seed=i)[0] for i in range(3)]
+            assert envs.decode_mission(obs["mission"]).tolist() == [r["mission"] for r in refs]
+            np.testing.assert_array_equal(obs["image"], np.stack([r["image"].transpose(2, 0, 1) for r in refs]))
+    with envs.make("BabyAI-GoToObj-v0", num_envs=1, seed=0, mission_bytes=8) as pool:
+        mission = gym.make("BabyAI-GoToObj-v0").reset(seed=0)[0]["mission"]
+        assert envs.decode_mission(pool.reset()[0]["mission"][0]) == mission[:7]
+    with pytest.raises(ValueError, match="mission_bytes: 'CartPole-v1' has no mission"):
+        envs.make_spec("CartPole-v1", backend="process", mission_bytes=16)
 
 
 # ---------------------------------------------------------------- Gymnasium's own ids

@@ -13,6 +13,7 @@ from envs.atari.games import check_rom, is_ale_entry_point
 from envs.config import INT32_MAX, PoolConfig
 from envs.process.retry import RetryConfig
 from envs.ids import find_spec
+from envs.process.mission import MISSION_KWARG, MissionAsBytes, check_mission_bytes, default_mission_bytes, mission_keys
 from envs.tree import Path, check_batchable, is_structured, leaf_spaces, map_space
 
 
@@ -48,6 +49,8 @@ class GymFactory:
     spec: gym.envs.registration.EnvSpec
     kwargs: dict[str, Any]
     drop_observation_keys: tuple[str, ...] = ()  # Dict observation keys the pool leaves out
+    mission_bytes: int | None = None  # MiniGrid's missions as this many uint8 (envs/process/mission.py)
+    mission_bytes_given: bool = False  # passed by the user: an env without a mission is told so
 
     def __call__(self) -> gym.Env:
         env = gym.make(self.spec, **self.kwargs)
@@ -62,13 +65,19 @@ class GymFactory:
                 env.close()
                 raise ValueError(f"{DROP_KWARG}: {self.spec.id!r} has no observation keys {missing}; its keys: {list(space.spaces)}")
             env = gym.wrappers.FilterObservation(env, [k for k in space.spaces if k not in drop])
+        missions = mission_keys(env.observation_space)
+        if missions and self.mission_bytes is not None:
+            env = MissionAsBytes(env, missions, self.mission_bytes)
+        elif self.mission_bytes_given:
+            env.close()
+            raise ValueError(f"{MISSION_KWARG}: {self.spec.id!r} has no mission in its observation ({env.observation_space})")
         return env
 
 
-def _factory(task_id: str, kwargs: dict[str, Any], drop: tuple[str, ...]) -> GymFactory:
+def _factory(task_id: str, kwargs: dict[str, Any], drop: tuple[str, ...], mission: tuple[int, bool]) -> GymFactory:
     spec = find_spec(task_id)
     spec = dataclasses.replace(spec, max_episode_steps=None, disable_env_checker=True, order_enforce=False)
-    return GymFactory(spec, dict(kwargs), drop)
+    return GymFactory(spec, dict(kwargs), drop, *mission)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,6 +145,14 @@ def _drop_keys(task_id: str, kwargs: dict[str, Any]) -> tuple[str, ...]:
     return tuple(drop)
 
 
+def _mission_bytes(task_id: str, kwargs: dict[str, Any]) -> tuple[int, bool]:
+    """Pops mission_bytes (EnvPool's MiniGrid config: the bytes a mission is served in) out of
+    kwargs: (the bytes, whether the user gave them)."""
+    if MISSION_KWARG not in kwargs:
+        return default_mission_bytes(task_id), False
+    return check_mission_bytes(kwargs.pop(MISSION_KWARG)), True
+
+
 def _check_seed(probe: gym.Env, config: PoolConfig) -> None:
     """Gymnasium's reset takes any int >= 0, but an env may cap it (its JAX envs, phys2d/* and
     tabular/*, take seeds < 2**63). Seeds within int32, which every env of Gymnasium and ALE takes,
@@ -165,8 +182,9 @@ def configure(task_id: str, env_type: str, kwargs: dict[str, Any]) -> GymTask:
     kwargs = dict(kwargs)
     retry = retry_config(kwargs)
     drop = _drop_keys(task_id, kwargs)
+    mission = _mission_bytes(task_id, kwargs)
     config = PoolConfig.create(task_id, env_type, "process", default_steps, kwargs, None)
-    factory = _factory(task_id, dict(config.task_kwargs), drop)
+    factory = _factory(task_id, dict(config.task_kwargs), drop, mission)
     return task_of_probe(task_id, config, factory, _build_probe(task_id, factory), retry)
 
 

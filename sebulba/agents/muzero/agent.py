@@ -131,15 +131,18 @@ class MuZero(Agent[Networks, optax.OptState, Experience, StepState]):
         value_loss = masked_mean(value_err**2, targets.value_mask)
         reward_loss = masked_mean((rewards - rescale(targets.rewards[..., 1:], c.rescaling_eps)) ** 2,
                                   targets.reward_mask[..., 1:])
-        cross_entropy = -jnp.sum(targets.policies * jax.nn.log_softmax(logits), -1)
+        log_pi = jax.nn.log_softmax(logits)
+        cross_entropy = -jnp.sum(targets.policies * log_pi, -1)
         policy_loss = masked_mean(cross_entropy, targets.policy_mask)
-        per_seq = c.value_loss_weight * value_loss + reward_loss + policy_loss
+        entropy = masked_mean(-jnp.sum(jnp.exp(log_pi) * log_pi, -1), targets.policy_mask)
+        per_seq = c.value_loss_weight * value_loss + reward_loss + policy_loss - c.entropy_cost * entropy
         loss = jnp.mean(weights * per_seq)
         first = targets.value_mask[..., 0]
         priorities = jax.vmap(sequence_priority, in_axes=(0, 0, None))(
             jax.lax.stop_gradient(jnp.abs(value_err[..., 0])), first, c.priority_eta)
         metrics = {"value_loss": jnp.mean(value_loss), "reward_loss": jnp.mean(reward_loss),
                    "policy_loss": jnp.mean(policy_loss),
+                   "entropy": jnp.mean(entropy),
                    "value_mean": jnp.sum(first * signed_parabolic(values[..., 0], c.rescaling_eps)) / jnp.maximum(first.sum(), 1)}
         return loss, (metrics, priorities)
 

@@ -24,6 +24,7 @@ class MuZeroConfig(GumbelKnobs):  # the search's knobs (num_simulations, ...: se
     lr_decay_steps: int | None = None
     max_grad_norm: float | None = 5.0
     value_loss_weight: float = 0.25  # MuZero Reanalyse's weight of the value loss
+    entropy_cost: float = 0.0  # a bonus on the policy's entropy: keeps self-play exploring where the improved policy turns greedy
     batch_size: int = 16  # sequences per optimizer step, per learner device
     optims_per_cycle: int = 4
     target_update_period: int = 100  # learner steps between copies of the target network (value bootstraps)
@@ -43,8 +44,9 @@ class MuZeroConfig(GumbelKnobs):  # the search's knobs (num_simulations, ...: se
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
         if not 0.0 <= self.discount <= 1.0:
             raise ValueError(f"discount must be in [0, 1], got {self.discount}")
-        if self.value_loss_weight < 0:
-            raise ValueError(f"value_loss_weight must be >= 0, got {self.value_loss_weight}")
+        for name in ("value_loss_weight", "entropy_cost"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if self.max_grad_norm is not None and self.max_grad_norm <= 0:
             raise ValueError(f"max_grad_norm must be > 0 or None, got {self.max_grad_norm}")
         check_decay_steps(self.lr_decay_steps)
