@@ -6,7 +6,7 @@ of normalised scores with 95% stratified-bootstrap intervals, a performance prof
 beside its reference and the reference's source) goes to BENCHMARKS.md and docs/benchmarks.md.
 
     python -m benchmarks.suite --list
-    python -m benchmarks.suite memory [--jobs 1] [--seeds 0,1,2] [--dir runs/suites] [--results DIR]
+    python -m benchmarks.suite memory [--jobs 1] [--seeds 0,1,2] [--agents ppo,impala] [--dir runs/suites] [--results DIR]
                                       [--report-only] [--no-write]
 
 A finished cell's record (its result and its learning curve, a few KB) is kept apart from its run
@@ -106,11 +106,13 @@ def run_cell(root: Path, store: Path, suite: Suite, cell: Cell) -> dict:
     return result
 
 
-def run_suite(root: Path, store: Path, suite: Suite, jobs: int, seeds: tuple[int, ...] | None = None) -> list[str]:
-    """Every unfinished cell, `jobs` at a time; returns the failures' messages (the other cells
-    still run)."""
-    todo = [c for c in suite.cells(seeds) if finished(store, suite, c) is None]
-    print(f"{suite.name}: {len(suite.cells(seeds)) - len(todo)} of {len(suite.cells(seeds))} cells finished; "
+def run_suite(root: Path, store: Path, suite: Suite, jobs: int, seeds: tuple[int, ...] | None = None,
+              agents: tuple[str, ...] | None = None) -> list[str]:
+    """Every unfinished cell (of `agents` only, if given), `jobs` at a time; returns the failures'
+    messages (the other cells still run)."""
+    cells = [c for c in suite.cells(seeds) if agents is None or c.agent.label in agents]
+    todo = [c for c in cells if finished(store, suite, c) is None]
+    print(f"{suite.name}: {len(cells) - len(todo)} of {len(cells)} cells finished; "
           f"running {len(todo)}, {jobs} at a time", flush=True)
     failures = []
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
@@ -303,6 +305,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="where finished cells' records are kept (default: the repository's)")
     parser.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2) // 2), help="cells side by side")
     parser.add_argument("--seeds", help="comma-separated; default: the suite's")
+    parser.add_argument("--agents", help="comma-separated agent labels: run only their cells (the report has every finished cell)")
     parser.add_argument("--reps", type=int, default=2000, help="bootstrap resamples")
     parser.add_argument("--report-only", action="store_true", help="report the finished cells, run none")
     parser.add_argument("--no-write", action="store_true",
@@ -317,6 +320,12 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
             args.seeds = tuple(int(s) for s in args.seeds.split(","))
         except ValueError:
             parser.error(f"--seeds: comma-separated integers, got {args.seeds!r}")
+    if args.agents is not None:
+        args.agents = tuple(args.agents.split(","))
+        known = SUITES[args.suite].agents() if args.suite in SUITES else []
+        unknown = [a for a in args.agents if a not in known]
+        if unknown:
+            parser.error(f"--agents: {', '.join(unknown)} not in suite {args.suite}'s agents ({', '.join(known)})")
     return args
 
 
@@ -331,7 +340,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     suite = SUITES[args.suite]
     seeds = args.seeds or suite.seeds
-    failures = [] if args.report_only else run_suite(args.dir, args.results, suite, args.jobs, seeds)
+    failures = [] if args.report_only else run_suite(args.dir, args.results, suite, args.jobs, seeds, args.agents)
     figures = args.dir / suite.name / "figures" if args.no_write else FIGURES  # --no-write leaves the docs alone
     body = report(args.results, suite, seeds, random_returns(args.results, suite), args.reps, figures=figures)
     print("\n" + body)

@@ -75,7 +75,8 @@ def test_every_declared_suite_is_a_grid_of_known_entry_points():
 
 def test_the_command_line_refuses_bad_input_in_one_line():
     for argv, message in ((["nope"], "name a suite: classic"), (["memory", "--jobs", "0"], "--jobs and --reps"),
-                          (["memory", "--seeds", "a"], "--seeds: comma-separated integers")):
+                          (["memory", "--seeds", "a"], "--seeds: comma-separated integers"),
+                          (["minatar", "--agents", "ppo,sac"], "--agents: sac not in suite minatar's agents")):
         out = subprocess.run([sys.executable, "-m", "benchmarks.suite", *argv], cwd=ROOT, capture_output=True, text=True)
         assert out.returncode == 2 and out.stderr.count("\n") == 1 and message in out.stderr, out.stderr
 
@@ -122,6 +123,8 @@ def test_the_runner_runs_resumes_never_reruns_and_reports(tmp_path, monkeypatch,
     capsys.readouterr()
     assert runner.run_suite(tmp_path / "elsewhere", store, TINY, jobs=2) == []  # the records alone: nothing to run
     assert "2 of 2 cells finished; running 0" in capsys.readouterr().out
+    assert runner.run_suite(tmp_path / "elsewhere", store, TINY, jobs=2, agents=("dqn",)) == []  # not TINY's agent
+    assert "0 of 0 cells finished; running 0" in capsys.readouterr().out
     assert stamps == [runner.record_path(store, TINY, c).stat().st_mtime_ns for c in TINY.cells()]
 
     body = runner.report(store, TINY, TINY.seeds, {"CartPole-v1": 20.0}, reps=200, figures=tmp_path / "figures")
