@@ -2,6 +2,7 @@
 store, no retrace once warm on one and four learner devices, and the CartPole learning bar at a
 small budget (the preset's full bar, seeds 0-2: benchmarks/bench_muzero.py)."""
 
+import dataclasses
 import signal
 import subprocess
 import sys
@@ -37,6 +38,33 @@ def test_bad_settings_are_named(kwargs, match):
         MuZeroConfig(**kwargs)
     with pytest.raises(TypeError):
         MuZeroConfig(num_simualtions=4)  # a misspelled key is an error
+
+
+def test_the_entropy_bonus_is_the_loss_less_entropy_cost_times_the_priors_entropy():
+    """The same sequences and networks: the loss with entropy_cost c is the loss without it less c
+    times the prior's entropy (reported), which lies in (0, ln A]."""
+    import jax
+    import jax.numpy as jnp
+
+    from sebulba.replay.sequences import Sequences
+    from sebulba.types import EnvStep
+
+    b, length = 2, SMALL.sequence_length
+    rng = np.random.default_rng(0)
+    obs = jnp.asarray(rng.normal(size=(b, length + 1, 4)), jnp.float32)
+    flags = jnp.zeros((b, length + 1), bool)
+    env_step = EnvStep(obs, jnp.asarray(rng.normal(size=(b, length + 1)), jnp.float32), flags.at[:, 0].set(True),
+                       flags, flags)
+    policy = jax.nn.softmax(jnp.asarray(rng.normal(size=(b, length, 2)), jnp.float32))
+    seqs = Sequences(env_step, {"action": jnp.asarray(rng.integers(0, 2, (b, length)), jnp.int32), "policy": policy}, ())
+    plain = MuZero(CARTPOLE, SMALL)
+    nets = plain.init_networks(jax.random.key(0))
+    weights = jnp.ones(b)
+    loss0, (m0, _) = plain._sequence_loss(nets.online, nets.target, seqs, weights)
+    bonus = MuZero(CARTPOLE, dataclasses.replace(SMALL, entropy_cost=0.3))
+    loss1, (m1, _) = bonus._sequence_loss(nets.online, nets.target, seqs, weights)
+    assert float(m0["entropy"]) == float(m1["entropy"]) and 0.0 < float(m0["entropy"]) <= np.log(2) + 1e-6
+    np.testing.assert_allclose(float(loss1), float(loss0) - 0.3 * float(m0["entropy"]), rtol=1e-6)
 
 
 def test_continuous_actions_are_refused():
