@@ -64,6 +64,8 @@ ALGORITHM = Algorithm(
         "value_scale": Flag(float, "Gumbel's scale of the completed Q-values in the improved policy (lower: the policy "
                             "target leans less on small Q differences)."),
         "entropy_cost": Flag(float, "Weight of the bonus on the policy's entropy (keeps self-play exploring)."),
+        "hidden_sizes": Flag(list, "Each function's MLP layer sizes (and the encoder's), e.g. 128,128."),
+        "latent_size": Flag(int, "Width of the latent state."),
         "unroll_steps": Flag(int, "K: steps the learner unrolls the model from each position."),
         "td_steps": Flag(int, "n of the n-step value targets."),
         "sequence_length": Flag(int, "Replay sequence length (cycles are half of it)."),
