@@ -225,4 +225,17 @@ def dm_observation(obs: Any, env_id: Any, elapsed: Any, extra: Mapping[str, Any]
     extra = extra or {}
     keys = tuple(fields or ())
     head = [obs] if not keys else [obs[k] for k in keys] if isinstance(obs, Mapping) else [obs]
-    return dm_observation_type(tuple(extra), keys)(*head, env_id, elapsed, *extra.values())
+    values = (dm_nested(k, v) if isinstance(v, Mapping) else v for k, v in extra.items())
+    return dm_observation_type(tuple(extra), keys)(*head, env_id, elapsed, *values)
+
+
+def dm_nested(name: Hashable, tree: Mapping[Hashable, Any]) -> Any:
+    """A nested info dict as a dm observation's field: a namedtuple (recursively), its fields
+    named by `dm_field_names` with nothing taken, as EnvPool gives `observation.players.env_id`."""
+    values = (dm_nested(k, v) if isinstance(v, Mapping) else v for k, v in tree.items())
+    return _nested_type(_field(str(name)), tuple(tree))(*values)
+
+
+@functools.cache
+def _nested_type(name: str, keys: tuple[Hashable, ...]) -> type:
+    return collections.namedtuple(name, dm_field_names(keys, ()))

@@ -11,7 +11,8 @@ is the env's. The pool turns envs into rows here, both ways:
   in player order. Every player of a named env must act (an action for a dead player, or for
   one not to move in a turn-based game, is ignored).
 - results out: every (n, P, ...) field to (n * P, ...); `info["env_id"]` and `elapsed_step` per
-  row, and `info["players"] = {"env_id", "id", "alive"}` per row (dm: the `players` field).
+  row, and `info["players"] = {"env_id", "id", "alive"}` per row (dm: the `players` field, a
+  namedtuple). A single-player pool's info has `players = {"env_id"}` (EnvPool's on every pool).
 """
 
 from __future__ import annotations
@@ -47,13 +48,13 @@ def cooperative(task_id: str) -> bool:
     return False
 
 
-def _flat_keys(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+def flat_keys(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     """A nested action dict with EnvPool's dotted keys: {"players": {"id": x}} -> {"players.id": x}."""
     out: dict[str, Any] = {}
     for k, v in tree.items():
         name = f"{prefix}{k}"
         if isinstance(v, Mapping):
-            out.update(_flat_keys(v, f"{name}."))
+            out.update(flat_keys(v, f"{name}."))
         else:
             out[name] = v
     return out
@@ -66,9 +67,31 @@ def _int_rows(name: str, x: Any) -> np.ndarray:
     return a.astype(np.int64)
 
 
+def unpack_action(action: Mapping[str, Any]) -> tuple[Any, Any]:
+    """(action, env_id or None) of a single-player pool's dict form: "action", optionally "env_id"
+    and EnvPool's "players.env_id" (flat or nested), which names the same envs as env_id (all the
+    envs when env_id is absent) and is checked against it."""
+    flat = flat_keys(action)
+    extra = set(flat) - {"action", "env_id", "players.env_id"}
+    if "action" not in flat or extra:
+        raise ValueError(
+            f"an action dict needs the key 'action' (and optionally 'env_id', 'players.env_id'), got keys {sorted(flat)}"
+        )
+    env_id = flat.get("env_id")
+    if "players.env_id" in flat:
+        players = np.asarray(flat["players.env_id"])
+        expected = np.arange(len(np.asarray(flat["action"]))) if env_id is None else np.asarray(env_id)
+        if players.shape != expected.shape or not np.array_equal(players, expected):
+            raise ValueError(
+                "a single-player pool's players.env_id names the envs env_id names (one player each), "
+                f"got players.env_id {players.tolist()[:16]} for env_id {expected.tolist()[:16]}"
+            )
+    return flat["action"], env_id
+
+
 def rows_to_envs(action: Mapping[str, Any], num_envs: int, num_players: int) -> tuple[np.ndarray, np.ndarray]:
     """(actions (k, P, ...), env ids (k,), in order of first appearance) of the dict form."""
-    flat = _flat_keys(action)
+    flat = flat_keys(action)
     if set(flat) != set(ROW_KEYS):
         raise ValueError(
             f"a multi-player action dict needs exactly the keys {list(ROW_KEYS)} (one entry per (env, player) row), "
@@ -136,6 +159,15 @@ def _rows(x: Any, n: int, p: int) -> Any:
     if isinstance(x, np.ndarray) and x.ndim >= 2 and x.shape[:2] == (n, p):
         return x.reshape(n * p, *x.shape[2:])
     return x
+
+
+def with_players(b: Batch, num_players: int) -> Batch:
+    """A backend's batch as the pool returns it: a multi-player batch as (env, player) rows
+    (`envs_to_rows`), a single-player one with `extra["players"] = {"env_id": env ids}`, as
+    EnvPool's info and dm observation carry `players.env_id` on every pool."""
+    if num_players > 1:
+        return envs_to_rows(b, num_players)
+    return b._replace(extra={**(b.extra or {}), PLAYERS: {"env_id": b.env_id}})
 
 
 def envs_to_rows(b: Batch, num_players: int) -> Batch:

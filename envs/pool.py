@@ -24,7 +24,7 @@ from envs.config import ConfigDict, PoolConfig
 from envs.contract import Backend, BackendBase  # Backend: also envs.pool.Backend, its home before envs.contract
 from envs.info import dm_observation
 from envs.metadata import vector_metadata
-from envs.players import array_to_envs, envs_to_rows, rows_to_envs
+from envs.players import array_to_envs, rows_to_envs, unpack_action, with_players
 from envs.ready import Batch, Chunk, ReadyQueue
 from envs.resets import Seeds, env_seeds, reset_mask_ids, scatter, scatter_info
 from envs.spec import EnvSpec
@@ -269,13 +269,10 @@ class EnvPool(ClosedOnExit):
 
     @staticmethod
     def _unpack_action(action: dict[str, Any], env_id: Any) -> tuple[Any, Any]:
-        """(action, env_id) of EnvPool's action-dict form."""
+        """(action, env_id) of EnvPool's action-dict form (envs.players.unpack_action)."""
         if env_id is not None:
             raise ValueError("pass env_id either inside the action dict or as an argument, not both")
-        extra = set(action) - {"action", "env_id"}
-        if "action" not in action or extra:
-            raise ValueError(f"an action dict needs the key 'action' (and optionally 'env_id'), got keys {sorted(action)}")
-        return action["action"], action.get("env_id")
+        return unpack_action(action)
 
     def recv(self) -> Any:
         """Results of the first batch_size envs to finish (sync: all envs, in env id order)."""
@@ -520,8 +517,7 @@ class EnvPool(ClosedOnExit):
         """Gymnasium's outputs: (obs, info) after a reset, else (obs, reward, terminated,
         truncated, info). DmEnvPool returns TimeSteps instead."""
         self._last_batch = b  # a sync pool's last batch holds every env: a masked reset needs their obs
-        if self._players > 1:
-            b = envs_to_rows(b, self._players)
+        b = with_players(b, self._players)
         info = {"env_id": b.env_id, "elapsed_step": b.elapsed}
         if b.extra is not None:
             info.update(b.extra)
@@ -593,8 +589,7 @@ class DmEnvPool(EnvPool, dm_env.Environment):
     def _format(self, b: Batch, is_reset: bool) -> dm_env.TimeStep:
         """A TimeStep: FIRST after a reset, LAST when the episode ends, discount 0 only on
         termination; info fields (Atari's lives, an env's keys) join the observation."""
-        if self._players > 1:
-            b = envs_to_rows(b, self._players)
+        b = with_players(b, self._players)
         step_type = np.where(
             b.elapsed == 0, dm_env.StepType.FIRST, np.where(b.terminated | b.truncated, dm_env.StepType.LAST, dm_env.StepType.MID)
         ).astype(np.int32)

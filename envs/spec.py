@@ -118,8 +118,9 @@ class EnvSpec:
         return self._config
 
     def observation_spec(self) -> Any:
-        """Specs of one env's TimeStep.observation: `.obs`, `.env_id`, `.elapsed_step`, extras (and
-        `.players` in a multi-player pool: one row's). The spaces are one player's."""
+        """Specs of one env's TimeStep.observation: `.obs`, `.env_id`, `.elapsed_step`, extras and
+        `.players` (`.env_id`; a multi-player pool's also `.id` and `.alive`: one row's). The
+        spaces are one player's."""
         n = self._config.num_envs
         fields = self.dm_observation_fields
         if fields is None:
@@ -132,12 +133,10 @@ class EnvSpec:
         elapsed = specs.Array((), np.int32, name="elapsed_step")
         extra = {k: specs.Array(np.dtype(d).shape, np.dtype(d).base, name=k) for k, d in self.extra_info.items()}
         p = self._config.max_num_players
-        if p > 1:
-            extra[PLAYERS] = {  # one (env, player) row's ids (envs/players.py)
-                "env_id": specs.BoundedArray((), np.int32, 0, n - 1, name="players/env_id"),
-                "id": specs.BoundedArray((), np.int32, 0, p - 1, name="players/id"),
-                "alive": specs.Array((), bool, name="players/alive"),
-            }
+        extra[PLAYERS] = {"env_id": specs.BoundedArray((), np.int32, 0, n - 1, name="players/env_id")}  # EnvPool's
+        if p > 1:  # one (env, player) row's ids (envs/players.py)
+            extra[PLAYERS].update(id=specs.BoundedArray((), np.int32, 0, p - 1, name="players/id"),
+                                  alive=specs.Array((), bool, name="players/alive"))
         return dm_observation(obs, env_id, elapsed, extra, fields)
 
     @property

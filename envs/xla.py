@@ -11,7 +11,7 @@ inside the call. The cost is one host callback per call; BENCHMARKS.md measures 
 
 A jitted program needs a fixed state structure, while a Gymnasium env's info keys may vary
 from step to step (the process backend passes them on as they come). So the state's info holds
-a fixed set of keys: env_id, elapsed_step, the task's extra info (Atari: lives, raw reward), and
+a fixed set of keys: env_id, elapsed_step, players.env_id, the task's extra info (Atari: lives, raw reward), and
 the env's info keys that hold one number, as a probe env shows them when `xla()` is called (see
 `ProcessBackend.info_dtypes`; CliffWalking: prob, float). Each batch is fitted to that: a fixed
 key some env did not return reads 0 there, masks are not carried, and keys outside the set
@@ -31,6 +31,7 @@ import dm_env
 import numpy as np
 
 from envs.info import dm_observation
+from envs.players import PLAYERS
 from envs.tree import build
 
 _POOL_IDS = itertools.count(1)
@@ -47,6 +48,7 @@ def state_template(pool: Any, n: int) -> Any:
     # The env's own info keys: only the process backend has them (it builds a probe env for this).
     fixed = {**pool.extra_info, **pool._backend.info_dtypes}
     extra = {k: leaf((n, *np.dtype(dt).shape), np.dtype(dt).base) for k, dt in fixed.items()}  # (n, k): a subarray dtype
+    extra[PLAYERS] = {"env_id": leaf((n,), np.int32)}  # xla() is single-player: EnvPool's players.env_id
     if pool.config["env_type"] == "dm":
         observation = dm_observation(obs, leaf((n,), np.int32), leaf((n,), np.int32), extra, pool.spec.dm_observation_fields)
         return dm_env.TimeStep(leaf((n,), np.int32), leaf((n,), np.float32), leaf((n,), np.float32), observation)
@@ -72,10 +74,7 @@ class _Fitter:
 
     def _fit(self, got: dict[str, Any]) -> dict[str, Any]:
         """got's values of the fixed keys (zeros where missing); warns once about the others."""
-        fitted = {
-            k: self._value(k, got[k], leaf) if k in got else np.zeros(leaf.shape, leaf.dtype)
-            for k, leaf in self._leaves.items()
-        }
+        fitted = {k: self._leaf(k, got[k], leaf) if k in got else _zeros(leaf) for k, leaf in self._leaves.items()}
         dropped = [k for k in got if k not in self._leaves]
         if dropped and not self._warned:
             self._warned = True
@@ -86,6 +85,15 @@ class _Fitter:
                 stacklevel=2,
             )
         return fitted
+
+    def _leaf(self, key: str, value: Any, leaf: Any) -> Any:
+        """value fitted to leaf, a fixed key's array, or its nested fields (`players`: a dict, in a
+        dm observation a namedtuple)."""
+        if isinstance(leaf, dict):
+            return {k: self._leaf(f"{key}.{k}", value[k], sub) for k, sub in leaf.items()}
+        if hasattr(leaf, "_asdict"):
+            return type(leaf)(*(self._leaf(f"{key}.{k}", getattr(value, k), sub) for k, sub in leaf._asdict().items()))
+        return self._value(key, value, leaf)
 
     def _value(self, key: str, value: Any, leaf: Any) -> np.ndarray:
         try:
@@ -100,6 +108,13 @@ class _Fitter:
                 f"{self._name}: info key {key!r} has shape {v.shape}; the XLA state's is {leaf.shape} (fixed at xla())"
             )
         return v
+
+
+def _zeros(leaf: Any) -> Any:
+    """leaf's structure, zeros in every array."""
+    import jax
+
+    return jax.tree_util.tree_map(lambda x: np.zeros(x.shape, x.dtype), leaf)
 
 
 def _describe(v: Any) -> str:

@@ -48,7 +48,7 @@ def test_outputs_layout_and_info():
     with make(num_envs=3) as pool:
         obs, info = pool.reset()
         assert obs.shape == (3, 4, 84, 84) and obs.dtype == np.uint8
-        assert set(info) == {"env_id", "elapsed_step", "lives", "reward", "terminated"}
+        assert set(info) == {"env_id", "elapsed_step", "lives", "reward", "terminated", "players"}
         assert info["env_id"].tolist() == [0, 1, 2] and info["elapsed_step"].tolist() == [0, 0, 0]
         obs, rew, term, trunc, info = pool.step(np.array([0, 1, 2]))
         assert obs.shape == (3, 4, 84, 84) and rew.dtype == np.float32 and term.dtype == bool and trunc.dtype == bool
@@ -175,7 +175,7 @@ def test_dm_observation_carries_lives_and_raw_reward():
     with envs.make_dm("Breakout-v5", num_envs=2, num_threads=2) as pool:
         ts = pool.reset()
         assert ts.step_type.tolist() == [dm_env.StepType.FIRST] * 2
-        assert ts.observation._fields == ("obs", "env_id", "elapsed_step", "lives", "reward", "terminated")
+        assert ts.observation._fields == ("obs", "env_id", "elapsed_step", "lives", "reward", "terminated", "players")
         assert ts.observation.lives.tolist() == [5, 5] and ts.observation.obs.shape == (2, 4, 84, 84)
         ts = pool.step(np.ones(2, int))
         assert ts.step_type.tolist() == [dm_env.StepType.MID] * 2

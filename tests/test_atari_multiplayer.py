@@ -205,8 +205,8 @@ def test_dm_format_has_players_lives_and_reward_fields():
     with envs.make_dm("MazeCraze-v5", num_envs=2, seed=0, num_threads=1, stack_num=1) as pool:
         ts = pool.reset()
         assert ts.step_type.tolist() == [dm_env.StepType.FIRST] * 4
-        assert ts.observation.players["id"].tolist() == [0, 1, 0, 1]
-        assert ts.observation.players["env_id"].tolist() == [0, 0, 1, 1]
+        assert ts.observation.players.id.tolist() == [0, 1, 0, 1]
+        assert ts.observation.players.env_id.tolist() == [0, 0, 1, 1]
         ts = pool.step(np.zeros(4, int))
         assert ts.step_type.tolist() == [dm_env.StepType.MID] * 4 and ts.observation.obs.shape == (4, 1, 84, 84)
         assert ts.observation.lives.shape == ts.observation.reward.shape == (4,)

@@ -159,7 +159,7 @@ def test_state_structure_is_the_python_apis():
         template = state_template(pool, 2)
     assert jax.tree.structure(state) == jax.tree.structure(template)
     assert [(x.shape, x.dtype) for x in jax.tree.leaves(state)] == [(x.shape, x.dtype) for x in jax.tree.leaves(template)]
-    assert set(state[4]) == {"env_id", "elapsed_step", "lives", "reward", "terminated"}
+    assert set(state[4]) == {"env_id", "elapsed_step", "lives", "reward", "terminated", "players"}
 
 
 def test_a_step_is_one_ale_call_and_calls_the_host_only_on_hand_over_or_misuse():

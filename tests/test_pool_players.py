@@ -75,7 +75,7 @@ def test_spread_make_spec_and_max_num_players():
     spec = envs.make_spec(SPREAD, num_envs=4)
     assert spec.config.max_num_players == 3 and spec.observation_space.shape == (18,)
     players = spec.observation_spec().players
-    assert players["id"].maximum == 2 and players["env_id"].maximum == 3
+    assert players.id.maximum == 2 and players.env_id.maximum == 3
     with pytest.raises(ValueError, match=r"max_num_players=2: 'pettingzoo/mpe2/simple_spread_v3' has 3 players"):
         envs.make_spec(SPREAD, max_num_players=2)
 
@@ -208,7 +208,7 @@ def test_a_one_player_pettingzoo_env_is_a_single_player_pool():
         assert pool.num_players == 1 and pool.observation_space.shape == (6,)
         obs, info = pool.reset()
         want, _ = hand.reset(seed=3)
-        assert obs.shape == (2, 6) and "players" not in info
+        assert obs.shape == (2, 6) and set(info["players"]) == {"env_id"}
         for _ in range(3):
             np.testing.assert_array_equal(obs[0], want["agent_0"])
             obs, reward, *_ = pool.step(np.array([1, 2]))
@@ -246,7 +246,7 @@ def test_dm_format_has_players_field_and_step_types_per_row():
         ts = pool.reset()
         assert isinstance(ts, dm_env.TimeStep) and (ts.step_type == dm_env.StepType.FIRST).all()
         assert ts.observation.obs.shape == (6, 18) and ts.observation.env_id.tolist() == [0, 0, 0, 1, 1, 1]
-        assert ts.observation.players["id"].tolist() == [0, 1, 2, 0, 1, 2]
+        assert ts.observation.players.id.tolist() == [0, 1, 2, 0, 1, 2]
         assert ts.observation._fields == pool.observation_spec()._fields
         ts = pool.step(np.zeros(6, int))
         assert (ts.step_type == dm_env.StepType.MID).all() and ts.reward.shape == (6,)

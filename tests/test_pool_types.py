@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dm_env
 import gymnasium as gym
+import jax
 import numpy as np
 import pytest
 
@@ -46,9 +47,11 @@ def test_dm_pools_are_dm_environments_with_specs(task, kw):
         spec = pool.observation_spec()
         # The spec has the TimeStep observation's structure: same type, same fields.
         assert type(spec) is type(ts.observation) and spec._fields == ts.observation._fields
-        for name in ts.observation._fields:
+        leaves, observed = jax.tree.leaves(spec), jax.tree.leaves(ts.observation)
+        assert len(leaves) == len(observed) and ts.observation.players.env_id.tolist() == [0, 1]
+        for leaf, got in zip(leaves, observed):
             for i in range(2):  # the spec describes one env: each row of the batch conforms
-                getattr(spec, name).validate(getattr(ts.observation, name)[i])
+                leaf.validate(got[i])
         ts = pool.step(np.zeros(2, np.int64))
         for i in range(2):
             spec.obs.validate(ts.observation.obs[i])
@@ -60,12 +63,13 @@ def test_dm_pools_are_dm_environments_with_specs(task, kw):
 def test_make_spec_observation_spec_describes_what_step_returns():
     spec = envs.make_spec("Pong-v5", num_envs=4)
     obs_spec = spec.observation_spec()
-    assert obs_spec._fields == ("obs", "env_id", "elapsed_step", "lives", "reward", "terminated")
+    assert obs_spec._fields == ("obs", "env_id", "elapsed_step", "lives", "reward", "terminated", "players")
+    assert obs_spec.players.env_id.maximum == 3
     assert obs_spec.obs.shape == (4, 84, 84) and obs_spec.obs.dtype == np.uint8
     assert (obs_spec.obs.minimum, obs_spec.obs.maximum) == (0, 255)
     assert obs_spec.env_id.maximum == 3 and obs_spec.lives.dtype == np.int32
     cartpole = envs.make_spec("CartPole-v1").observation_spec()
-    assert cartpole._fields == ("obs", "env_id", "elapsed_step") and cartpole.obs.shape == (4,)
+    assert cartpole._fields == ("obs", "env_id", "elapsed_step", "players") and cartpole.obs.shape == (4,)
 
 
 def test_the_spec_has_envpools_array_specs_and_reward_threshold():

@@ -137,7 +137,7 @@ def test_cliffwalking_prob_equals_gymnasium_on_reset_and_step():
         assert obs.tolist() == [o for o, _ in want]
         assert info["prob"].dtype == vec_info["prob"].dtype
         assert info["prob"].tolist() == vec_info["prob"].tolist() == [1] * n
-        assert set(info) == {"env_id", "elapsed_step", "prob"}  # every env returned prob: no mask
+        assert set(info) == {"env_id", "elapsed_step", "players", "prob"}  # every env returned prob: no mask
         done = [False] * n
         for a in actions:
             obs, rew, term, trunc, info = pool.step(a)
@@ -160,7 +160,7 @@ def test_key_on_some_envs_gets_a_mask_and_all_envs_none():
         *_, info = pool.step(np.array([1, 1, 1, 1]))
         assert info["hit"].tolist() == [2, 2, 2, 2] and "_hit" not in info
         *_, info = pool.step(np.array([0, 0, 0, 0]))
-        assert set(info) == {"env_id", "elapsed_step"}  # nothing stale from the step before
+        assert set(info) == {"env_id", "elapsed_step", "players"}  # nothing stale from the step before
 
 
 def test_strings_objects_ragged_and_nested_infos():
@@ -220,24 +220,27 @@ def test_pool_keys_win_and_odd_keys_in_gym_and_dm_output():
         ts = dm_pool.step(np.array([3, 3]))
     assert info["env_id"].tolist() == [0, 1] and info["elapsed_step"].tolist() == [1, 1]
     assert info["info_env_id"].tolist() == [99, 99] and info["info_elapsed_step"].tolist() == [-1, -1]
+    assert info["info_players"].tolist() == [5, 5] and info["players"]["env_id"].tolist() == [0, 1]
     assert info["obs"].tolist() == [7, 7] and info["x-y"].tolist() == [0.5, 0.5]
     assert info["_hit"].tolist() == [True, True]
     o = ts.observation
     assert o._fields == (
-        "obs", "env_id", "elapsed_step", "info_env_id", "info_elapsed_step", "info_obs", "info_x_y", "info_class", "hit_mask",
+        "obs", "env_id", "elapsed_step", "info_env_id", "info_elapsed_step", "info_players", "info_obs", "info_x_y", "info_class",
+        "hit_mask", "players",
     )
+    assert o.info_players.tolist() == [5, 5] and o.players.env_id.tolist() == [0, 1]
     assert o.env_id.tolist() == [0, 1] and o.info_env_id.tolist() == [99, 99] and o.info_obs.tolist() == [7, 7]
     assert o.obs.tolist() == [[1.0], [1.0]] and o.hit_mask.tolist() == [True, True]
     assert o.info_class.tolist() == ["c", "c"]
 
 
-def test_dm_masks_are_named_key_mask_and_nested_dicts_stay_dicts():
+def test_dm_masks_are_named_key_mask_and_nested_dicts_are_namedtuples():
     with toy(2, env_type="dm") as pool:
         assert pool.reset().observation.resets.tolist() == [1, 1]
         o = pool.step(np.array([1, 0])).observation
         assert o.hit.tolist() == [1, 0] and o.hit_mask.tolist() == [True, False]
         o = pool.step(np.array([2, 0])).observation
-    assert o.episode["l"].tolist() == [2, 0] and o.episode_mask.tolist() == [True, False] and o.name_mask[0]
+    assert o.episode.l.tolist() == [2, 0] and o.episode.r.tolist() == [3.0, 0.0] and o.episode_mask.tolist() == [True, False] and o.name_mask[0]
 
 
 def test_unpicklable_info_value_is_named():
@@ -285,10 +288,10 @@ def test_xla_state_carries_prob_and_equals_the_python_api(env_type):
         want = [pool.step(a) for a in actions]
     if env_type == "dm":
         got_prob, want_prob = states.observation.prob, [w.observation.prob for w in want]
-        assert states.observation._fields[-1] == "prob"
+        assert states.observation._fields[-2:] == ("prob", "players")
     else:
         got_prob, want_prob = states[-1]["prob"], [w[-1]["prob"] for w in want]
-        assert set(states[-1]) == {"env_id", "elapsed_step", "prob"}
+        assert set(states[-1]) == {"env_id", "elapsed_step", "prob", "players"}
     np.testing.assert_allclose(np.asarray(got_prob), np.stack(want_prob), rtol=1e-6)
     assert np.asarray(got_prob).dtype == np.float32 and (np.asarray(got_prob) < 1).any()
 
@@ -304,7 +307,7 @@ def test_xla_state_of_an_env_with_varying_keys_is_fixed_at_xla():
             warnings.simplefilter("always")
             _, state = jax.block_until_ready(jax.jit(step)(handle, jnp.array([2, 0])))
     assert set(fixed) >= {"resets", "who"}
-    assert set(state[-1]) == {"env_id", "elapsed_step", *fixed}
+    assert set(state[-1]) == {"env_id", "elapsed_step", "players", *fixed}
     assert np.asarray(state[-1]["resets"]).tolist() == [0, 0]  # only reset infos hold it
     dropped = [w for w in caught if "not in the XLA state" in str(w.message)]
     assert len(dropped) == 1 and "'name'" in str(dropped[0].message)
@@ -313,8 +316,9 @@ def test_xla_state_of_an_env_with_varying_keys_is_fixed_at_xla():
 def test_xla_cartpole_process_pool_without_info():
     with envs.make("CartPole-v1", backend="process", num_envs=2, num_threads=1, seed=1) as pool:
         states = scan_states(pool, np.zeros((3, 2), np.int32))
-    assert set(states[-1]) == {"env_id", "elapsed_step"}
+    assert set(states[-1]) == {"env_id", "elapsed_step", "players"}
     assert np.asarray(states[-1]["elapsed_step"])[-1].tolist() == [3, 3]
+    assert np.asarray(states[-1]["players"]["env_id"])[-1].tolist() == [0, 1]
 
 
 def test_xla_fitting_of_a_batch_to_the_fixed_keys():

@@ -18,6 +18,7 @@ from envs.process.mission import decode_mission, encode_mission
 from envs import SyncSubprocessEnvManager
 from envs.native.signal_corridor import LENGTH, SignalCorridorEnv
 from tests.support import toy_envs
+from tests.support.job import assert_trees_equal
 
 pytestmark = pytest.mark.timeout(180)
 ROOT = Path(__file__).resolve().parents[1]
@@ -167,11 +168,8 @@ def test_signal_corridor_native_equals_gymnasium_reference_step_for_step():
             outputs = [(a.reset(), b.reset())]
             outputs += [(a.step(act), b.step(act)) for act in rng.integers(0, 2, (300, 8))]
             for ra, rb in outputs:
-                for x, y in zip(ra, rb):
-                    for k in x if isinstance(x, dict) else [None]:
-                        u, v = (x, y) if k is None else (x[k], y[k])
-                        np.testing.assert_array_equal(u, v)
-                        assert u.dtype == v.dtype
+                assert_trees_equal(ra, rb, "native and process outputs")
+                assert [x.dtype for x in jax.tree.leaves(ra)] == [y.dtype for y in jax.tree.leaves(rb)]
             assert sum(int(ra[2].sum()) for ra, _ in outputs[1:]) > 50  # many episode ends
 
 

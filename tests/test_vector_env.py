@@ -269,7 +269,8 @@ def test_dict_info_to_list():
     with envs.make_vector_env("CartPole-v1", 2) as vec:
         env = DictInfoToList(vec)
         _, infos = env.reset(seed=0)
-        assert infos == [{"env_id": 0, "elapsed_step": 0}, {"env_id": 1, "elapsed_step": 0}]
+        assert infos == [{"env_id": 0, "elapsed_step": 0, "players": {"env_id": 0}},
+                         {"env_id": 1, "elapsed_step": 0, "players": {"env_id": 1}}]
 
 
 # ---------------------------------------------------------------- registration
@@ -358,7 +359,7 @@ def test_partial_info_keys_keep_their_masks():
             np.testing.assert_array_equal(info[k], ref_info[k])
         got, want = vec.step(np.array([1, 0, 1]))[4], ref.step(np.array([1, 0, 1]))[4]
         assert_masked_layout(got, n)
-        assert set(got) == set(want) | {"env_id", "_env_id", "elapsed_step", "_elapsed_step"}
+        assert set(got) == set(want) | {"env_id", "_env_id", "elapsed_step", "_elapsed_step", "players", "_players"}
         for k in want:
             np.testing.assert_array_equal(got[k], want[k])
         np.testing.assert_array_equal(got["_hit"], [True, False, True])

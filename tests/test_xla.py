@@ -198,7 +198,8 @@ def test_atari_state_carries_lives_and_raw_reward():
         pool.reset()
         _, (obs, rew, term, trunc, info) = jax.jit(step)(handle, jnp.ones(2, jnp.int32))
         assert obs.shape == (2, 4, 84, 84) and obs.dtype == jnp.uint8
-        assert set(info) == {"env_id", "elapsed_step", "lives", "reward", "terminated"} and info["lives"].tolist() == [5, 5]
+        assert set(info) == {"env_id", "elapsed_step", "lives", "reward", "terminated", "players"} and info["lives"].tolist() == [5, 5]
+        assert info["players"]["env_id"].tolist() == [0, 1]
 
 
 def test_misuse_raises_clear_errors():

@@ -57,6 +57,8 @@ import dm_env
 import numpy as np
 
 from envs.atari.task import game_over
+from envs.info import dm_observation
+from envs.players import PLAYERS
 from envs.xla import make_xla as make_generic_xla
 from envs.xla import state_template
 
@@ -411,10 +413,10 @@ class _AtariXla:
         import jax.numpy as jnp
 
         reward = jnp.sign(raw) if self.clip else raw
+        extra = {"lives": lives, "reward": raw, "terminated": over, PLAYERS: {"env_id": ids}}
         if self.dm:
             last = jnp.where(terminated | truncated, dm_env.StepType.LAST, dm_env.StepType.MID)
             step_type = jnp.where(elapsed == 0, dm_env.StepType.FIRST, last)
-            observation = type(self.template.observation)(obs, ids, elapsed, lives, raw, over)
+            observation = dm_observation(obs, ids, elapsed, extra, None)
             return dm_env.TimeStep(step_type.astype(jnp.int32), reward, (~terminated).astype(jnp.float32), observation)
-        info = {"env_id": ids, "elapsed_step": elapsed, "lives": lives, "reward": raw, "terminated": over}
-        return obs, reward, terminated, truncated, info
+        return obs, reward, terminated, truncated, {"env_id": ids, "elapsed_step": elapsed, **extra}

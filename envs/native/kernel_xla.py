@@ -19,8 +19,9 @@ from typing import Any
 import dm_env
 import numpy as np
 
-from envs.info import DmObservation
+from envs.info import dm_observation
 from envs.native.kernel.build import library
+from envs.players import PLAYERS
 from envs.xla import make_xla, state_template
 
 _PRIMITIVE = None
@@ -89,8 +90,8 @@ def make_kernel_xla(pool: Any, kernel: Any) -> tuple[Any, Any, Any, Any]:
                 elapsed == 0, dm_env.StepType.FIRST, jnp.where(terminated | truncated, dm_env.StepType.LAST, dm_env.StepType.MID)
             ).astype(jnp.int32)
             discount = (~terminated).astype(jnp.float32)
-            return dm_env.TimeStep(step_type, reward, discount, DmObservation(obs, env_id, elapsed))
-        return obs, reward, terminated, truncated, {"env_id": env_id, "elapsed_step": elapsed}
+            return dm_env.TimeStep(step_type, reward, discount, dm_observation(obs, env_id, elapsed, {PLAYERS: {"env_id": env_id}}, None))
+        return obs, reward, terminated, truncated, {"env_id": env_id, "elapsed_step": elapsed, PLAYERS: {"env_id": env_id}}
 
     def operands(handle: Any, action: Any, env_id: Any) -> list[Any]:
         action = jnp.asarray(action)

@@ -38,7 +38,7 @@ from envs.tree import build, leaf_spaces, map_obs, path_name
 __all__ = ["CLOSE_TIMEOUT_S", "ProcessBackend", "WorkerError", "mp_context"]
 
 # Info keys the pool sets itself: an env's key of that name reaches the caller as info_<key>.
-POOL_INFO_KEYS = ("env_id", "elapsed_step")
+POOL_INFO_KEYS = ("env_id", "elapsed_step", PLAYERS)
 _NO_INFO: dict[str, Any] = {}
 
 
@@ -417,7 +417,7 @@ class ProcessBackend(Backend):
         if self._infos:
             get, p = self._infos.get, self.num_players
             rows = [get(g, _NO_INFO).get(i, _NO_INFO) for g in envs for i in range(p)]
-            extra = per_player(batch_infos(rows, (*POOL_INFO_KEYS, PLAYERS)), len(envs), p)
+            extra = per_player(batch_infos(rows, POOL_INFO_KEYS), len(envs), p)
         extra[PLAYERS] = {"alive": self._alive.copy() if ids is None else self._alive[ids]}
         return extra
 

@@ -72,7 +72,7 @@ class InfoEnv(gym.Env):
     {"resets": resets of this env instance, "who": the seed of its first reset}. Step info by
     action: 0 nothing; 1 {"hit": t}; 2 {"hit": t, "name": "t<t>", "ragged": arange(t), "tag":
     None, "episode": {"r": 1.5 t, "l": t}}; 3 keys that clash with the pool's or with namedtuple
-    fields: {"env_id": 99, "elapsed_step": -1, "obs": 7, "x-y": 0.5, "class": "c", "_hit": True};
+    fields: {"env_id": 99, "elapsed_step": -1, "players": 5, "obs": 7, "x-y": 0.5, "class": "c", "_hit": True};
     4 an unpicklable value {"fn": a lambda}. `always`: every info also holds "who" and "t"."""
 
     observation_space = gym.spaces.Box(0, np.inf, (1,), np.float32)
@@ -101,7 +101,7 @@ class InfoEnv(gym.Env):
             {},
             {"hit": t},
             {"hit": t, "name": f"t{t}", "ragged": np.arange(t), "tag": None, "episode": {"r": 1.5 * t, "l": t}},
-            {"env_id": 99, "elapsed_step": -1, "obs": 7, "x-y": 0.5, "class": "c", "_hit": True},
+            {"env_id": 99, "elapsed_step": -1, "players": 5, "obs": 7, "x-y": 0.5, "class": "c", "_hit": True},
             {"fn": lambda: 0},
         ][int(action)]
         return self._obs(), 0.0, t >= self.length, False, self._with_always(info)
