@@ -64,6 +64,9 @@ ALGORITHM = Algorithm(
         "value_scale": Flag(float, "Gumbel's scale of the completed Q-values in the improved policy (lower: the policy "
                             "target leans less on small Q differences)."),
         "entropy_cost": Flag(float, "Weight of the bonus on the policy's entropy (keeps self-play exploring)."),
+        "epsilon_base": Flag(float, "Exploration floor: env i of N acts at random with probability epsilon_base ** (1 + "
+                             "epsilon_alpha i / (N - 1)) (0: the search's action always)."),
+        "gumbel_scale": Flag(float, "Scale of the Gumbel noise the search samples its action with (0: its best)."),
         "hidden_sizes": Flag(list, "Each function's MLP layer sizes (and the encoder's), e.g. 128,128."),
         "latent_size": Flag(int, "Width of the latent state."),
         "unroll_steps": Flag(int, "K: steps the learner unrolls the model from each position."),

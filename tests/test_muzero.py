@@ -32,6 +32,7 @@ SMALL = MuZeroConfig(hidden_sizes=(16,), latent_size=8, sequence_length=8, unrol
     ({"num_simulations": 0}, "num_simulations must be >= 1"),
     ({"value_loss_weight": -1.0}, "value_loss_weight must be >= 0"),
     ({"entropy_cost": -0.01}, "entropy_cost must be >= 0"),
+    ({"epsilon_base": 1.5}, "epsilon_base must be in"),
 ])
 def test_bad_settings_are_named(kwargs, match):
     with pytest.raises(ValueError, match=match):
@@ -65,6 +66,37 @@ def test_the_entropy_bonus_is_the_loss_less_entropy_cost_times_the_priors_entrop
     loss1, (m1, _) = bonus._sequence_loss(nets.online, nets.target, seqs, weights)
     assert float(m0["entropy"]) == float(m1["entropy"]) and 0.0 < float(m0["entropy"]) <= np.log(2) + 1e-6
     np.testing.assert_allclose(float(loss1), float(loss0) - 0.3 * float(m0["entropy"]), rtol=1e-6)
+
+
+def test_the_exploration_floor_acts_at_random_and_keeps_the_search_policy():
+    """epsilon_base 1: every env acts uniformly at random while the stored policy is still the
+    search's (the same as without the floor, same key); evaluation ignores the floor; 0: the
+    search's action. Ape-X's spread: env i of N has epsilon_base ** (1 + alpha i / (N - 1))."""
+    import jax
+    import jax.numpy as jnp
+
+    from sebulba.types import EnvStep
+
+    n = 256
+    obs = jnp.asarray(np.random.default_rng(1).normal(size=(n, 4)), jnp.float32)
+    flags = jnp.zeros(n, bool)
+    env_step = EnvStep(obs, jnp.zeros(n), flags, flags, flags)
+    greedy = MuZero(CARTPOLE, SMALL)
+    floor = MuZero(CARTPOLE, dataclasses.replace(SMALL, epsilon_base=1.0))
+    nets = greedy.init_networks(jax.random.key(0))
+    s0, s1 = greedy.init_step_state(nets, n, jax.random.key(3)), floor.init_step_state(nets, n, jax.random.key(3))
+    assert float(s0.epsilon.max()) == 0.0 and float(s1.epsilon.min()) == 1.0
+    (a0, s0b), (a1, s1b) = greedy.step(nets, s0, env_step), floor.step(nets, s1, env_step)
+    np.testing.assert_array_equal(a0.extras["policy"], a1.extras["policy"])  # the same search
+    searched = np.asarray(a0.extras["policy"]).argmax(-1)
+    assert np.mean(np.asarray(a0.action) == searched) > 0.9  # Gumbel's sample mostly the improved policy's best
+    random = np.asarray(a1.action)
+    assert set(random.tolist()) == {0, 1} and 0.35 < random.mean() < 0.65  # uniform, whatever the search chose
+    e0, _ = greedy.evaluation_step(nets, s0, env_step)
+    e1, _ = floor.evaluation_step(nets, s1, env_step)
+    np.testing.assert_array_equal(e0.action, e1.action)
+    spread = MuZero(CARTPOLE, dataclasses.replace(SMALL, epsilon_base=0.4, epsilon_alpha=7.0)).init_step_state(nets, 3, jax.random.key(0))
+    np.testing.assert_allclose(spread.epsilon, [0.4, 0.4 ** 4.5, 0.4 ** 8], rtol=1e-6)
 
 
 def test_continuous_actions_are_refused():

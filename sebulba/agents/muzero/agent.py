@@ -27,6 +27,7 @@ from sebulba.agents.muzero.networks import MuZeroNet, make_network, recurrent_fn
 from sebulba.agents.muzero.targets import unroll_targets
 from sebulba.agents.r2d2.returns import sequence_priority, signed_parabolic
 from sebulba.agents.sequence_update import prioritized_sequence_step
+from sebulba.exploration import apex_epsilons, epsilon_greedy
 from sebulba.replay import sequences as rp
 from sebulba.schedules import linear_decay
 from sebulba.search import search
@@ -35,7 +36,8 @@ from sebulba.types import ActorOutput, EnvStep, ExperienceLayout, Trajectory
 
 
 class StepState(NamedTuple):
-    key: jax.Array  # one typed key: the search's Gumbel noise
+    key: jax.Array  # one typed key: the search's Gumbel noise (and the exploration floor's draws)
+    epsilon: jax.Array  # [num_envs] each env's exploration floor (config.epsilon_base; 0: none)
 
 
 Networks = TargetNetworks  # the online networks, the target copy the value targets bootstrap from
@@ -67,7 +69,7 @@ class MuZero(Agent[Networks, optax.OptState, Experience, StepState]):
         return adam if c.max_grad_norm is None else optax.chain(optax.clip_by_global_norm(c.max_grad_norm), adam)
 
     def init_step_state(self, networks: Networks, num_envs: int, key: jax.Array) -> StepState:
-        return StepState(key)
+        return StepState(key, apex_epsilons(num_envs, self.config.epsilon_base, self.config.epsilon_alpha))
 
     def init_experience(self, networks: Networks, layout: ExperienceLayout, key: jax.Array) -> Experience:
         c = self.config
@@ -84,11 +86,16 @@ class MuZero(Agent[Networks, optax.OptState, Experience, StepState]):
 
     # ---------------------------------------------------------------- acting
     def _act(self, networks: Networks, step_state: StepState, env_step: EnvStep, evaluation: bool):
+        c = self.config
         key, k_search = jax.random.split(step_state.key)
         params = networks.online
-        out = search(self.config.search(evaluation), params, k_search, root(self.net, params, env_step.obs),
-                     recurrent_fn(self.net, self.config.discount, self.config.rescaling_eps))
-        return ActorOutput(out.action, {"policy": out.policy}), StepState(key)
+        out = search(c.search(evaluation), params, k_search, root(self.net, params, env_step.obs),
+                     recurrent_fn(self.net, c.discount, c.rescaling_eps))
+        action = out.action
+        if c.epsilon_base > 0 and not evaluation:  # the floor; the policy target stays the search's policy
+            key, k_explore, k_random = jax.random.split(key, 3)
+            action = epsilon_greedy(jax.nn.one_hot(action, self.num_actions), step_state.epsilon, k_explore, k_random)
+        return ActorOutput(action, {"policy": out.policy}), step_state._replace(key=key)
 
     def step(self, networks: Networks, step_state: StepState, env_step: EnvStep):
         return self._act(networks, step_state, env_step, evaluation=False)

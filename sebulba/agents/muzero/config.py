@@ -25,6 +25,10 @@ class MuZeroConfig(GumbelKnobs):  # the search's knobs (num_simulations, ...: se
     max_grad_norm: float | None = 5.0
     value_loss_weight: float = 0.25  # MuZero Reanalyse's weight of the value loss
     entropy_cost: float = 0.0  # a bonus on the policy's entropy: keeps self-play exploring where the improved policy turns greedy
+    # an exploration floor under the search's action (0: none): env i of N acts uniformly at random with
+    # probability epsilon_base ** (1 + epsilon_alpha * i / (N - 1)) (Ape-X's spread, as DQN's and R2D2's)
+    epsilon_base: float = 0.0
+    epsilon_alpha: float = 7.0
     batch_size: int = 16  # sequences per optimizer step, per learner device
     optims_per_cycle: int = 4
     target_update_period: int = 100  # learner steps between copies of the target network (value bootstraps)
@@ -44,6 +48,9 @@ class MuZeroConfig(GumbelKnobs):  # the search's knobs (num_simulations, ...: se
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
         if not 0.0 <= self.discount <= 1.0:
             raise ValueError(f"discount must be in [0, 1], got {self.discount}")
+        if not 0.0 <= self.epsilon_base <= 1.0 or self.epsilon_alpha < 0:
+            raise ValueError(f"epsilon_base must be in [0, 1] and epsilon_alpha >= 0, got {self.epsilon_base}, "
+                             f"{self.epsilon_alpha}")
         for name in ("value_loss_weight", "entropy_cost"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
