@@ -29,7 +29,7 @@ from envs.contract import Backend
 from envs.episodes import EpisodeBook
 from envs.mujoco.legacy import LEGACY_TASKS
 from envs.mujoco.log import route_warnings
-from envs.mujoco.render import MujocoRenderer, check_render_kwargs
+from envs.mujoco.render import MujocoRenderer, check_render_kwargs, envpool_render_names
 from envs.mujoco.tasks import RENDER_KWARGS, TASKS, Task
 from envs.ready import Batch, Chunk
 
@@ -67,7 +67,7 @@ class MujocoTask:
     observation_space: gym.spaces.Box
     action_space: gym.spaces.Box
     extra_info: dict[str, np.dtype]
-    camera_id: int | None  # the camera camera_id / camera_name picked (None: the task's own)
+    camera_id: int  # the camera camera_id / camera_name picked, else the model's "track" camera (-1: the free one)
     nstep: int  # physics steps per env step (frame_skip; dm_control's n_sub_steps)
 
 
@@ -97,6 +97,7 @@ def _check_kwargs(task_id: str, kw: dict[str, Any], defaults: dict[str, Any]) ->
 def configure(task_id: str, env_type: str, kwargs: dict[str, Any]) -> MujocoTask:
     """The validated config, model and spaces of a native MuJoCo pool."""
     task_cls = TASKS.get(task_id) or LEGACY_TASKS[task_id]
+    kwargs = envpool_render_names(task_id, kwargs)
     config = PoolConfig.create(task_id, env_type, "mujoco", task_cls.max_episode_steps, kwargs,
                                {**task_cls.defaults, **RENDER_KWARGS, **STACK_KWARGS})
     kw = dict(config.task_kwargs)
@@ -245,7 +246,7 @@ class MujocoBackend(Backend):
         return task.config.render_mode is not None
 
     def _make_renderer(self, task: MujocoTask, kw: dict[str, Any]) -> Any:
-        return MujocoRenderer(task.task_cls.gymnasium_id(), task.model, kw, task.camera_id, task.task_cls.tracks)
+        return MujocoRenderer(task.task_cls.gymnasium_id(), task.model, kw, task.camera_id)
 
     def _reset_rows(self, job: Job, rows: np.ndarray) -> None:
         """Job rows `rows` reset: each env's noise drawn here, the reset itself done by the kernel

@@ -4,12 +4,12 @@ Gymnasium's camera, made to follow the body on the locomotion tasks.
 The camera is built as Gymnasium's MujocoRenderer builds it: a free camera looking at the median
 of the geoms when the env is first drawn, at the model's extent, then the task's
 `default_camera_config` (the Gymnasium env's default; `{}` for none) over it; `camera_id` or
-`camera_name` picks a camera of the model instead, `camera_id=-1` the free camera. Gymnasium 1.4
-(MuJoCo >= 3.11) forces that free camera on, and a free camera ignores the config's `trackbodyid`
-(MuJoCo reads it only for a tracking camera): a running body leaves the frame (Hopper by about
-step 150). Here the tasks that move (`Task.tracks`) get the same camera with MuJoCo's tracking on,
-on the config's `trackbodyid` or, when it names none, the torso (body 1). With the same camera
-the frames are Gymnasium's `rgb_array` pixel for pixel (tests/test_mujoco_render.py).
+`camera_name` picks a camera of the model instead, `camera_id=-1` the free camera. With neither,
+the model's camera named "track" when it has one (every task whose body runs away: a camera that
+follows it), else the free camera: Gymnasium's rule up to 1.3 and EnvPool's for the v5 ids.
+(Gymnasium 1.4 with MuJoCo >= 3.11 draws the free camera instead, which a running Hopper leaves
+by about step 150.) With the same camera the frames are Gymnasium's `rgb_array` pixel for pixel
+(tests/test_mujoco_render.py).
 """
 
 from __future__ import annotations
@@ -38,9 +38,25 @@ def gymnasium_camera_config(task_id: str) -> dict[str, Any]:
     return dict(parameter.default or {})
 
 
-def check_render_kwargs(task_id: str, kw: Mapping[str, Any], model: Any) -> int | None:
-    """ValueError naming a bad rendering kwarg; returns the camera id `camera_id`/`camera_name` name
-    (None when neither is given)."""
+ENVPOOL_NAMES = {"render_width": "width", "render_height": "height", "render_camera_id": "camera_id"}
+
+
+def envpool_render_names(task_id: str, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """kwargs with EnvPool's render kwargs (`render_width`, `render_height`, `render_camera_id`, the
+    names EnvPool's MuJoCo pools take) under Gymnasium's MuJoCo names (`width`, `height`,
+    `camera_id`), which this pool takes too; both names of one setting is a ValueError."""
+    out = dict(kwargs)
+    for theirs, ours in ENVPOOL_NAMES.items():
+        if theirs in out:
+            if ours in out:
+                raise ValueError(f"{task_id}: pass {ours} or EnvPool's {theirs}, not both")
+            out[ours] = out.pop(theirs)
+    return out
+
+
+def check_render_kwargs(task_id: str, kw: Mapping[str, Any], model: Any) -> int:
+    """ValueError naming a bad rendering kwarg; returns the id of the camera `camera_id`/`camera_name`
+    name, with neither the model's "track" camera, -1 (the free camera) when it has none."""
     for name in ("width", "height", "max_geom"):
         v = kw[name]
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
@@ -70,7 +86,9 @@ def check_render_kwargs(task_id: str, kw: Mapping[str, Any], model: Any) -> int 
             raise ValueError(f"{task_id}: camera_id must be -1 (the free camera) or a camera of the model, 0 to "
                              f"{model.ncam - 1}, got {camera_id!r}")
         return int(camera_id)
-    return None
+    import mujoco
+
+    return int(mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_CAMERA, "track"))  # MujocoRenderer's default
 
 
 def open_renderer(model: Any, height: int, width: int, max_geom: int = 10000) -> Any:
@@ -98,7 +116,7 @@ class MujocoRenderer:
     OpenGL backend is chosen when it is built (an error now rather than at the first frame); the
     GL context is made at the first frame, in the thread that draws."""
 
-    def __init__(self, task_id: str, model: Any, kw: Mapping[str, Any], camera_id: int | None, tracks: bool):
+    def __init__(self, task_id: str, model: Any, kw: Mapping[str, Any], camera_id: int):
         import mujoco
 
         gl.choose()
@@ -110,10 +128,6 @@ class MujocoRenderer:
         config = kw["default_camera_config"]
         self._config = gymnasium_camera_config(task_id) if config is None else dict(config)
         self._camera_id = camera_id
-        self._track: int | None = None
-        if camera_id is None and tracks:
-            body = int(self._config.get("trackbodyid", -1))
-            self._track = body if 0 < body < model.nbody else 1
         self._option = mujoco.MjvOption()
         for flag, value in kw["visual_options"].items():
             self._option.flags[flag] = value
@@ -144,11 +158,9 @@ class MujocoRenderer:
                 getattr(cam, key)[:] = value
             else:
                 setattr(cam, key, value)
-        if self._camera_id is not None:  # OffScreenViewer.render(camera_id=...)
-            cam.type = mujoco.mjtCamera.mjCAMERA_FREE if self._camera_id == -1 else mujoco.mjtCamera.mjCAMERA_FIXED
-            cam.fixedcamid = self._camera_id
-        elif self._track is not None:
-            cam.type, cam.trackbodyid = mujoco.mjtCamera.mjCAMERA_TRACKING, self._track
+        # OffScreenViewer.render(camera_id=...)
+        cam.type = mujoco.mjtCamera.mjCAMERA_FREE if self._camera_id == -1 else mujoco.mjtCamera.mjCAMERA_FIXED
+        cam.fixedcamid = self._camera_id
         return cam
 
     def frames(self, datas: list[Any], ids: np.ndarray) -> np.ndarray:

@@ -42,7 +42,6 @@ class Task:
     normal_qvel_noise: ClassVar[bool] = False  # reset qvel noise: scale * standard_normal, else uniform
     info_keys: ClassVar[tuple[str, ...]]
     vector_info: ClassVar[tuple[str, ...]] = ()  # info keys with a row per env (the others: a number)
-    tracks: ClassVar[bool] = False  # the body runs away: the camera follows it (envs/mujoco/render.py)
     # Gymnasium's pre-v5 rule (v4 and EnvPool's v2/v3 ids, envs/mujoco/legacy.py): the healthy reward
     # is paid while healthy or while an unhealthy step ends the episode (terminate_when_unhealthy)
     legacy_healthy_reward: ClassVar[bool] = False
@@ -106,7 +105,6 @@ class Task:
 
 class HalfCheetah(Task):
     task_id = "HalfCheetah-v5"
-    tracks = True
     defaults = {"xml_file": "half_cheetah.xml", "frame_skip": 5, "forward_reward_weight": 1.0, "ctrl_cost_weight": 0.1,
                 "reset_noise_scale": 0.1, "exclude_current_positions_from_observation": True}
     normal_qvel_noise = True
@@ -125,7 +123,6 @@ class HalfCheetah(Task):
 
 class Hopper(Task):
     task_id = "Hopper-v5"
-    tracks = True
     defaults = {"xml_file": "hopper.xml", "frame_skip": 4, "forward_reward_weight": 1.0, "ctrl_cost_weight": 1e-3,
                 "healthy_reward": 1.0, "terminate_when_unhealthy": True, "healthy_state_range": (-100.0, 100.0),
                 "healthy_z_range": (0.7, float("inf")), "healthy_angle_range": (-0.2, 0.2), "reset_noise_scale": 5e-3,
@@ -182,7 +179,6 @@ class Walker2d(Hopper):
 
 class Swimmer(Task):
     task_id = "Swimmer-v5"
-    tracks = True
     defaults = {"xml_file": "swimmer.xml", "frame_skip": 4, "forward_reward_weight": 1.0, "ctrl_cost_weight": 1e-4,
                 "reset_noise_scale": 0.1, "exclude_current_positions_from_observation": True}
     skipped_positions = 2
