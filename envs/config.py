@@ -20,9 +20,9 @@ STANDARD_KWARGS: dict[str, Any] = {
     "max_episode_steps": None,  # the task's default
     "max_num_players": 1,
     "thread_affinity_offset": -1,
-    "render_mode": None,  # None or "rgb_array": `pool.render(env_ids)` returns frames
+    "render_mode": None,  # None, "rgb_array" (`pool.render(env_ids)` returns frames) or "human" (shows one)
 }
-RENDER_MODES = (None, "rgb_array")
+RENDER_MODES = (None, "rgb_array", "human")
 
 
 def _check_int(name: str, value: Any) -> int:
@@ -120,8 +120,7 @@ class PoolConfig:
                 f"thread_affinity_offset must be -1 (no pinning) or a core id >= 0, got {self.thread_affinity_offset}"
             )
         if self.render_mode not in RENDER_MODES:
-            hint = " (no window here: use 'rgb_array' and show the frames yourself)" if self.render_mode == "human" else ""
-            raise ValueError(f"render_mode must be one of {RENDER_MODES}, got {self.render_mode!r}{hint}")
+            raise ValueError(f"render_mode must be one of {RENDER_MODES}, got {self.render_mode!r}")
 
     @classmethod
     def create(

@@ -28,7 +28,7 @@ def _reference_entry_point(task_id: str, backend: str) -> Any:
 
 def vector_metadata(task_id: str, backend: str) -> dict[str, Any]:
     renders = backend in ("native", "atari", "mujoco") or renders_in_workers(task_id)
-    metadata: dict[str, Any] = {"render_modes": ["rgb_array"] if renders else []}
+    metadata: dict[str, Any] = {"render_modes": ["rgb_array", "human"] if renders else []}
     entry_point = _reference_entry_point(task_id, backend)
     try:
         creator = gym.envs.registration.load_env_creator(entry_point) if isinstance(entry_point, str) else entry_point

@@ -329,11 +329,13 @@ class EnvPool(ClosedOnExit):
             "process; only the native backend's pools can be snapshotted"
         )
 
-    def render(self, env_ids: Any = None) -> np.ndarray:
+    def render(self, env_ids: Any = None) -> np.ndarray | None:
         """Frames of envs env_ids (an id or ids; default env 0) as (n, H, W, 3) uint8, in their
-        current state, as EnvPool's `render`. Needs `render_mode="rgb_array"` at `make`."""
+        current state, as EnvPool's `render`. Needs `render_mode="rgb_array"` at `make`; with
+        "human" (EnvPool's) the one env's frame is shown in an OpenCV window and None returned."""
         self._check_open("render")
-        if self._cfg.render_mode is None:
+        mode = self._cfg.render_mode
+        if mode is None:
             raise RuntimeError(
                 f"render() needs a pool made with render_mode='rgb_array' ({self._cfg.task_id} was made without one)"
             )
@@ -341,8 +343,30 @@ class EnvPool(ClosedOnExit):
         if draw is None:
             raise RuntimeError(f"render(): the {self._cfg.backend} backend draws no frames ({self._cfg.task_id})")
         ids = np.zeros(1, np.int32) if env_ids is None else np.atleast_1d(np.asarray(env_ids))
+        if mode == "human" and len(ids) != 1:
+            raise ValueError(f"render_mode='human' shows one env per call (EnvPool's rule), got env_ids {ids.tolist()[:16]}")
         checked = self._check_ids(ids, None)
-        return draw(self._all_ids if checked is None else checked)
+        frames = draw(self._all_ids if checked is None else checked)
+        if mode == "human":
+            self._show_human_frame(frames[0])
+            return None
+        return frames
+
+    def _show_human_frame(self, frame: np.ndarray) -> None:
+        """render_mode="human": frame (H, W, 3 RGB) in an OpenCV window named for the task, as EnvPool
+        shows it; without OpenCV or a display, one RuntimeError saying so."""
+        try:
+            import cv2
+        except ImportError as e:
+            raise RuntimeError("render_mode='human' shows frames with OpenCV: pip install opencv-python "
+                               "(or use render_mode='rgb_array' and show the frames yourself)") from e
+        try:
+            cv2.imshow(self._cfg.task_id, np.ascontiguousarray(frame[..., ::-1]))  # OpenCV's channels: BGR
+            cv2.waitKey(1)
+        except cv2.error as e:
+            why = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
+            raise RuntimeError(f"render_mode='human' cannot open a window here ({why}); "
+                               "use render_mode='rgb_array' and show the frames yourself") from e
 
     @property
     def extra_info(self) -> dict[str, np.dtype]:

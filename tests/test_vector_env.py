@@ -58,7 +58,7 @@ def test_spaces_and_metadata(task_id):
         assert vec.metadata["autoreset_mode"] is AutoresetMode.NEXT_STEP
         reference = gym.make(task_id)
         assert vec.metadata["render_fps"] == reference.metadata["render_fps"]
-        assert vec.metadata["render_modes"] == ["rgb_array"]
+        assert vec.metadata["render_modes"] == ["rgb_array", "human"]
         reference.close()
         assert vec.render_mode is None
         assert vec.spec.id == task_id and vec.spec.kwargs["num_envs"] == 3 and vec.spec.kwargs["seed"] == 1

@@ -133,7 +133,8 @@ def configure(task_id: str, env_type: str, kwargs: dict[str, Any]) -> GymTask:
     for k, v in options.items():
         if not isinstance(v, bool):
             raise ValueError(f"{k} must be True or False, got {v!r}")
-    render_mode = "rgb_array" if kwargs.get("render_mode") == "rgb_array" else None  # other values: refused below
+    # the env draws rgb_array frames for either mode ("human": the pool shows them); other values: refused below
+    render_mode = "rgb_array" if kwargs.get("render_mode") in ("rgb_array", "human") else None
     factory = PettingZooFactory(task_id, _module(task_id), env_kwargs, *options.values(), render_mode=render_mode)
     try:
         probe = factory()
