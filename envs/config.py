@@ -21,6 +21,7 @@ STANDARD_KWARGS: dict[str, Any] = {
     "max_num_players": 1,
     "thread_affinity_offset": -1,
     "render_mode": None,  # None, "rgb_array" (`pool.render(env_ids)` returns frames) or "human" (shows one)
+    "render_env_id": 0,  # the env `pool.render()` draws when no env_ids are given
 }
 RENDER_MODES = (None, "rgb_array", "human")
 
@@ -85,6 +86,7 @@ class PoolConfig:
     max_num_players: int
     thread_affinity_offset: int
     render_mode: str | None
+    render_env_id: int
     task_kwargs: Mapping[str, Any]
 
     @property
@@ -121,6 +123,8 @@ class PoolConfig:
             )
         if self.render_mode not in RENDER_MODES:
             raise ValueError(f"render_mode must be one of {RENDER_MODES}, got {self.render_mode!r}")
+        if not 0 <= self.render_env_id < self.num_envs:
+            raise ValueError(f"render_env_id must be an env id in [0, num_envs={self.num_envs}), got {self.render_env_id}")
 
     @classmethod
     def create(
@@ -174,5 +178,6 @@ class PoolConfig:
             max_num_players=_check_players(task_id, std.get("max_num_players", num_players), num_players),
             thread_affinity_offset=std.get("thread_affinity_offset", -1),
             render_mode=std.get("render_mode"),
+            render_env_id=_check_int("render_env_id", std.get("render_env_id", 0)),
             task_kwargs=dict(extra),
         )

@@ -330,7 +330,7 @@ class EnvPool(ClosedOnExit):
         )
 
     def render(self, env_ids: Any = None) -> np.ndarray | None:
-        """Frames of envs env_ids (an id or ids; default env 0) as (n, H, W, 3) uint8, in their
+        """Frames of envs env_ids (an id or ids; default `render_env_id`, 0) as (n, H, W, 3) uint8, in their
         current state, as EnvPool's `render`. Needs `render_mode="rgb_array"` at `make`; with
         "human" (EnvPool's) the one env's frame is shown in an OpenCV window and None returned."""
         self._check_open("render")
@@ -342,7 +342,7 @@ class EnvPool(ClosedOnExit):
         draw = self._backend.render
         if draw is None:
             raise RuntimeError(f"render(): the {self._cfg.backend} backend draws no frames ({self._cfg.task_id})")
-        ids = np.zeros(1, np.int32) if env_ids is None else np.atleast_1d(np.asarray(env_ids))
+        ids = np.full(1, self._cfg.render_env_id, np.int32) if env_ids is None else np.atleast_1d(np.asarray(env_ids))
         if mode == "human" and len(ids) != 1:
             raise ValueError(f"render_mode='human' shows one env per call (EnvPool's rule), got env_ids {ids.tolist()[:16]}")
         checked = self._check_ids(ids, None)

@@ -26,6 +26,8 @@ def test_unknown_task_suggests_close_matches():
         ({"max_episode_steps": 0}, "max_episode_steps must be >= 1"),
         ({"max_num_players": 2}, "max_num_players must be 1"),
         ({"thread_affinity_offset": -3}, "thread_affinity_offset"),
+        ({"num_envs": 2, "render_env_id": 2}, r"render_env_id must be an env id in \[0, num_envs=2\), got 2"),
+        ({"render_env_id": "0"}, "render_env_id must be an int"),
         ({"frame_skip": 4}, r"unknown kwarg\(s\) \['frame_skip'\]"),
         ({"backend": "gpu"}, "backend must be"),
     ],
