@@ -107,18 +107,21 @@ def test_human_mode_shows_one_envs_frame_and_returns_none():
     goes to the window (OpenCV's, through `_show_human_frame`, EnvPool's hook) and render() returns
     None; more than one env is refused; with no window to open (this headless host) the error is
     one line."""
-    with envs.make("Pusher-v5", num_envs=2, seed=0, render_mode="rgb_array", **SIZE) as rgb, \
-            envs.make("Pusher-v5", num_envs=2, seed=0, render_mode="human", render_env_id=1, **SIZE) as human:
-        rgb.reset(), human.reset()
+    with envs.make("Pusher-v5", num_envs=2, seed=0, render_mode="rgb_array", **SIZE) as rgb:
+        rgb.reset()
+        want = rgb.render([1, 0])  # one pool drawing at a time
+    with envs.make("Pusher-v5", num_envs=2, seed=0, render_mode="human", render_env_id=1, **SIZE) as human:
+        human.reset()
         assert human.metadata["render_modes"] == ["rgb_array", "human"]
-        with pytest.raises(RuntimeError, match="render_mode='human' (cannot open a window here|shows frames with OpenCV)"):
-            human.render()
         shown = []
         human._show_human_frame = shown.append
         assert human.render() is None and human.render(0) is None
-        np.testing.assert_array_equal(shown[0], rgb.render(1)[0])  # render_env_id=1
-        np.testing.assert_array_equal(shown[1], rgb.render()[0])  # rgb's render_env_id: 0
+        np.testing.assert_array_equal(shown[0], want[0])  # render_env_id=1
+        np.testing.assert_array_equal(shown[1], want[1])
         assert not np.array_equal(shown[0], shown[1])
+        del human._show_human_frame
+        with pytest.raises(RuntimeError, match="render_mode='human' (cannot open a window here|shows frames with OpenCV)"):
+            human.render()
         with pytest.raises(ValueError, match=r"render_mode='human' shows one env per call .* \[0, 1\]"):
             human.render([0, 1])
 
