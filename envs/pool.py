@@ -542,10 +542,8 @@ class EnvPool(ClosedOnExit):
         truncated, info). DmEnvPool returns TimeSteps instead."""
         self._last_batch = b  # a sync pool's last batch holds every env: a masked reset needs their obs
         b = with_players(b, self._players)
-        info = {"env_id": b.env_id, "elapsed_step": b.elapsed}
-        if b.extra is not None:
-            info.update(b.extra)
-            info["env_id"], info["elapsed_step"] = b.env_id, b.elapsed  # never clobbered by an env's key
+        info = {"env_id": b.env_id, "elapsed_step": b.elapsed, **b.extra}  # with_players: extra is a dict
+        info["env_id"], info["elapsed_step"] = b.env_id, b.elapsed  # never clobbered by an env's key
         if is_reset:
             return b.obs, info
         return b.obs, b.reward, b.terminated, b.truncated, info
