@@ -71,6 +71,8 @@ ALGORITHM = Algorithm(
         "latent_size": Flag(int, "Width of the latent state."),
         "unroll_steps": Flag(int, "K: steps the learner unrolls the model from each position."),
         "td_steps": Flag(int, "n of the n-step value targets."),
+        "support_size": Flag(int, "S: categorical value and reward heads over -S..S of the value-rescaled space (0: "
+                             "scalar heads)."),
         "sequence_length": Flag(int, "Replay sequence length (cycles are half of it)."),
         "discount": Flag(float, "Discount gamma."),
         "learning_rate": Flag(float, "Adam learning rate."),

@@ -23,6 +23,7 @@ import envs
 from sebulba import observations
 from sebulba.agent import Agent
 from sebulba.agents.muzero.config import MuZeroConfig
+from sebulba.agents.muzero import support
 from sebulba.agents.muzero.networks import MuZeroNet, make_network, recurrent_fn, rescale, root, unroll
 from sebulba.agents.muzero.targets import unroll_targets
 from sebulba.agents.r2d2.returns import sequence_priority, signed_parabolic
@@ -56,7 +57,7 @@ class MuZero(Agent[Networks, optax.OptState, Experience, StepState]):
         self.target_update_period = config.target_update_period
         self.num_actions = int(env_spec.action_space.n)
         self.net = make_network(env_spec.observation_space, self.num_actions, config.latent_size, config.hidden_sizes,
-                                config.torso)
+                                config.torso, config.support_size)
 
     # ---------------------------------------------------------------- state
     def init_networks(self, key: jax.Array) -> Networks:
@@ -134,10 +135,12 @@ class MuZero(Agent[Networks, optax.OptState, Experience, StepState]):
         def masked_mean(x, mask):
             return jnp.sum(jnp.where(mask, x, 0.0), (1, 2)) / jnp.maximum(mask.sum((1, 2)), 1)
 
-        value_err = values - rescale(targets.values, c.rescaling_eps)
-        value_loss = masked_mean(value_err**2, targets.value_mask)
-        reward_loss = masked_mean((rewards - rescale(targets.rewards[..., 1:], c.rescaling_eps)) ** 2,
-                                  targets.reward_mask[..., 1:])
+        value_target = rescale(targets.values, c.rescaling_eps)
+        value_err = values - value_target
+        value_loss = masked_mean(support.loss(shaped(out.value_out), value_target, c.support_size), targets.value_mask)
+        reward_loss = masked_mean(
+            support.loss(shaped(out.reward_out), rescale(targets.rewards[..., 1:], c.rescaling_eps), c.support_size),
+            targets.reward_mask[..., 1:])
         log_pi = jax.nn.log_softmax(logits)
         cross_entropy = -jnp.sum(targets.policies * log_pi, -1)
         policy_loss = masked_mean(cross_entropy, targets.policy_mask)

@@ -19,6 +19,9 @@ class MuZeroConfig(GumbelKnobs):  # the search's knobs (num_simulations, ...: se
     td_steps: int = 10  # n of the value targets
     discount: float = 0.997
     rescaling_eps: float = 1e-3  # values and rewards are predicted in h(x) = sign(x)(sqrt(|x| + 1) - 1) + eps x
+    # S: the value and reward heads categorical over the integers -S..S of that space (two-hot targets,
+    # cross-entropy: the paper's heads, its Atari S = 300); 0: scalar heads learned by squared error
+    support_size: int = 0
     # the learner
     learning_rate: float = 1e-3
     lr_decay_steps: int | None = None
@@ -51,7 +54,7 @@ class MuZeroConfig(GumbelKnobs):  # the search's knobs (num_simulations, ...: se
         if not 0.0 <= self.epsilon_base <= 1.0 or self.epsilon_alpha < 0:
             raise ValueError(f"epsilon_base must be in [0, 1] and epsilon_alpha >= 0, got {self.epsilon_base}, "
                              f"{self.epsilon_alpha}")
-        for name in ("value_loss_weight", "entropy_cost"):
+        for name in ("value_loss_weight", "entropy_cost", "support_size"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if self.max_grad_norm is not None and self.max_grad_norm <= 0:

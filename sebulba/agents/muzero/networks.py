@@ -5,7 +5,8 @@ logits, value), with the paper's details for state-based tasks:
   which keeps the unrolled states in the range the first one is in;
 - values and rewards predicted in the value-rescaled space h(x) = sign(x)(sqrt(|x| + 1) - 1) +
   eps x (Pohlen et al. 2018; as R2D2's targets here), so one scale fits CartPole's returns in
-  the hundreds and MinAtar's in the tens; the search reads them back through h^-1;
+  the hundreds and MinAtar's in the tens; the search reads them back through h^-1; each head is
+  a scalar, or categorical over the support -S..S of that space (`support.py`, the paper's);
 - the gradient into each dynamics step is halved (`scale_gradient`), so the total gradient to the
   dynamics stays about constant however many steps are unrolled (Appendix G).
 
@@ -22,6 +23,7 @@ import gymnasium as gym
 import jax
 import jax.numpy as jnp
 
+from sebulba.agents.muzero import support
 from sebulba.agents.r2d2.returns import signed_hyperbolic, signed_parabolic
 from sebulba.networks import MLPTorso, torso_for
 from sebulba.search import model_output, root_output
@@ -43,7 +45,8 @@ def min_max_scale(latent: Array, eps: float = 1e-5) -> Array:
 
 class Prediction(NamedTuple):
     policy_logits: Array  # [..., A]
-    value: Array  # [...], value-rescaled space
+    value: Array  # [...], value-rescaled space (the head's expectation)
+    value_out: Array  # [..., head width]: the value head's outputs (support.py)
 
 
 class Unroll(NamedTuple):
@@ -53,6 +56,8 @@ class Unroll(NamedTuple):
     policy_logits: Array  # [B, K + 1, A]
     values: Array  # [B, K + 1], value-rescaled
     rewards: Array  # [B, K], value-rescaled
+    value_out: Array  # [B, K + 1, head width]: the heads' outputs (support.py)
+    reward_out: Array  # [B, K, head width]
 
 
 class MuZeroNet(nn.Module):
@@ -60,17 +65,19 @@ class MuZeroNet(nn.Module):
     num_actions: int
     latent_size: int = 64
     hidden_sizes: tuple[int, ...] = (64,)
+    support_size: int = 0  # S: categorical value and reward heads over -S..S (support.py); 0: scalar heads
 
     def setup(self) -> None:
+        width = support.head_width(self.support_size)
         mlp = lambda name: [nn.Dense(h, name=f"{name}_{i}") for i, h in enumerate(self.hidden_sizes)]  # noqa: E731
         self.to_latent = nn.Dense(self.latent_size, name="to_latent")
         self.dynamics_layers = mlp("dynamics")
         self.next_latent = nn.Dense(self.latent_size, name="next_latent")
         self.reward_layers = mlp("reward")
-        self.reward_out = nn.Dense(1, name="reward_out")
+        self.reward_out = nn.Dense(width, name="reward_out")
         self.prediction_layers = mlp("prediction")
         self.policy_out = nn.Dense(self.num_actions, name="policy_out")
-        self.value_out = nn.Dense(1, name="value_out")
+        self.value_out = nn.Dense(width, name="value_out")
 
     @staticmethod
     def _mlp(layers, x: Array) -> Array:
@@ -81,16 +88,21 @@ class MuZeroNet(nn.Module):
     def represent(self, obs: Any) -> Array:
         return min_max_scale(self.to_latent(self.torso(obs)))
 
-    def dynamics(self, latent: Array, action: Array) -> tuple[Array, Array]:
-        """(next latent [B, D], reward [B], value-rescaled) of taking `action` [B] in `latent`."""
+    def transition(self, latent: Array, action: Array) -> tuple[Array, Array]:
+        """(next latent [B, D], the reward head's outputs [B, head width]) of taking `action` [B] in `latent`."""
         x = jnp.concatenate([latent, jax.nn.one_hot(action, self.num_actions, dtype=latent.dtype)], -1)
         next_latent = min_max_scale(self.next_latent(self._mlp(self.dynamics_layers, x)))
-        reward = self.reward_out(self._mlp(self.reward_layers, x))[..., 0]
-        return next_latent, reward
+        return next_latent, self.reward_out(self._mlp(self.reward_layers, x))
+
+    def dynamics(self, latent: Array, action: Array) -> tuple[Array, Array]:
+        """(next latent [B, D], reward [B], value-rescaled) of taking `action` [B] in `latent`."""
+        next_latent, out = self.transition(latent, action)
+        return next_latent, support.read(out, self.support_size)
 
     def predict(self, latent: Array) -> Prediction:
         x = self._mlp(self.prediction_layers, latent)
-        return Prediction(self.policy_out(x), self.value_out(x)[..., 0])
+        out = self.value_out(x)
+        return Prediction(self.policy_out(x), support.read(out, self.support_size), out)
 
     def __call__(self, obs: Any, action: Array) -> tuple[Prediction, Array]:
         """Every function once (what `init` traces): f(h(obs)) and g(h(obs), action)'s reward."""
@@ -100,11 +112,11 @@ class MuZeroNet(nn.Module):
 
 
 def make_network(observation_space: gym.spaces.Space, num_actions: int, latent_size: int,
-                 hidden_sizes: tuple[int, ...], torso: str = "auto") -> MuZeroNet:
+                 hidden_sizes: tuple[int, ...], torso: str = "auto", support_size: int = 0) -> MuZeroNet:
     encoder = torso_for(observation_space, torso)
     if isinstance(encoder, MLPTorso):
         encoder = encoder.clone(hidden_sizes=hidden_sizes)
-    return MuZeroNet(encoder, num_actions, latent_size, hidden_sizes)
+    return MuZeroNet(encoder, num_actions, latent_size, hidden_sizes, support_size)
 
 
 def unroll(net: MuZeroNet, params: Any, obs: Any, actions: Array, dynamics_gradient_scale: float = 0.5) -> Unroll:
@@ -113,15 +125,16 @@ def unroll(net: MuZeroNet, params: Any, obs: Any, actions: Array, dynamics_gradi
 
     def body(latent, action):
         latent = scale_gradient(latent, dynamics_gradient_scale)
-        next_latent, reward = net.apply(params, latent, action, method=MuZeroNet.dynamics)
-        return next_latent, (net.apply(params, next_latent, method=MuZeroNet.predict), reward)
+        next_latent, reward_out = net.apply(params, latent, action, method=MuZeroNet.transition)
+        return next_latent, (net.apply(params, next_latent, method=MuZeroNet.predict), reward_out)
 
     latent = net.apply(params, obs, method=MuZeroNet.represent)
     first = net.apply(params, latent, method=MuZeroNet.predict)
-    _, (later, rewards) = jax.lax.scan(body, latent, jnp.swapaxes(actions, 0, 1))
-    logits = jnp.concatenate([first.policy_logits[:, None], jnp.swapaxes(later.policy_logits, 0, 1)], 1)
-    values = jnp.concatenate([first.value[:, None], jnp.swapaxes(later.value, 0, 1)], 1)
-    return Unroll(logits, values, jnp.swapaxes(rewards, 0, 1))
+    _, (later, reward_out) = jax.lax.scan(body, latent, jnp.swapaxes(actions, 0, 1))
+    steps = lambda x0, xs: jnp.concatenate([x0[:, None], jnp.swapaxes(xs, 0, 1)], 1)  # noqa: E731
+    reward_out = jnp.swapaxes(reward_out, 0, 1)
+    return Unroll(steps(first.policy_logits, later.policy_logits), steps(first.value, later.value),
+                  support.read(reward_out, net.support_size), steps(first.value_out, later.value_out), reward_out)
 
 
 def root(net: MuZeroNet, params: Any, obs: Any, eps: float = 1e-3) -> Any:
