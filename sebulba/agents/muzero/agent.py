@@ -130,7 +130,7 @@ class MuZero(Agent[Networks, optax.OptState, Experience, StepState]):
         starts = jax.tree.map(lambda x: flat(x[:, :length]), es.obs)  # every start t < L
         out = unroll(self.net, online, starts, flat(targets.actions))
         shaped = lambda x: x.reshape(b, length, *x.shape[1:])  # noqa: E731
-        values, rewards, logits = shaped(out.values), shaped(out.rewards), shaped(out.policy_logits)
+        values, logits = shaped(out.values), shaped(out.policy_logits)
 
         def masked_mean(x, mask):
             return jnp.sum(jnp.where(mask, x, 0.0), (1, 2)) / jnp.maximum(mask.sum((1, 2)), 1)
