@@ -17,6 +17,7 @@ from sebulba.experiment.env_kind import env_kind, require_discrete_actions
 from sebulba.experiment.flags import Flag
 from sebulba.experiment.presets import Preset
 from sebulba.experiment.recipe import Algorithm
+from sebulba.networks import TORSO_KINDS
 
 # ---------------------------------------------------------------- presets
 # Vector observations (CartPole-v1 first; issue 57's bar: >= 475 within 100k env steps): the
@@ -67,6 +68,7 @@ ALGORITHM = Algorithm(
         "epsilon_base": Flag(float, "Exploration floor: env i of N acts at random with probability epsilon_base ** (1 + "
                              "epsilon_alpha i / (N - 1)) (0: the search's action always)."),
         "gumbel_scale": Flag(float, "Scale of the Gumbel noise the search samples its action with (0: its best)."),
+        "torso": Flag(TORSO_KINDS, "The representation's encoder."),
         "hidden_sizes": Flag(list, "Each function's MLP layer sizes (and the encoder's), e.g. 128,128."),
         "latent_size": Flag(int, "Width of the latent state."),
         "unroll_steps": Flag(int, "K: steps the learner unrolls the model from each position."),
