@@ -64,6 +64,37 @@ GLFW_CONTEXT = '''"""EnvPool's Windows OpenGL preload: nothing to load off Windo
 def preload_windows_gl_dlls(*, prepend_path=True, strict=False):
     return None
 '''
+# envpool.registration: the public names, and EnvPool's `registry`, whose `specs` map each id to (its
+# suite's import path, its spec class's name, its kwargs), which EnvPool's test helpers list tasks by
+REGISTRATION = PUBLIC + """
+
+class _Registry:
+    \"\"\"EnvPool's registry of the ids `envs` serves, with EnvPool's import path for each suite.\"\"\"
+
+    @property
+    def specs(self):
+        from envs.mujoco import LEGACY_MUJOCO_TASKS, MUJOCO_TASKS
+        from envs.mujoco.dmc.ids import DMC_IDS
+
+        gym_mujoco = set(MUJOCO_TASKS) | set(LEGACY_MUJOCO_TASKS)
+
+        def where(task_id):
+            if task_id in DMC_IDS:
+                return "envpool.mujoco.dmc", "DmcSpec"
+            if task_id in gym_mujoco:
+                return "envpool.mujoco.gym", "GymMujocoSpec"
+            if is_atari(task_id):
+                return "envpool.atari", "AtariEnvSpec"
+            return "envpool", "EnvSpec"
+
+        return {task_id: (*where(task_id), {}) for task_id in list_all_envs()}
+
+    def list_all_envs(self):
+        return list_all_envs()
+
+
+registry = _Registry()
+"""
 EMPTY = '"""Nothing to register: `envs` serves every id it has on import."""\n'
 # dm_control's suite, which the DMC tests hold the pool against, on the MuJoCo installed here
 DMC_REGISTRATION = EMPTY + """from tests.support.dm_control_suite import patch_dm_control
@@ -114,7 +145,7 @@ def build_shim(where: Path) -> None:
     (pkg / "__init__.py").write_text(PUBLIC)
     if (ROOT / "envs" / "py.typed").is_file():  # the marker of the package it stands for
         shutil.copy(ROOT / "envs" / "py.typed", pkg / "py.typed")
-    (pkg / "registration.py").write_text(PUBLIC)
+    (pkg / "registration.py").write_text(REGISTRATION)
     (pkg / "python" / "__init__.py").write_text(EMPTY)
     (pkg / "python" / "protocol.py").write_text(PROTOCOL)
     (pkg / "python" / "glfw_context.py").write_text(GLFW_CONTEXT)

@@ -154,6 +154,16 @@ class EnvSpec:
         return space_to_dm_spec(self.action_space, "action")
 
     @property
+    def gymnasium_observation_space(self) -> gym.spaces.Space:
+        """EnvPool's name for `observation_space` (its spaces are Gymnasium's: the same space)."""
+        return self.observation_space
+
+    @property
+    def gymnasium_action_space(self) -> gym.spaces.Space:
+        """EnvPool's name for `action_space`."""
+        return self.action_space
+
+    @property
     def reward_threshold(self) -> float | None:
         """The return at which the task counts as solved, None for none: Gymnasium's registered
         `reward_threshold` for the id (EnvPool's configs copy gym's: CartPole-v1 475, Acrobot-v1

@@ -26,6 +26,12 @@ class _Case(absltest.TestCase):
     def test_a_failure(self):
         self.assertEqual(envpool.make_spec("CartPole-v1").config.num_envs, 2)
 
+    def test_the_registry_places_ids_by_suite(self):  # EnvPool's test helpers list a suite's tasks by it
+        from envpool.registration import registry
+        self.assertEqual(registry.specs["CheetahRun-v1"][0], "envpool.mujoco.dmc")
+        self.assertEqual(registry.specs["Ant-v4"][0], "envpool.mujoco.gym")
+        self.assertEqual(registry.specs["CartPole-v1"][0], "envpool")
+
 
 class PublicName(absltest.TestCase):  # EnvPool names some test classes without the leading "_"
     def test_counted(self):
@@ -58,7 +64,7 @@ def test_a_file_is_run_against_envs_and_its_cases_counted(tmp_path):
     (source / "envpool" / "broken_test.py").write_text(BROKEN)
     assert envpool_tests.run_file(shim, source, "envpool/ok_test.py", timeout=300) == {
         "_Case.test_make_is_envs": "passed", "_Case.test_low_level_refuses": "passed", "_Case.test_a_failure": "failed",
-        "PublicName.test_counted": "passed"}
+        "_Case.test_the_registry_places_ids_by_suite": "passed", "PublicName.test_counted": "passed"}
     assert envpool_tests.run_file(shim, source, "envpool/broken_test.py", timeout=300) == {
         "test_one (import)": "failed", "test_two (import)": "failed"}
     text = envpool_tests.report({"envpool/ok_test.py": {"_Case.a": "passed", "_Case.b": "failed"}}, source)

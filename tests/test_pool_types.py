@@ -75,7 +75,7 @@ def test_make_spec_observation_spec_describes_what_step_returns():
 def test_the_spec_has_envpools_array_specs_and_reward_threshold():
     """EnvPool's EnvSpec attributes (its Atari api_test reads `action_array_spec["action"].maximum`
     and counts three action entries): the internal action and state entries by EnvPool's names,
-    in its order, with EnvPool's per-player leading -1; the reward threshold Gymnasium registers."""
+    in its order, with EnvPool's per-player leading -1; the reward threshold Gymnasium registers; EnvPool's gymnasium_* names of the spaces."""
     pong = envs.make_spec("Pong-v5")
     actions = pong.action_array_spec
     assert list(actions) == ["env_id", "players.env_id", "action"]
@@ -94,6 +94,9 @@ def test_the_spec_has_envpools_array_specs_and_reward_threshold():
     assert "ArraySpec(shape=[-1], dtype=int64, minimum=0, maximum=1)" == repr(cartpole.action_array_spec["action"])
     assert cartpole.reward_threshold == 475.0 and envs.make_spec("Acrobot-v1").reward_threshold == -100.0
     assert pong.reward_threshold is None and envs.make_spec("gymnax/CartPole-v1").reward_threshold is None
+    # EnvPool's Gymnasium names for the spaces (its DMC pixel tests read them): the same spaces
+    assert cartpole.gymnasium_observation_space is cartpole.observation_space
+    assert pong.gymnasium_action_space is pong.action_space
     from envs.spec import EnvSpec
 
     nested = gym.spaces.Dict({"pos": gym.spaces.Box(-1, 1, (2,)), "inner": gym.spaces.Dict({"n": gym.spaces.Discrete(3)})})
