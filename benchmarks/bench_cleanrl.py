@@ -42,7 +42,9 @@ THEIRS = {"sac": "sac_continuous_action.py (PyTorch)", "td3": "td3_continuous_ac
 
 def cleanrl(python: str, directory: str, agent: str, env_id: str, steps: int, seed: int, threads: str) -> dict:
     """CleanRL's script through cleanrl_run.py: its JSON line (wall_s, final_return, ...)."""
+    # this repository on their path only for a peer module an env id names (benchmarks.peers.dm_control_shimmy)
     env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "PYTHONPATH")}
+    env["PYTHONPATH"] = str(ROOT)
     if threads:
         env["OMP_NUM_THREADS"] = threads
     out = subprocess.run([python, str(ROOT / "benchmarks/peers/cleanrl_run.py"), directory, agent, str(steps), str(seed),
@@ -57,6 +59,9 @@ def main() -> None:
     parser.add_argument("--seeds", default="0")
     parser.add_argument("--agents", default="sac,td3")
     parser.add_argument("--env", default="HalfCheetah-v5")
+    parser.add_argument("--cleanrl_env", default=None,
+                        help="the env id CleanRL's script gets (default: --env); for dm_control's suite, "
+                             "benchmarks.peers.dm_control_shimmy:dm_control/cheetah-run-v0 (Shimmy's ids)")
     parser.add_argument("--cleanrl_python", default=os.environ.get("CLEANRL_PYTHON", "/work/venv-cleanrl/bin/python"))
     parser.add_argument("--cleanrl_dir", default=os.environ.get("CLEANRL_DIR", "/work/cleanrl"))
     parser.add_argument("--cleanrl_threads", default="1", help="OMP_NUM_THREADS for CleanRL's runs ('': unset)")
@@ -75,8 +80,8 @@ def main() -> None:
                                                                  "--eval_every=0", *args.flags.split()],
                                        Path(tmp) / agent)
                 ours = float(last["episode_return_mean"])
-                theirs = cleanrl(args.cleanrl_python, args.cleanrl_dir, agent, args.env, args.steps, seed,
-                                 args.cleanrl_threads)
+                theirs = cleanrl(args.cleanrl_python, args.cleanrl_dir, agent, args.cleanrl_env or args.env, args.steps,
+                                 seed, args.cleanrl_threads)
                 ratio = theirs["wall_s"] / wall
                 ratios.setdefault(agent, []).append(ratio)
                 lines.append(f"| {agent} | {seed} | {wall:.0f} | {ours:.1f} | {theirs['wall_s']:.0f} | "
@@ -90,7 +95,8 @@ def main() -> None:
               f"{datetime.date.today().isoformat()}. Ours: `python -m experiments.<agent> --env {args.env} "
               f"--total_env_steps {args.steps}{' ' + args.flags if args.flags else ''}` (the MuJoCo preset, CleanRL's "
               "settings); theirs: "
-              "CleanRL's scripts (commit fe8d8a03) at their defaults with `--env-id` and `--total-timesteps`, "
+              "CleanRL's scripts (commit fe8d8a03) at their defaults with `--env-id` and `--total-timesteps`"
+              f"{f' (--env-id {args.cleanrl_env})' if args.cleanrl_env else ''}, "
               "patched for Gymnasium 1.x only (`benchmarks/peers/cleanrl.patch`), "
               f"OMP_NUM_THREADS={args.cleanrl_threads or 'unset'}. Each a fresh process timed whole; returns are the "
               "mean of the last 20 episodes.\n\n")
