@@ -86,7 +86,7 @@ def test_only_the_run_input_is_told_in_one_line(what):
 
 @pytest.mark.parametrize("module, flag, presets", [
     ("experiments.impala", "--help", "[presets: vector/image mean; MinAtar sum; tabular/structured sum; continuous mean; "
-                                        "Atari sum; multi-player Atari sum; memory (CartPoleNoVelocity) mean]"),
+                                        "Atari sum; multi-player Atari sum; memory (CartPoleNoVelocity) mean; Acrobot mean]"),
     ("experiments.ppo", "--help", "[presets: discrete 4; MinAtar 4; built-in continuous 10; MuJoCo 10; Atari 4; multi-"),
     ("experiments.r2d2", "--helpfull", "[presets: vector/image/tabular 20000; MountainCar 20000; CartPoleNoVelocity-v1 2000; "
                                        "Atari 25000]"),
