@@ -15,8 +15,8 @@ Each env's figures are their own BENCHMARKS.md section.
 CleanRL: `git clone https://github.com/vwxyzjn/cleanrl`, `git checkout fe8d8a03` and `git apply
 benchmarks/peers/cleanrl.patch` in it; its venv: torch 2.13 (CPU), gymnasium[mujoco] 1.3, tyro,
 tensorboard, jax, flax, optax (the versions of ours), and shimmy with dm_control for dm_control's suite
-(`--env CheetahRun-v1 --cleanrl_env benchmarks.peers.dm_control_shimmy:dm_control/cheetah-run-v0`). --cleanrl_threads sets OMP_NUM_THREADS for
-theirs (default 1: torch's SAC ran ~10x slower with its default intra-op threads on this 2-core
+(`--env CheetahRun-v1 --cleanrl_env benchmarks.peers.dm_control_shimmy:dm_control/cheetah-run-v0`).
+--cleanrl_threads sets OMP_NUM_THREADS for theirs (default 1: torch's SAC ran ~10x slower with its default intra-op threads on this 2-core
 host while anything else ran; '' leaves it unset).
 """
 

@@ -68,10 +68,13 @@ def preload_windows_gl_dlls(*, prepend_path=True, strict=False):
 # suite's import path, its spec class's name, its kwargs), which EnvPool's test helpers list tasks by
 REGISTRATION = PUBLIC + """
 
+import functools
+
+
 class _Registry:
     \"\"\"EnvPool's registry of the ids `envs` serves, with EnvPool's import path for each suite.\"\"\"
 
-    @property
+    @functools.cached_property  # EnvPool's helpers read it once per task family
     def specs(self):
         from envs.mujoco import LEGACY_MUJOCO_TASKS, MUJOCO_TASKS
         from envs.mujoco.dmc.ids import DMC_IDS

@@ -22,8 +22,8 @@ import optax
 import envs
 from sebulba import observations
 from sebulba.agent import Agent
-from sebulba.agents.muzero.config import MuZeroConfig
 from sebulba.agents.muzero import support
+from sebulba.agents.muzero.config import MuZeroConfig
 from sebulba.agents.muzero.networks import MuZeroNet, make_network, recurrent_fn, rescale, root, unroll
 from sebulba.agents.muzero.targets import unroll_targets
 from sebulba.agents.r2d2.returns import sequence_priority, signed_parabolic
