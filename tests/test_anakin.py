@@ -276,7 +276,7 @@ def test_learning_bar_ppo_on_cartpole_in_the_anakin_loop(seed, tmp_path, env="gy
     final = float(out.stdout.split("episode_return_mean ")[1].split()[0])
     assert final >= 475, out.stdout
     run_dir, row = last_metrics(tmp_path)
-    assert (run_dir / "learning_curve.png").exists() and "approx_kl" in row and int(row["env_steps"]) >= 200_000
+    assert "approx_kl" in row and int(row["env_steps"]) >= 200_000
 
 
 @pytest.mark.slow(seconds=25)  # ~22 s cold on a quiet 2-core host

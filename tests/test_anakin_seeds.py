@@ -156,7 +156,7 @@ def test_the_learning_curve_shades_the_seeds_band(tmp_path):
 def test_a_cli_num_seeds_run_writes_each_seed_and_evaluates_each_replica(tmp_path):
     out = run_experiment("experiments.ppo", "--env=gymnax/CartPole-v1", f"--logdir={tmp_path}", "--noprogress",
                          "--num_envs=4", "--steps_per_cycle=16", "--num_seeds=3", "--total_env_steps=1280",
-                         "--hidden_sizes=16")
+                         "--hidden_sizes=16", learning_curve=True)
     assert out.returncode == 0, out.stderr[-3000:]
     run_dir, row = last_metrics(tmp_path)
     assert int(row["env_steps"]) == 1280  # each replica's budget

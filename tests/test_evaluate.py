@@ -187,7 +187,7 @@ def evaluated_runs(tmp_path_factory):
     out = []
     for i in range(2):
         logdir = tmp_path_factory.mktemp(f"eval{i}")
-        done = run_experiment("experiments.ppo", *EVAL_ARGS, f"--logdir={logdir}")
+        done = run_experiment("experiments.ppo", *EVAL_ARGS, f"--logdir={logdir}", learning_curve=True)
         assert done.returncode == 0, done.stderr[-3000:]
         (run_dir,) = logdir.iterdir()
         out.append(run_dir)

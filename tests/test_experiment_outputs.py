@@ -282,6 +282,11 @@ def test_outputs_writes_everything(tmp_path, capsys):
     Outputs(quiet, 100, progress=False).close()  # no report: no curve, no crash
     assert not quiet.learning_curve_png.exists() and capsys.readouterr().err == ""
 
+    unplotted = RunDir.create(tmp_path, "impala", "CartPole-v1", 2, {})
+    with Outputs(unplotted, 3000, progress=False, learning_curve=False) as outputs:
+        outputs(fake_report(1000))
+    assert len(read_csv(unplotted.metrics_csv)) == 2 and not unplotted.learning_curve_png.exists()
+
 
 @pytest.mark.slow(seconds=2)
 def test_outputs_as_the_report_of_a_real_loop(tmp_path):

@@ -39,10 +39,10 @@ def test_the_cli_refuses_a_fractional_count_in_one_line(tmp_path):
 def test_resumes_rules_are_read_from_the_declarations():
     """The flags a resumed run takes from this command line, and those it may change, as
     resume.py listed them by hand before the declarations said it."""
-    assert set(NOT_RESUMED) == {"resume", "progress", "logdir", "profile_after_s", "profile_seconds", "profile_python",
-                                "debug", "coordinator_address", "num_processes", "process_id", "distributed",
-                                "peer_timeout_s"}
-    assert len(NOT_RESUMED) == 12
+    assert set(NOT_RESUMED) == {"resume", "progress", "learning_curve", "logdir", "profile_after_s", "profile_seconds",
+                                "profile_python", "debug", "coordinator_address", "num_processes", "process_id",
+                                "distributed", "peer_timeout_s"}
+    assert len(NOT_RESUMED) == 13
     assert RESUME_OVERRIDES == ("total_env_steps", "log_every_s", "checkpoint_every", "keep_checkpoints", "save_replay",
                                 "eval_every", "eval_episodes", "wandb", "wandb_project", "wandb_entity", "wandb_mode")
     rest = set(SHARED_FLAGS) - set(NOT_RESUMED) - set(RESUME_OVERRIDES)

@@ -172,7 +172,8 @@ def test_loss_reduction_overrides_the_preset():
 
 @pytest.mark.slow(seconds=6)
 def test_cli_run_writes_a_run_directory(tmp_path):
-    out = run_cli("--total_env_steps=3200", f"--logdir={tmp_path}", "--noprogress", "--seed=4")
+    out = run_experiment("experiments.impala", "--total_env_steps=3200", f"--logdir={tmp_path}", "--noprogress",
+                         "--seed=4", learning_curve=True)
     assert out.returncode == 0, out.stderr[-3000:]
     (run_dir,) = tmp_path.iterdir()
     assert run_dir.name.startswith("impala-CartPole-v1-") and run_dir.name.endswith("-s4")

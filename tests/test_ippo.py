@@ -91,7 +91,7 @@ def test_a_simple_spread_run_reports_each_players_returns(tmp_path):
     seeds 0-2, in BENCHMARKS.md (`benchmarks/bench_ippo.py`: -18.4, -20.1, -18.8 against a
     random policy's -26.4); 80k steps of it took 35-55 s of the suite for a 3-point margin."""
     out = run_experiment("experiments.ppo", f"--env={SPREAD}", "--total_env_steps=4096", "--log_every_s=0.5",
-                         f"--logdir={tmp_path}", "--noprogress")
+                         f"--logdir={tmp_path}", "--noprogress", learning_curve=True)
     assert out.returncode == 0, out.stderr[-3000:]
     run_dir, last = last_metrics(tmp_path)
     assert (run_dir / "learning_curve.png").exists() and int(last["env_steps"]) >= 4096

@@ -375,7 +375,7 @@ def test_learning_bar_cartpole(seed, tmp_path):
     final = float(out.stdout.split("episode_return_mean ")[1].split()[0])
     assert final >= 475, out.stdout
     run_dir, row = last_metrics(tmp_path)
-    assert (run_dir / "learning_curve.png").exists() and "approx_kl" in row and "policy_lag" in row
+    assert "approx_kl" in row and "policy_lag" in row
 
 
 @pytest.mark.slow(seconds=19)

@@ -130,7 +130,7 @@ def test_cli_writes_a_run_directory(tmp_path):
     assert out.returncode == 0, out.stderr[-3000:]
     run_dir, last = last_metrics(tmp_path)
     assert run_dir.name.startswith("r2d2-CartPole-v1-") and int(last["env_steps"]) >= 2000
-    assert (run_dir / "learning_curve.png").exists()
+    assert not (run_dir / "learning_curve.png").exists()  # --nolearning_curve (tests/support/cli.py)
     assert any(p.name.startswith("events.out.tfevents") for p in run_dir.iterdir())
 
 

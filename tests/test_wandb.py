@@ -116,7 +116,8 @@ def in_process(mode, *args):
 @pytest.mark.slow(seconds=25)
 def test_a_cli_run_logs_offline_and_a_run_without_wandb_does_not_import_it(tmp_path):
     out = run_experiment("experiments.ppo", "--wandb", "--wandb_mode=offline", "--learning_rate=0.001",
-                         "--total_env_steps=2048", f"--logdir={tmp_path}", "--noprogress", timeout=600)
+                         "--total_env_steps=2048", f"--logdir={tmp_path}", "--noprogress", timeout=600,
+                         learning_curve=True)
     assert out.returncode == 0, out.stderr[-3000:]
     (run_dir,) = tmp_path.iterdir()
     (offline,) = offline_runs(run_dir)

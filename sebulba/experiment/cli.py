@@ -214,7 +214,7 @@ def train(name: str, exp: Experiment, make_agent: Callable[[envs.EnvSpec, Any], 
     with user_input():
         evaluation = EvalFlags(FLAGS.eval_every, FLAGS.eval_episodes)
     result = run(name, agent, exp.loop, exp.total_env_steps, FLAGS.logdir, FLAGS.flag_values_dict(), FLAGS.progress,
-                 checkpoints, FLAGS.resume, profile, evaluation, tracking)
+                 checkpoints, FLAGS.resume, profile, evaluation, tracking, FLAGS.learning_curve)
     f = result.final
     summary = f"{f['env_steps']:,} env steps, episode_return_mean {f['episode_return_mean']:.1f} (last 20 episodes)"
     if result.finished_before:  # nothing ran, nothing is written: not even to log.txt

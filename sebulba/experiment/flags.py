@@ -131,6 +131,9 @@ SHARED_FLAGS = {
     "async_mode": Flag(bool, "Sebulba actors in threads (True) or one cycle then one update, reproducible (False)."),
     "log_every_s": Flag(float, "Seconds between metrics rows (CSV, TensorBoard, progress line).", resume="override"),
     "progress": Flag(bool, "Show a live progress line.", default=True, resume="command line"),
+    "learning_curve": Flag(bool, "Plot learning_curve.png from metrics.csv at the end of the run (matplotlib: about a "
+                           "second of CPU); --nolearning_curve leaves it out, e.g. in a sweep of many short runs.",
+                           default=True, resume="command line"),
     "compilation_cache": Flag(bool, "Keep the compiled programs on disk (JAX's persistent compilation cache, in "
                               "$JAX_COMPILATION_CACHE_DIR or ~/.cache/sebulba/jax): a task run before starts "
                               "training in seconds.", default=True),

@@ -166,13 +166,16 @@ class MetricsWriter:
 class Outputs:
     """Everything a run produces from its reports: metrics.csv and TensorBoard (MetricsWriter), a
     live progress line (ProgressBar, `progress=False` to turn it off), each row to W&B (`wandb`,
-    a started WandbLogger, which `close()` finishes) and, on `close()`, learning_curve.png. Pass
+    a started WandbLogger, which `close()` finishes) and, on `close()`, learning_curve.png
+    (`learning_curve=False` leaves it out: matplotlib costs about a second of CPU). Pass
     it as `loop.run(..., report=outputs)`; use it as a context manager or call `close()` in a
     `finally`."""
 
     def __init__(self, run_dir: RunDir, total_env_steps: int | None = None, progress: bool = True,
-                 resume_env_steps: int | None = None, evaluation: bool = False, wandb: WandbLogger | None = None):
+                 resume_env_steps: int | None = None, evaluation: bool = False, wandb: WandbLogger | None = None,
+                 learning_curve: bool = True):
         self.run_dir = run_dir
+        self.learning_curve = learning_curve
         self.wandb = wandb
         self.metrics = MetricsWriter(run_dir.path, columns=PeriodicEvaluation.KEYS if evaluation else ())
         if resume_env_steps is not None:
@@ -189,22 +192,23 @@ class Outputs:
 
     def close(self, failed: bool = False) -> None:
         """Close the progress line and the metrics files, plot learning_curve.png (when at least
-        one report was written), then finish the W&B run with it (`failed`: the run raised).
-        Idempotent."""
+        one report was written, unless `learning_curve=False`), then finish the W&B run with it
+        (`failed`: the run raised). Idempotent."""
         if self._closed:
             return
         self._closed = True
+        plotted = self.learning_curve and self.metrics.columns is not None
         try:
             try:
                 if self.progress is not None:
                     self.progress.close()
             finally:
                 self.metrics.close()
-            if self.metrics.columns is not None:
+            if plotted:
                 plot_learning_curve(self.run_dir.metrics_csv, self.run_dir.learning_curve_png, title=self.run_dir.name)
         finally:
             if self.wandb is not None:
-                self.wandb.finish(self.run_dir.learning_curve_png if self.metrics.columns is not None else None, failed)
+                self.wandb.finish(self.run_dir.learning_curve_png if plotted else None, failed)
 
     def __enter__(self) -> Outputs:
         return self

@@ -106,8 +106,9 @@ def log_path(run_dir: RunDir) -> Path:
     return run_dir.path / LOG_FILE if i == 0 else run_dir.path / "processes" / f"p{i}" / LOG_FILE
 
 
-def write_processes(run_dir: RunDir) -> None:
-    """processes.json (process 0): which process ran where, and what each wrote. A collective."""
+def write_processes(run_dir: RunDir, learning_curve: bool = True) -> None:
+    """processes.json (process 0): which process ran where, and what each wrote (`learning_curve`:
+    whether the run plots learning_curve.png). A collective."""
     me = jax.process_index()
     texts = gather_texts(json.dumps({"host": socket.gethostname(), "pid": os.getpid(),
                                      "devices": [d.id for d in jax.local_devices()]}))
@@ -117,7 +118,8 @@ def write_processes(run_dir: RunDir) -> None:
     for p, text in enumerate(texts):
         row = {"process": p, **json.loads(text), "writes": [f"processes/p{p}/metrics.csv", f"processes/p{p}/events.*"]}
         row["writes"] += (["flags.json", "config.json", "processes.json", "log.txt", "metrics.csv", "events.*",
-                           "learning_curve.png", "checkpoints/ (with every process)"] if p == 0 else
+                           *(["learning_curve.png"] if learning_curve else []), "checkpoints/ (with every process)"]
+                          if p == 0 else
                           [f"processes/p{p}/log.txt", "checkpoints/ (with every process)"])
         rows.append(row)
     (run_dir.path / "processes.json").write_text(json.dumps(rows, indent=2) + "\n")

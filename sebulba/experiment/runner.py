@@ -125,6 +125,7 @@ def run(
     profile: ProfileWindow | None = None,
     evaluation: EvalFlags = EvalFlags(),
     wandb: WandbFlags | None = None,
+    learning_curve: bool = True,
 ) -> RunResult:
     """Train until total_env_steps, writing metrics, TensorBoard, flags, checkpoints and the
     learning curve into a new run directory under logdir, or, with `resume` (a run directory),
@@ -140,18 +141,19 @@ def run(
     SIGTERM or Ctrl-C before the loop trains raises `StoppedBeforeTraining`, a new run's directory
     removed (`graceful_stop`).
     `profile`: a window of the run to trace into the run directory's profile/. `wandb`: also
-    log the job's metrics, config and learning curve to Weights & Biases (from process 0)."""
+    log the job's metrics, config and learning curve to Weights & Biases (from process 0).
+    `learning_curve`: plot learning_curve.png at the end (False: metrics.csv and TensorBoard only)."""
     with user_input():  # before anything is built or written
         memory = check_run_fits(agent, loop_config, uses_anakin(loop_config))
     with graceful_stop() as (received, stopper):
         return _run(experiment, agent, loop_config, total_env_steps, logdir, flags, progress, checkpoints, resume,
-                    profile, evaluation, wandb, memory, received, stopper)
+                    profile, evaluation, wandb, memory, received, stopper, learning_curve)
 
 
 def _run(experiment: str, agent: Agent, loop_config: LoopConfig, total_env_steps: int, logdir: str,
          flags: dict[str, Any], progress: bool, checkpoints: CheckpointFlags, resume: str | None,
          profile: ProfileWindow | None, evaluation: EvalFlags, wandb: WandbFlags | None, memory: MemoryEstimate,
-         received: list[signal.Signals], stopper: Stopper) -> RunResult:
+         received: list[signal.Signals], stopper: Stopper, learning_curve: bool) -> RunResult:
     """`run`, with its memory estimated and its signals handled (`graceful_stop`)."""
     multi, first = jax.process_count() > 1, jax.process_index() == 0
     made = missing_dirs(logdir) if resume is None and first else []
@@ -182,7 +184,7 @@ def _run(experiment: str, agent: Agent, loop_config: LoopConfig, total_env_steps
                 _finished()
                 return RunResult(last_report(run_dir), run_dir, None, checkpointer.latest_step(), finished_before=True)
             if multi:
-                write_processes(run_dir)
+                write_processes(run_dir, learning_curve)
             with together("starting W&B logging"):
                 tracker = WandbLogger.start(run_dir, wandb) if wandb is not None and first else None
             with together("building the loop"):
@@ -201,7 +203,7 @@ def _run(experiment: str, agent: Agent, loop_config: LoopConfig, total_env_steps
             watch.context = lambda: resume_hint(run_dir)
         with loop_in_setup as loop, \
                 _job_outputs(run_dir, total_env_steps, progress and first, plan.env_steps,
-                             evaluation.every_env_steps > 0, first, tracker) as outputs, \
+                             evaluation.every_env_steps > 0, first, learning_curve, tracker) as outputs, \
                 _own_metrics(own, plan.env_steps, multi) as own_writer, profiled(profile, own / "profile"), \
                 contextlib.ExitStack() as stack:
             middleware = [announce_first_update()]
@@ -289,13 +291,13 @@ def _finished() -> None:
 
 @contextlib.contextmanager
 def _job_outputs(run_dir: RunDir, total_env_steps: int, progress: bool, resume_steps: int | None, evaluation: bool,
-                 first: bool, wandb: WandbLogger | None = None):
+                 first: bool, learning_curve: bool, wandb: WandbLogger | None = None):
     """The job's Outputs (metrics.csv, TensorBoard, progress, PNG, W&B) on process 0; None elsewhere."""
     if not first:
         yield None
         return
     with Outputs(run_dir, total_env_steps, progress=progress, resume_env_steps=resume_steps,
-                 evaluation=evaluation, wandb=wandb) as outputs:
+                 evaluation=evaluation, wandb=wandb, learning_curve=learning_curve) as outputs:
         yield outputs
 
 

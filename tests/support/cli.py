@@ -24,9 +24,18 @@ def child_env(**overrides: str) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": path, **overrides}
 
 
-def run_experiment(module: str, *args: str, timeout: float = 900, env: dict[str, str] | None = None
-                   ) -> subprocess.CompletedProcess:
-    """`python -m module *args` in a child process; `env`: variables set for it (e.g. MUJOCO_GL)."""
+# Entry points that do not train (no --learning_curve flag).
+NOT_TRAINING = ("experiments.evaluate", "experiments.envs_demo")
+
+
+def run_experiment(module: str, *args: str, timeout: float = 900, env: dict[str, str] | None = None,
+                   learning_curve: bool = False) -> subprocess.CompletedProcess:
+    """`python -m module *args` in a child process; `env`: variables set for it (e.g. MUJOCO_GL).
+    A training run gets --nolearning_curve unless `learning_curve`: matplotlib's import and one
+    plot cost a run about a second of CPU, minutes over the suite's runs; the tests that read
+    the PNG ask for it."""
+    if module.startswith("experiments.") and module not in NOT_TRAINING and not learning_curve:
+        args = (*args, "--nolearning_curve")
     env = child_env(XLA_FLAGS="", JAX_COMPILATION_CACHE_DIR=str(JAX_CACHE),
                     JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0", **(env or {}))
     return subprocess.run([sys.executable, "-m", module, *args], cwd=ROOT, env=env,
