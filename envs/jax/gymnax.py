@@ -17,12 +17,20 @@ auto-reset nor truncate (our JaxEnv does both).
 - kwargs: the env's parameters (`EnvParams` fields, e.g. `gravity=9.8`, `max_steps_in_episode`)
   and its constructor's arguments (e.g. DeepSea's `size`); anything else is a one-line ValueError
   naming the valid ones.
+- Import: gymnax imports seaborn at module level for two render helpers (Pong-misc's colours,
+  MinAtar's visualiser), 1.5 s of a process's start with the scipy.stats it pulls in;
+  importing this module puts a stand-in in its place that imports it when one of its names is
+  read (`import_gymnax`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import importlib.util
 import inspect
+import sys
+import types
 from typing import Any
 
 import gymnasium as gym
@@ -34,11 +42,43 @@ import numpy as np
 UNSUPPORTED = {"MNISTBandit-bsuite": "it downloads MNIST when it is built"}
 
 
-def ids() -> list[str]:
-    """gymnax's registered ids (those in UNSUPPORTED are refused, with the reason, at make)."""
+class _ImportedOnUse(types.ModuleType):
+    """A module's stand-in in sys.modules: its spec's attributes (__file__, __spec__, __loader__)
+    without running it; reading any other name (a function, or __path__ for a submodule's import)
+    imports the module and answers from it."""
+
+    def __getattr__(self, name: str) -> Any:
+        if sys.modules.get(self.__name__) is self:
+            del sys.modules[self.__name__]
+        module = importlib.import_module(self.__name__)
+        self.__dict__.update(module.__dict__)
+        return getattr(module, name)
+
+
+def _import_on_use(name: str) -> None:
+    """Put a stand-in for module `name` in sys.modules (`_ImportedOnUse`) unless it is imported
+    (or not installed)."""
+    if name in sys.modules or (spec := importlib.util.find_spec(name)) is None:
+        return
+    stand_in = _ImportedOnUse(name)
+    stand_in.__spec__, stand_in.__file__, stand_in.__loader__ = spec, spec.origin, spec.loader
+    sys.modules[name] = stand_in
+
+
+def import_gymnax() -> types.ModuleType:
+    """`import gymnax`, with seaborn imported only when a render helper uses it."""
+    _import_on_use("seaborn")
     import gymnax
 
-    return list(gymnax.registered_envs)
+    return gymnax
+
+
+_import_on_use("seaborn")  # this module is imported before gymnax (envs/jax/registry.py), and craftax's before it
+
+
+def ids() -> list[str]:
+    """gymnax's registered ids (those in UNSUPPORTED are refused, with the reason, at make)."""
+    return list(import_gymnax().registered_envs)
 
 
 def _bounds(value: Any, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
@@ -112,8 +152,7 @@ class GymnaxEnv(GymnaxStyleEnv):
     its own params."""
 
     def __init__(self, name: str, **kwargs: Any):
-        import gymnax
-
+        gymnax = import_gymnax()
         task_id = f"gymnax/{name}"
         if name in UNSUPPORTED:
             raise ValueError(f"{task_id} is not supported: {UNSUPPORTED[name]}")

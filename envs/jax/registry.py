@@ -105,8 +105,8 @@ def _adapter(suite: Suite) -> tuple[Callable[..., RawJaxEnv], Callable[[], list[
     if not is_installed(suite.name):
         extra = f" ({suite.conflict})" if suite.conflict else ""
         raise ImportError(f"{suite.name}/... envs need {suite.module}: {suite.install}{extra}")
+    module = importlib.import_module(f"envs.jax.{suite.adapter}")  # first: it may prepare the package's import
     _calling(suite, importlib.import_module, suite.module)
-    module = importlib.import_module(f"envs.jax.{suite.adapter}")
     return module.make, module.ids
 
 
