@@ -238,30 +238,3 @@ def test_a_channel_last_suite_is_presented_channel_first():
         assert grid[1, 2, 3, 4] == 1000 + 100 * 3 + 10 * 4 + 2  # env 0, player 1: channel 2 at (3, 4)
         assert all(env.observation_space["grid"].contains(g) for g in grid)
 
-
-IMPORT_ON_USE = r'''
-import sys
-import envs
-env = envs.make_gymnasium("gymnax/Pong-misc", num_envs=1)
-assert "gymnax" in sys.modules and "scipy.stats" not in sys.modules, "seaborn ran at gymnax's import"
-import seaborn
-from seaborn import color_palette
-assert len(color_palette("cubehelix", 3)) == 3 and "scipy.stats" in sys.modules
-assert sys.modules["seaborn"] is not None and seaborn.__version__
-import seaborn.external.version  # a submodule imports after the stand-in
-print("ok")
-'''
-
-
-def test_gymnax_imports_seaborn_when_a_render_helper_uses_it():
-    """gymnax imports seaborn (with scipy.stats: 1.5 s of a process's start) for two render
-    helpers; the adapter defers it until one of its names is read."""
-    import subprocess
-    import sys
-
-    from tests.support.cli import ROOT, child_env
-
-    pytest.importorskip("seaborn")
-    out = subprocess.run([sys.executable, "-c", IMPORT_ON_USE], cwd=ROOT, env=child_env(), capture_output=True,
-                         text=True, timeout=300)
-    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-3000:]

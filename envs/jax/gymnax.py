@@ -26,10 +26,7 @@ auto-reset nor truncate (our JaxEnv does both).
 from __future__ import annotations
 
 import dataclasses
-import importlib
-import importlib.util
 import inspect
-import sys
 import types
 from typing import Any
 
@@ -38,42 +35,21 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from envs.import_on_use import import_on_use
+
 # gymnax ids that cannot run here: why (shown when one is asked for).
 UNSUPPORTED = {"MNISTBandit-bsuite": "it downloads MNIST when it is built"}
 
 
-class _ImportedOnUse(types.ModuleType):
-    """A module's stand-in in sys.modules: its spec's attributes (__file__, __spec__, __loader__)
-    without running it; reading any other name (a function, or __path__ for a submodule's import)
-    imports the module and answers from it."""
-
-    def __getattr__(self, name: str) -> Any:
-        if sys.modules.get(self.__name__) is self:
-            del sys.modules[self.__name__]
-        module = importlib.import_module(self.__name__)
-        self.__dict__.update(module.__dict__)
-        return getattr(module, name)
-
-
-def _import_on_use(name: str) -> None:
-    """Put a stand-in for module `name` in sys.modules (`_ImportedOnUse`) unless it is imported
-    (or not installed)."""
-    if name in sys.modules or (spec := importlib.util.find_spec(name)) is None:
-        return
-    stand_in = _ImportedOnUse(name)
-    stand_in.__spec__, stand_in.__file__, stand_in.__loader__ = spec, spec.origin, spec.loader
-    sys.modules[name] = stand_in
-
-
 def import_gymnax() -> types.ModuleType:
     """`import gymnax`, with seaborn imported only when a render helper uses it."""
-    _import_on_use("seaborn")
+    import_on_use("seaborn")
     import gymnax
 
     return gymnax
 
 
-_import_on_use("seaborn")  # this module is imported before gymnax (envs/jax/registry.py), and craftax's before it
+import_on_use("seaborn")  # this module is imported before gymnax (envs/jax/registry.py), and craftax's before it
 
 
 def ids() -> list[str]:
