@@ -406,6 +406,75 @@ def cmd_offpolicy(args: argparse.Namespace) -> None:
         raise SystemExit(f"failed: {', '.join(failed)}")
 
 
+# ---------------------------------------------------------------- planning (issue 57)
+def per_second(rows: list[dict[str, str]], key: str) -> float:
+    """The rate of a count column (episodes, env_steps) between the first and the last metrics row
+    (compilation comes before the first); NaN with fewer than two rows."""
+    if len(rows) < 2:
+        return float("nan")
+    first, last = rows[0], rows[-1]
+    seconds = float(last["wall_time"]) - float(first["wall_time"])
+    return (float(last[key]) - float(first[key])) / seconds if seconds > 0 else float("nan")
+
+
+def cmd_planning(args: argparse.Namespace) -> None:
+    """MuZero on Pong-v5 through the Sebulba loop (its ATARI preset), then AlphaZero's self-play on
+    pgx/go_9x9 in the Anakin loop, each a fresh process sent SIGTERM at its share of --seconds
+    (60%, what is left): frames/s (env steps x frame skip 4) and the return; games/s."""
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    deadline = time.perf_counter() + args.seconds
+    log = f"--log_every_s={args.log_every_s}"
+    plan = [  # (label, module, run name, flags, share of the time or None: what is left)
+        ("MuZero, Pong-v5", "experiments.muzero", "muzero_pong",
+         ["--env=Pong-v5", f"--total_env_steps={args.pong_frames // 4}", *args.muzero_flags.split()], 0.6),
+        ("AlphaZero, pgx/go_9x9", "experiments.alphazero", "alphazero_go",
+         ["--env=pgx/go_9x9", f"--total_env_steps={args.go_steps}", *args.alphazero_flags.split()], None),
+    ]
+    table = ["| run | flags (over the preset's) | env steps | whole s | frames/s or games/s (training) | env steps/s "
+             "| return (last 20 episodes) |", "|---|---|---:|---:|---:|---:|---:|"]
+    cells, failed = [], []
+    for label, module, name, flags, share in plan:
+        shown = "`" + " ".join(flags) + "`"
+        left = deadline - GRACE_S - time.perf_counter()
+        try:
+            r = cli_run(name, flags + [log], work, left if share is None else share * args.seconds, args.metrics_out,
+                        module=module, prefix="planning")
+        except RuntimeError as e:
+            print(f"{label}: FAILED: {e}", flush=True)
+            failed.append(label)
+            cells.append(f"{label}: **FAILED** ({e})")
+            table.append(f"| {label} | {shown} | — | — | — | — | **FAILED**: {e} |")
+            continue
+        if not r["rows"]:
+            cells.append(f"{label}: no metrics row in {r['wall']:.0f} s")
+            table.append(f"| {label} | {shown} | — | {r['wall']:.1f} | — | — | — |")
+            continue
+        steps_s = per_second(r["all_rows"], "env_steps")
+        if name == "muzero_pong":
+            rate = f"{fmt(4 * steps_s, '{:,.0f}')} frames/s"
+            ret = fmt(float(r["last"]["episode_return_mean"] or "nan"))
+        else:
+            rate = f"{fmt(per_second(r['all_rows'], 'episodes'), '{:,.1f}')} games/s"
+            ret = "— (self-play: 0)"
+        cells.append(f"{label}: {rate}, {fmt(steps_s, '{:,.0f}')} env steps/s, return {ret} at {r['steps']:,} env "
+                     f"steps, {r['wall']:.0f} s whole")
+        table.append(f"| {label} | {shown} | {r['steps']:,} | {r['wall']:.1f} | {rate} | {fmt(steps_s, '{:,.0f}')} | "
+                     f"{ret} |")
+    write(args.fig, "; ".join(cells))
+    text = ("### The planning agents (issue 57)\n\n"
+            "`python -m experiments.muzero --env Pong-v5` (the ATARI preset: Gumbel MuZero's search in the "
+            "inferencers' jitted step, the Sebulba loop, the ALE pool on the host's cores) and `python -m "
+            "experiments.alphazero --env pgx/go_9x9` (self-play with the true model, the Anakin loop), each a fresh "
+            "process timed whole and sent SIGTERM at its share of the stage's time. Rates are between the first and "
+            "the last metrics row (compilation comes before the first); a frame is an env step x frame skip 4; a "
+            "game is a finished episode of the batch.\n\n" + "\n".join(table) + "\n")
+    write(args.md, text)
+    print(text, flush=True)
+    if failed:
+        raise SystemExit(f"failed: {', '.join(failed)}")
+
+
 # ---------------------------------------------------------------- paste
 def cmd_paste(args: argparse.Namespace) -> None:
     """Put a summary into BENCHMARKS.md between its section's markers (the section name is the
@@ -422,7 +491,7 @@ def cmd_paste(args: argparse.Namespace) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
-    for name in ("env", "pong", "ppo", "anakin", "offpolicy"):
+    for name in ("env", "pong", "ppo", "anakin", "offpolicy", "planning"):
         p = sub.add_parser(name)
         p.add_argument("--fig", help="file for the stage's one-line figures")
         p.add_argument("--md", help="file for the stage's markdown details")
@@ -460,10 +529,19 @@ def main() -> None:
     off.add_argument("--big_batch", type=int, default=4096, help="SAC's batch in the third run")
     off.add_argument("--optims", type=int, default=32, help="optimizer steps per learner step (the presets')")
     off.add_argument("--log_every_s", type=float, default=2.0)
+    planning = sub.choices["planning"]
+    planning.add_argument("--seconds", type=float, default=280.0, help="wall time of the two runs together")
+    planning.add_argument("--pong_frames", type=int, default=10_000_000, help="MuZero's Pong budget in frames")
+    planning.add_argument("--muzero_flags", default="", help="more flags for MuZero's run")
+    planning.add_argument("--go_steps", type=int, default=2**26, help="AlphaZero's go_9x9 budget in env steps (plies)")
+    planning.add_argument("--alphazero_flags", default="", help="more flags for AlphaZero's run")
+    planning.add_argument("--log_every_s", type=float, default=5.0)
     paste = sub.add_parser("paste")
     paste.add_argument("summary")
     args = ap.parse_args()
-    {"env": cmd_env, "pong": cmd_pong, "ppo": cmd_ppo, "anakin": cmd_anakin, "offpolicy": cmd_offpolicy, "paste": cmd_paste}[args.cmd](args)
+    commands = {"env": cmd_env, "pong": cmd_pong, "ppo": cmd_ppo, "anakin": cmd_anakin, "offpolicy": cmd_offpolicy,
+                "planning": cmd_planning, "paste": cmd_paste}
+    commands[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -18,11 +18,20 @@
 #   stages share a budget of GPU_CHECK_BUDGET_S (default 450 s): each stage has its own `timeout`, a
 #   stage that fails or runs out of time is recorded and the next one starts, and a stage that would
 #   start with under 5 s left is skipped as out of time. Expected on an H100 host: about 6 minutes
-#   before the Anakin stage, which comes last and gets what is left (~2 minutes): its runs shrink
+#   before the Anakin stage, which gets what is left (~2 minutes): its runs shrink
 #   with it. Issue 37's figures in a call of their own, the Anakin stage at its full 300 s:
 #       command:   GPU_CHECK_STAGES=anakin bash benchmarks/gpu_check.sh
 #       carry:     [".whl"]
 #       timeout_s: 360
+#   The planning stage comes last, so a default call has no time left for it (it is recorded as
+#   out of the budget); issue 57's figures in a call of their own:
+#       command:   GPU_CHECK_STAGES=planning bash benchmarks/gpu_check.sh
+#       carry:     [".whl"]
+#       timeout_s: 420
+#
+# THE PLANNING STAGE (issue 57), through `_gpu_check.py planning`: MuZero on Pong-v5 (its ATARI
+#   preset, the Sebulba loop, 10M frames asked; SIGTERM at 60% of the stage's time), then AlphaZero's
+#   self-play on pgx/go_9x9 (the Anakin loop; what is left): frames/s and the return; games/s.
 #
 # THE ANAKIN STAGE (issue 37): `python -m experiments.ppo` in the Anakin loop, three fresh processes,
 # each sent SIGTERM at its share of the stage's time (35%, 25%, the rest; it then stops after the
@@ -101,7 +110,7 @@ MULTI_DEVICE_CPU_SMOKE=(
     tests/test_ppo.py::test_advantages_are_normalised_over_every_learner_devices_samples
     tests/test_loop.py::test_experience_state_is_built_on_each_learner_device_with_its_own_key
 )
-WHEEL_MODULES="gymnasium ale_py dm_env tree tensorboardX gymnax six glfw"
+WHEEL_MODULES="gymnasium ale_py dm_env tree tensorboardX gymnax six glfw mctx pgx"
 
 # name | title | seconds at most with CUDA | without | what it runs
 STAGES=(
@@ -113,6 +122,7 @@ STAGES=(
     "tests_multi|several-device tests on 4 CPU devices|110|90|JAX_PLATFORMS=cpu pytest MULTI_DEVICE (without CUDA: MULTI_DEVICE_CPU_SMOKE)"
     "offpolicy|SAC and TD3 on MuJoCo|120|60|python -m experiments.sac and td3 --env HalfCheetah-v5 (CleanRL's settings), then SAC at batch 4,096: the learner's optimizer steps/s once learning (issue 38)"
     "anakin|PPO in the Anakin loop|300|120|python -m experiments.ppo on gymnax/CartPole-v1 at 2,048 envs, with --num_seeds 8 x 256 envs, and playground/CartpoleBalance where mujoco_playground imports (without CUDA: 64 envs, 20k env steps, 2 seeds)"
+    "planning|MuZero Pong and AlphaZero go 9x9|300|150|python -m experiments.muzero --env Pong-v5 (its ATARI preset), then python -m experiments.alphazero --env pgx/go_9x9: frames/s, return; games/s (issue 57; without CUDA: 4 envs, a few hundred env steps each)"
 )
 
 field() { local IFS='|'; local -a f; read -r -a f <<< "$1"; echo "${f[$2]}"; }
@@ -228,6 +238,18 @@ stage_offpolicy() {
         --metrics_out "$OUTDIR" --seconds $((limit > 20 ? limit - 10 : limit)) "${args[@]}"
 }
 
+stage_planning() {
+    local limit=$1 args
+    if [ "$CUDA" = 1 ]; then
+        args=(--pong_frames 10000000 --go_steps 67108864 --log_every_s 5)
+    else  # a smoke run of each: far from learning
+        args=(--pong_frames 3200 --muzero_flags "--num_envs=4 --batch_size=4 --min_replay_size=8 --replay_capacity=200"
+              --go_steps 8192 --alphazero_flags "--num_envs=8 --steps_per_cycle=32 --min_replay_size=64" --log_every_s 1)
+    fi
+    $PY benchmarks/_gpu_check.py planning --fig "$WORK/planning.fig" --md "$WORK/planning.md" --work "$WORK/planning_run" \
+        --metrics_out "$OUTDIR" --seconds $((limit > 20 ? limit - 10 : limit)) "${args[@]}"
+}
+
 stage_ppo() {
     local limit=$1
     $PY benchmarks/_gpu_check.py ppo --fig "$WORK/ppo.fig" --md "$WORK/ppo.md" --work "$WORK/ppo_run" \
@@ -300,7 +322,7 @@ write_summary() {
         while IFS=$'\t' read -r name title status secs figures; do
             echo "| $title | $status | $secs | $figures |"
         done < "$WORK/stages.tsv"
-        for name in pong ppo offpolicy anakin tests_gpu tests_multi; do
+        for name in pong ppo offpolicy anakin planning tests_gpu tests_multi; do
             [ -s "$WORK/$name.md" ] && { echo; cat "$WORK/$name.md"; }
         done
         [ -s "$WORK/failures.md" ] && { echo; echo "### What failed (the whole output: gpu_check.log)"; cat "$WORK/failures.md"; }

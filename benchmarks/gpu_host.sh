@@ -19,13 +19,14 @@ if [ "${1:-}" = "fetch" ]; then
     # ml_collections, trimesh, jaxopt: ~26 MB) runs MJX's JAX pipeline there (--env_kwargs
     # impl='jax'): warp-lang, for its default MuJoCo Warp pipeline, is a 149 MB wheel, over what a
     # call carries; mujoco-studio (12.8 MB, the viewer) is not needed to step an env. glfw: Gymnasium's
-    # MuJoCo envs (the native pool's HalfCheetah-v5, the off-policy stage) import it at load.
+    # MuJoCo envs (the native pool's HalfCheetah-v5, the off-policy stage) import it at load. mctx, pgx
+    # and svgwrite (pgx's): the planning stage's MuZero and AlphaZero (~1 MB).
     pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
         --platform manylinux_2_28_x86_64 --platform manylinux2014_x86_64 -d .whl \
         gymnasium==1.3.0 farama-notifications ale-py==0.12.1 dm-env dm-tree tensorboardX \
         gymnax==1.0.1 six \
         playground==0.2.0 mujoco-mjx==3.17.0 mujoco==4.0.0 mujoco-core==4.0.0 brax==0.14.2 ml_collections \
-        trimesh jaxopt glfw==2.11.0
+        trimesh jaxopt glfw==2.11.0 mctx==0.0.71 pgx==2.6.0 svgwrite
     du -ch .whl/*.whl | tail -1
 else
     rm -rf .site

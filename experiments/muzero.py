@@ -46,20 +46,35 @@ MINATAR = Preset(
                        replay_capacity=10_000, min_replay_size=500, value_scale=0.02, entropy_cost=0.05),
 )
 
+# Atari (issue 57's GPU item: Pong through the Sebulba loop, frames/s and the return at 10M frames):
+# the paper's preprocessing as IMPALA's and PPO's Atari presets have it (84x84 gray, 4 stacked
+# frames, frame skip 4, rewards clipped, a life loss ending the episode), the IMPALA ResNet as the
+# representation's encoder into a latent of 256, 16 simulations, 2 inferencers x 64 envs acting
+# asynchronously, 2 learner steps of 64 sequences per cycle (each env step replayed about twice, as
+# MINATAR), a replay of 10,000 sequences per learner device (~6 GB of frames). A starting point
+# for a GPU host, not tuned: a CPU runs it only as a smoke test (benchmarks/gpu_check.sh's planning
+# stage runs it there).
+ATARI = Preset(
+    total_env_steps=2_500_000, num_envs=64, async_mode=True, inferencers_per_device=2, log_every_s=10.0,
+    env_kwargs=dict(reward_clip=True, episodic_life=True),
+    agent=MuZeroConfig(torso="impala_resnet", hidden_sizes=(256,), latent_size=256, batch_size=64, optims_per_cycle=2,
+                       learning_rate=3e-4, replay_capacity=10_000, min_replay_size=500),
+)
+
 
 def preset(env_id: str, env_kwargs: dict | None = None) -> Preset:
-    """MINATAR for gymnax's MinAtar games, CARTPOLE's for every other env with Discrete actions
-    (MuZero plans over a Discrete action set); any other env is refused here, in one line, before
-    anything is built."""
+    """MINATAR for gymnax's MinAtar games, ATARI for ALE's, CARTPOLE's for every other env with
+    Discrete actions (MuZero plans over a Discrete action set); any other env is refused here, in
+    one line, before anything is built."""
     kind = env_kind(env_id, env_kwargs)
     require_discrete_actions("MuZero", kind)
-    return MINATAR if kind.observations == "minatar" else CARTPOLE
+    return {"minatar": MINATAR, "atari": ATARI}.get(kind.observations, CARTPOLE)
 
 
 # ---------------------------------------------------------------- the recipe (sebulba.experiment.recipe)
 ALGORITHM = Algorithm(
     "muzero", MuZero, preset,
-    presets={"vector/image/tabular": CARTPOLE, "MinAtar": MINATAR},
+    presets={"vector/image/tabular": CARTPOLE, "MinAtar": MINATAR, "Atari": ATARI},
     flags={
         "num_simulations": Flag(int, "Simulations of the actors' search per env step."),
         "value_scale": Flag(float, "Gumbel's scale of the completed Q-values in the improved policy (lower: the policy "

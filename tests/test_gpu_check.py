@@ -15,7 +15,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "benchmarks" / "gpu_check.sh"
-STAGES = ["install", "env", "pong", "ppo", "tests_gpu", "tests_multi", "offpolicy", "anakin"]
+STAGES = ["install", "env", "pong", "ppo", "tests_gpu", "tests_multi", "offpolicy", "anakin", "planning"]
 
 
 def dry_run(tmp_path, **extra: str):

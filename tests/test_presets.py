@@ -120,7 +120,7 @@ MINATAR_GAMES = [f"gymnax/{game}-MinAtar" for game in ("Breakout", "Asterix", "F
 
 
 @pytest.mark.slow(seconds=4)
-@pytest.mark.parametrize("agent", ["dqn", "pqn", "ppo", "impala"])
+@pytest.mark.parametrize("agent", ["dqn", "pqn", "ppo", "impala", "muzero"])
 def test_the_four_minatar_games_take_the_minatar_presets(agent):
     cases = [[game, None] for game in MINATAR_GAMES] + [["gymnax/CartPole-v1", None], ["Pong-v5", None]]
     assert presets(agent, cases) == ["MINATAR"] * 4 + ["CARTPOLE", "ATARI"]
