@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -233,6 +234,27 @@ def cli_run(name: str, flags: list[str], work: Path, seconds: float, metrics_out
             "sps": bench_anakin.training_sps(runs[0]) if len(rows) > 1 else float("nan"), "all_rows": rows}
 
 
+def attempt(label: str, shown: str, blanks: int, run: Callable[[], dict], cells: list[str], table: list[str],
+            failed: list[str]) -> dict | None:
+    """run() (a `cli_run`), its result; or None, with the failure (RuntimeError) or the run stopped
+    before its first metrics row recorded in `cells`, `table` (a row of `label`, `shown`, `blanks`
+    figure columns and a last one that says what happened) and `failed`."""
+    try:
+        r = run()
+    except RuntimeError as e:
+        print(f"{label}: FAILED: {e}", flush=True)
+        failed.append(label)
+        cells.append(f"{label}: **FAILED** ({e})")
+        table.append(f"| {label} | {shown} | {' | '.join(['—'] * blanks)} | **FAILED**: {e} (the log has its output) |")
+        return None
+    if not r["rows"]:
+        note = f"stopped at its time limit ({r['wall']:.0f} s) before its first metrics row: no figures"
+        cells.append(f"{label}: {note}")
+        table.append(f"| {label} | {shown} | — | {r['wall']:.1f} | {' | '.join(['—'] * (blanks - 2))} | {note} |")
+        return None
+    return r
+
+
 def playground_impl(wanted: str) -> tuple[str | None, str]:
     """(the MJX pipeline to run, why) where mujoco_playground imports here, else (None, why not):
     its DM Control envs default to MuJoCo Warp (impl 'warp': the warp-lang package); without
@@ -290,19 +312,10 @@ def cmd_anakin(args: argparse.Namespace) -> None:
              "(all replicas) | return (last 20 episodes) | note |", "|---|---|---:|---:|---:|---:|---|"]
     for label, name, flags, asked, seconds, replicas in plan:
         shown = "`" + " ".join(flags) + "`"
-        try:
-            left = deadline - GRACE_S - time.perf_counter()
-            r = cli_run(name, flags + [log], work, left if seconds is None else seconds, args.metrics_out)
-        except RuntimeError as e:
-            print(f"{label}: FAILED: {e}", flush=True)
-            failed.append(label)
-            cells.append(f"{label}: **FAILED** ({e})")
-            table.append(f"| {label} | {shown} | — | — | — | — | **FAILED**: {e} (the log has its output) |")
-            continue
-        if not r["rows"]:
-            note = f"stopped at its time limit ({r['wall']:.0f} s) before its first metrics row: no figures"
-            cells.append(f"{label}: {note}")
-            table.append(f"| {label} | {shown} | — | {r['wall']:.1f} | — | — | {note} |")
+        left = deadline - GRACE_S - time.perf_counter()
+        r = attempt(label, shown, 4, lambda: cli_run(name, flags + [log], work, left if seconds is None else seconds,
+                                                     args.metrics_out), cells, table, failed)
+        if r is None:
             continue
         r["sps"] *= replicas  # training_sps counts one replica's env steps (each replica's budget's)
         sps, ret, short = _figures(r, asked)
@@ -373,19 +386,11 @@ def cmd_offpolicy(args: argparse.Namespace) -> None:
     for i, (label, module, name, flags, batch) in enumerate(plan):
         seconds = (deadline - GRACE_S - time.perf_counter()) / (len(plan) - i)
         shown = "`" + " ".join(common[:1] + flags + common[1:]) + "`"
-        try:
-            r = cli_run(name, common + flags, work, seconds, args.metrics_out, module=module, prefix=module.split(".")[-1])
-        except RuntimeError as e:
-            print(f"{label}: FAILED: {e}", flush=True)
-            failed.append(label)
-            cells.append(f"{label}: **FAILED** ({e})")
-            table.append(f"| {label} | {shown} | — | — | — | — | — | — | **FAILED**: {e} |")
+        r = attempt(label, shown, 6, lambda: cli_run(name, common + flags, work, seconds, args.metrics_out,
+                                                     module=module, prefix=module.split(".")[-1]), cells, table, failed)
+        if r is None:
             continue
         cpu = OFF_POLICY_CPU.get(module.split(".")[-1]) if batch == 256 else None
-        if not r["rows"]:
-            cells.append(f"{label}: no metrics row in {r['wall']:.0f} s")
-            table.append(f"| {label} | {shown} | — | {r['wall']:.1f} | — | — | — | — | {cpu or '—'} |")
-            continue
         ups, eps, live = learning_rates(r["all_rows"], args.optims)
         ret = fmt(float(r["last"]["episode_return_mean"] or "nan"))
         cells.append(f"{label}: {fmt(ups, '{:,.0f}')} optimizer steps/s ({live} learning rows), "
@@ -437,18 +442,10 @@ def cmd_planning(args: argparse.Namespace) -> None:
     for label, module, name, flags, share in plan:
         shown = "`" + " ".join(flags) + "`"
         left = deadline - GRACE_S - time.perf_counter()
-        try:
-            r = cli_run(name, flags + [log], work, left if share is None else share * args.seconds, args.metrics_out,
-                        module=module, prefix="planning")
-        except RuntimeError as e:
-            print(f"{label}: FAILED: {e}", flush=True)
-            failed.append(label)
-            cells.append(f"{label}: **FAILED** ({e})")
-            table.append(f"| {label} | {shown} | — | — | — | — | **FAILED**: {e} |")
-            continue
-        if not r["rows"]:
-            cells.append(f"{label}: no metrics row in {r['wall']:.0f} s")
-            table.append(f"| {label} | {shown} | — | {r['wall']:.1f} | — | — | — |")
+        r = attempt(label, shown, 4, lambda: cli_run(name, flags + [log], work, left if share is None else
+                                                     share * args.seconds, args.metrics_out, module=module,
+                                                     prefix="planning"), cells, table, failed)
+        if r is None:
             continue
         steps_s = per_second(r["all_rows"], "env_steps")
         if name == "muzero_pong":
