@@ -35,4 +35,5 @@ def test_config_json_holds_the_resolved_run(tmp_path):
     else:
         assert record["git"] is None
     assert record["devices"] == [{"id": 0, "platform": "cpu", "kind": "cpu", "process": 0}]
-    assert record["command"][-4:-1] == ["--total_env_steps=2000", "--learning_rate=0.004", f"--logdir={tmp_path}"]
+    assert record["command"][-5:] == ["--total_env_steps=2000", "--learning_rate=0.004", f"--logdir={tmp_path}",
+                                      "--noprogress", "--nolearning_curve"]  # the last: tests/support/cli.py's
