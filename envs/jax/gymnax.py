@@ -41,15 +41,15 @@ from envs.import_on_use import import_on_use
 UNSUPPORTED = {"MNISTBandit-bsuite": "it downloads MNIST when it is built"}
 
 
+import_on_use("seaborn")  # this module is imported before gymnax (envs/jax/registry.py), and craftax's before it
+
+
 def import_gymnax() -> types.ModuleType:
-    """`import gymnax`, with seaborn imported only when a render helper uses it."""
-    import_on_use("seaborn")
+    """`import gymnax`, with seaborn imported only when a render helper uses it (this module's
+    import put its stand-in in place)."""
     import gymnax
 
     return gymnax
-
-
-import_on_use("seaborn")  # this module is imported before gymnax (envs/jax/registry.py), and craftax's before it
 
 
 def ids() -> list[str]:
