@@ -255,6 +255,16 @@ def attempt(label: str, shown: str, blanks: int, run: Callable[[], dict], cells:
     return r
 
 
+def finish(args: argparse.Namespace, cells: list[str], text: str, failed: list[str]) -> None:
+    """A stage's end: its one-line figures (`cells`) to --fig, its markdown (`text`) to --md and
+    stdout; exit 1 naming the runs that failed, if any."""
+    write(args.fig, "; ".join(cells))
+    write(args.md, text)
+    print(text, flush=True)
+    if failed:
+        raise SystemExit(f"failed: {', '.join(failed)}")
+
+
 def playground_impl(wanted: str) -> tuple[str | None, str]:
     """(the MJX pipeline to run, why) where mujoco_playground imports here, else (None, why not):
     its DM Control envs default to MuJoCo Warp (impl 'warp': the warp-lang package); without
@@ -334,7 +344,6 @@ def cmd_anakin(args: argparse.Namespace) -> None:
         print(f"{playground}: skipped: {why}", flush=True)
         cells.append(f"{playground}: skipped, {why}")
         table.append(f"| {playground} | — | — | — | — | — | skipped: {why} |")
-    write(args.fig, "; ".join(cells))
     text = ("### PPO in the Anakin loop (issue 37)\n\n"
             "`python -m experiments.ppo` on JAX-native envs, each run a fresh process timed whole (imports, "
             "compilation, run, outputs) and sent SIGTERM at its share of the stage's time (it then stops after the "
@@ -342,10 +351,7 @@ def cmd_anakin(args: argparse.Namespace) -> None:
             "the last metrics row (`bench_anakin.training_sps`: compilation comes before the first), times the "
             "replicas for `--num_seeds`; returns are the mean of the last 20 episodes. To read beside, not as "
             f"ratios: {ANAKIN_REFS}.\n\n" + "\n".join(table) + "\n")
-    write(args.md, text)
-    print(text, flush=True)
-    if failed:
-        raise SystemExit(f"failed: {', '.join(failed)}")
+    finish(args, cells, text, failed)
 
 
 # ---------------------------------------------------------------- off-policy (issue 38)
@@ -397,7 +403,6 @@ def cmd_offpolicy(args: argparse.Namespace) -> None:
                      f"{fmt(eps, '{:,.0f}')} env steps/s, return {ret} at {r['steps']:,} env steps")
         table.append(f"| {label} | {shown} | {r['steps']:,} | {r['wall']:.1f} | {fmt(ups, '{:,.0f}')} | "
                      f"{fmt(ups * batch, '{:,.0f}')} | {fmt(eps, '{:,.0f}')} | {ret} | {cpu or '—'} |")
-    write(args.fig, "; ".join(cells))
     text = ("### SAC and TD3 on MuJoCo (issue 38)\n\n"
             "`python -m experiments.sac | td3 --env HalfCheetah-v5` (the native pool on the host's cores, the learner "
             "on the default device), each a fresh process sent SIGTERM at its share of the stage's time. Rates are "
@@ -405,10 +410,7 @@ def cmd_offpolicy(args: argparse.Namespace) -> None:
             f"step is one batch ({args.optims} per learner step at 4 envs x 8 steps and replay ratio 1). The 2-core CPU "
             "column is bench_off_policy --mujoco's (2026-11-26): 300k env steps at one update each take "
             "300,000 / (optimizer steps/s) seconds of learner.\n\n" + "\n".join(table) + "\n")
-    write(args.md, text)
-    print(text, flush=True)
-    if failed:
-        raise SystemExit(f"failed: {', '.join(failed)}")
+    finish(args, cells, text, failed)
 
 
 # ---------------------------------------------------------------- planning (issue 57)
@@ -458,7 +460,6 @@ def cmd_planning(args: argparse.Namespace) -> None:
                      f"steps, {r['wall']:.0f} s whole")
         table.append(f"| {label} | {shown} | {r['steps']:,} | {r['wall']:.1f} | {rate} | {fmt(steps_s, '{:,.0f}')} | "
                      f"{ret} |")
-    write(args.fig, "; ".join(cells))
     text = ("### The planning agents (issue 57)\n\n"
             "`python -m experiments.muzero --env Pong-v5` (the ATARI preset: Gumbel MuZero's search in the "
             "inferencers' jitted step, the Sebulba loop, the ALE pool on the host's cores) and `python -m "
@@ -466,10 +467,7 @@ def cmd_planning(args: argparse.Namespace) -> None:
             "process timed whole and sent SIGTERM at its share of the stage's time. Rates are between the first and "
             "the last metrics row (compilation comes before the first); a frame is an env step x frame skip 4; a "
             "game is a finished episode of the batch.\n\n" + "\n".join(table) + "\n")
-    write(args.md, text)
-    print(text, flush=True)
-    if failed:
-        raise SystemExit(f"failed: {', '.join(failed)}")
+    finish(args, cells, text, failed)
 
 
 # ---------------------------------------------------------------- paste
