@@ -243,3 +243,33 @@ def test_the_xla_interface_carries_the_dm_fields():
             np.testing.assert_allclose(np.asarray(getattr(out.observation, name)), getattr(want.observation, name),
                                        rtol=1e-6)
         np.testing.assert_allclose(np.asarray(out.reward), want.reward, rtol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["gaussian", "hyperbolic", "long_tail", "reciprocal", "cosine", "linear", "quadratic",
+                                  "tanh_squared"])
+def test_tolerance_is_dm_controls_bit_for_bit(kind: str) -> None:
+    """The batched tolerance (its point-target path without a select, fmax for quadratic) gives
+    exactly what dm_control's tolerance gives on the same array, at the bounds, past them, NaN and
+    inf (on an array: numpy's vector loops for exp and friends may differ from its scalar ones in
+    the last bit, and a pool's batch is an array)."""
+    from dm_control.utils import rewards as dm_rewards
+
+    from envs.mujoco.dmc.rewards import tolerance
+
+    rng = np.random.default_rng(0)
+    x = np.concatenate([rng.normal(0, 2, 200), [0.0, -0.0, 1.5, -.25, .25, 1.0, .995, np.nextafter(1.0, 0), np.nan, np.inf,
+                                                -np.inf]])
+    for value in (0.1, 0.0 if kind in ("linear", "quadratic") else 0.5):
+        for bounds in ((0.0, 0.0), (1.5, 1.5), (-.25, .25), (.995, 1.0)):
+            for margin in (0.0, 0.3, 2.0):
+                with np.errstate(all="ignore"):
+                    got = tolerance(x, bounds, margin, kind, value)
+                    want = dm_rewards.tolerance(x, bounds, margin, kind, value)
+                np.testing.assert_array_equal(got, want, err_msg=f"{kind} value {value} bounds {bounds} margin {margin}")
+
+
+def test_tolerance_refuses_an_unknown_sigmoid() -> None:
+    from envs.mujoco.dmc.rewards import tolerance
+
+    with pytest.raises(ValueError, match="unknown sigmoid 'cubic'"):
+        tolerance(np.ones(2), margin=1.0, kind="cubic")
