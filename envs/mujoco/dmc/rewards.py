@@ -1,6 +1,7 @@
 """dm_control's `rewards.tolerance` over arrays: 1 inside the bounds, a sigmoid of the distance
 outside them (scaled so the value at `margin` is `value_at_margin`). The same operations in the
-same order as dm_control's, so a batch's values are its scalars' values.
+same order as dm_control's, so a batch's values are what dm_control's tolerance gives on the same
+array (numpy's vector loops for exp and friends may differ from its scalar ones in the last bit).
 
 A pool calls these once a step on arrays of a few dozen values, where each numpy call's fixed cost
 (~1 us) is the whole cost: the sigmoids' scales are computed once per `value_at_1`, and a point
