@@ -69,10 +69,10 @@ def sigmoid(x: np.ndarray, value_at_1: float, kind: str) -> np.ndarray:
 def tolerance(x: np.ndarray, bounds: tuple[float, float] = (0.0, 0.0), margin: float = 0.0, kind: str = "gaussian",
               value_at_margin: float = VALUE_AT_MARGIN) -> np.ndarray:
     lower, upper = bounds
-    if margin == 0:
-        return np.where(np.logical_and(lower <= x, x <= upper), 1.0, 0.0)
-    if lower == upper:  # a point: no select needed (see the module's docstring)
+    if margin != 0 and lower == upper:  # a point: no select needed (see the module's docstring)
         return sigmoid(abs(x - lower) / margin, value_at_margin, kind)
     in_bounds = np.logical_and(lower <= x, x <= upper)
+    if margin == 0:
+        return np.where(in_bounds, 1.0, 0.0)
     d = np.where(x < lower, lower - x, x - upper) / margin
     return np.where(in_bounds, 1.0, sigmoid(d, value_at_margin, kind))
