@@ -24,11 +24,9 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -36,22 +34,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._report import publish, run_cli  # noqa: E402
+from benchmarks.peers.cleanrl_cell import DEFAULT_DIR, DEFAULT_PYTHON, launch  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-THEIRS = {"sac": "sac_continuous_action.py (PyTorch)", "td3": "td3_continuous_action_jax.py (JAX)"}
-
-
-def cleanrl(python: str, directory: str, agent: str, env_id: str, steps: int, seed: int, threads: str) -> dict:
-    """CleanRL's script through cleanrl_run.py: its JSON line (wall_s, final_return, ...)."""
-    # this repository on their path only for a peer module an env id names (benchmarks.peers.dm_control_shimmy)
-    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "PYTHONPATH")}
-    env["PYTHONPATH"] = str(ROOT)
-    if threads:
-        env["OMP_NUM_THREADS"] = threads
-    out = subprocess.run([python, str(ROOT / "benchmarks/peers/cleanrl_run.py"), directory, agent, str(steps), str(seed),
-                          "--env-id", env_id],
-                         capture_output=True, text=True, check=True, env=env)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+THEIRS = {"sac": "sac_continuous_action.py (PyTorch)", "td3": "td3_continuous_action_jax.py (JAX)",
+          "ppo": "ppo_continuous_action.py (PyTorch)"}
 
 
 def main() -> None:
@@ -63,8 +50,8 @@ def main() -> None:
     parser.add_argument("--cleanrl_env", default=None,
                         help="the env id CleanRL's script gets (default: --env); for dm_control's suite, "
                              "benchmarks.peers.dm_control_shimmy:dm_control/cheetah-run-v0 (Shimmy's ids)")
-    parser.add_argument("--cleanrl_python", default=os.environ.get("CLEANRL_PYTHON", "/work/venv-cleanrl/bin/python"))
-    parser.add_argument("--cleanrl_dir", default=os.environ.get("CLEANRL_DIR", "/work/cleanrl"))
+    parser.add_argument("--cleanrl_python", default=DEFAULT_PYTHON)
+    parser.add_argument("--cleanrl_dir", default=DEFAULT_DIR)
     parser.add_argument("--cleanrl_threads", default="1", help="OMP_NUM_THREADS for CleanRL's runs ('': unset)")
     parser.add_argument("--flags", default="", help="more flags for ours, e.g. '--replay_ratio=1'")
     parser.add_argument("--no-write", action="store_true")
@@ -81,7 +68,7 @@ def main() -> None:
                                                                  "--eval_every=0", *args.flags.split()],
                                        Path(tmp) / agent)
                 ours = float(last["episode_return_mean"])
-                theirs = cleanrl(args.cleanrl_python, args.cleanrl_dir, agent, args.cleanrl_env or args.env, args.steps,
+                theirs = launch(args.cleanrl_python, args.cleanrl_dir, agent, args.cleanrl_env or args.env, args.steps,
                                  seed, args.cleanrl_threads)
                 ratio = theirs["wall_s"] / wall
                 ratios.setdefault(agent, []).append(ratio)

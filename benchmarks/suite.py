@@ -179,6 +179,40 @@ def score_matrices(suite: Suite, results: dict[str, dict], randoms: dict[str, fl
     return matrices, tasks_of
 
 
+def peer_lines(suite: Suite, results: dict[str, dict], seeds: tuple[int, ...]) -> list[str]:
+    """Each agent held against its peer (an agent whose `peer_of` names it) on each task: both
+    medians of return over the seeds finished, their ratio, and the suite's `peer_target`, met
+    only once both have every seed."""
+    lines = []
+    for task in suite.tasks:
+        for peer in (a for a in task.agents if a.peer_of is not None):
+            ours = next(a for a in task.agents if a.label == peer.peer_of)
+            got = {a.label: [results[c.key]["return"] for c in suite.cells(seeds)
+                             if c.task == task and c.agent == a and c.key in results] for a in (ours, peer)}
+            if not got[ours.label] and not got[peer.label]:
+                continue
+            med = {k: float(np.median(v)) if v else None for k, v in got.items()}
+            mine, theirs = med[ours.label], med[peer.label]
+            ratio = mine / theirs if mine is not None and theirs is not None and theirs > 0 else None
+            whole = all(len(v) == len(seeds) for v in got.values())
+            if ratio is None or suite.peer_target is None:
+                verdict = "n/a" if whole else "pending"
+            elif not whole:
+                verdict = "pending"
+            else:
+                verdict = "yes" if ratio >= suite.peer_target else f"missed ({ratio:.2f} of {suite.peer_target:.2f})"
+            show = {k: "-" if v is None else f"{v:.1f} ({len(got[k])})" for k, v in med.items()}
+            lines.append(f"| {task.env} | {ours.label} | {show[ours.label]} | {peer.label} | {show[peer.label]} | "
+                         f"{'-' if ratio is None else f'{ratio:.2f}x'} | "
+                         f"{'-' if suite.peer_target is None else f'>= {suite.peer_target:.2f}x'} | {verdict} |")
+    if not lines:
+        return []
+    return ["", "Each agent beside its peer on the same host and budget: the median return over the seeds finished "
+            "(their count in brackets), ours over theirs.", "",
+            "| task | agent | median (seeds) | peer | peer's median (seeds) | ratio | target | met? |",
+            "|---|---|---:|---|---:|---:|---|---|", *lines]
+
+
 def curve(path: Path) -> tuple[np.ndarray, np.ndarray]:
     """A run's (env steps, episode_return_mean) where both are numbers."""
     from sebulba.experiment.curves import read_columns
@@ -269,6 +303,7 @@ def report(store: Path, suite: Suite, seeds: tuple[int, ...], randoms: dict[str,
         if any(runs.values()):
             name = f"suite-{suite.name}-{task.env.replace('/', '_')}.png"
             task_figure(task, runs, figures / name)
+    lines += peer_lines(suite, results, seeds)
     matrices, tasks_of = score_matrices(suite, results, randoms, seeds)
     if matrices:
         estimates = aggregate.interval_estimates(matrices, reps=reps)

@@ -18,8 +18,9 @@ class Agent:
     """An entry point and the flags that make it this suite's variant (e.g. `--core none`)."""
 
     label: str
-    module: str  # experiments.<agent>
+    module: str  # experiments.<agent>, or a peer's cell (benchmarks.peers.cleanrl_cell)
     args: tuple[str, ...] = ()
+    peer_of: str | None = None  # a peer's run: the label of our agent it is held against
 
     def __post_init__(self):
         if not re.fullmatch(r"[A-Za-z0-9_.+-]+", self.label):
@@ -65,6 +66,7 @@ class Suite:
     seeds: tuple[int, ...]
     budget: int | None = None  # env steps of every cell; None: each preset's
     cost: str = ""  # what a run of the whole suite takes, as measured (or estimated, said so)
+    peer_target: float | None = None  # our median over seeds / the peer's, per task, to meet
 
     def __post_init__(self):
         if not self.tasks or not self.seeds:
@@ -72,6 +74,12 @@ class Suite:
         keys = [c.key for c in self.cells()]
         if len(keys) != len(set(keys)):
             raise ValueError(f"suite {self.name!r} has two cells of the same agent, task and seed")
+        for task in self.tasks:
+            labels = {a.label for a in task.agents}
+            for a in task.agents:
+                if a.peer_of is not None and a.peer_of not in labels:
+                    raise ValueError(f"suite {self.name!r}: {a.label} on {task.env} is the peer of {a.peer_of}, "
+                                     "which does not run there")
 
     def cells(self, seeds: tuple[int, ...] | None = None) -> list[Cell]:
         return [Cell(agent, task, seed, self.budget) for task in self.tasks for agent in task.agents
@@ -85,10 +93,16 @@ def agent(name: str, *args: str, label: str | None = None) -> Agent:
     return Agent(label or name, f"experiments.{name}", tuple(args))
 
 
+def cleanrl(algo: str) -> Agent:
+    """CleanRL's script of `algo` (benchmarks/peers/cleanrl_cell.py), run beside our agent of that name."""
+    return Agent(f"cleanrl-{algo}", "benchmarks.peers.cleanrl_cell", (f"--algo={algo}",), peer_of=algo)
+
+
 GYMNASIUM = "Gymnasium's reward_threshold"
 DISCRETE = tuple(agent(a) for a in ("ppo", "impala", "dqn", "pqn", "r2d2"))
 DISCRETE_JAX = tuple(agent(a) for a in ("ppo", "impala", "dqn", "pqn"))
 CONTINUOUS = tuple(agent(a) for a in ("ppo", "sac", "td3"))
+CLEANRL = tuple(cleanrl(a) for a in ("ppo", "sac", "td3"))
 
 CLASSIC = Suite(
     "classic", "Classic control at each agent's preset: the built-in tasks in the Sebulba loop, their gymnax twins "
@@ -133,16 +147,18 @@ MEMORY = Suite(
 
 CLEANRL_TD3_1M = "CleanRL's TD3 at 1M env steps (its docs, td3_continuous_action)"
 MUJOCO = Suite(
-    "mujoco", "Gymnasium's MuJoCo v5 locomotion at 300k env steps on this host (1M where a GPU is lent).",
+    "mujoco", "Gymnasium's MuJoCo v5 locomotion at 300k env steps on this host (1M where a GPU is lent), each agent "
+    "beside CleanRL's script of the same algorithm (cleanrl-*: its defaults, same host, same budget).",
     tasks=(
-        Task("HalfCheetah-v5", CONTINUOUS, 9583.0, CLEANRL_TD3_1M),
-        Task("Hopper-v5", CONTINUOUS, 3135.0, CLEANRL_TD3_1M),
-        Task("Walker2d-v5", CONTINUOUS, 4058.0, CLEANRL_TD3_1M),
-        Task("Ant-v5", CONTINUOUS, 6000.0, GYMNASIUM),
+        Task("HalfCheetah-v5", CONTINUOUS + CLEANRL, 9583.0, CLEANRL_TD3_1M),
+        Task("Hopper-v5", CONTINUOUS + CLEANRL, 3135.0, CLEANRL_TD3_1M),
+        Task("Walker2d-v5", CONTINUOUS + CLEANRL, 4058.0, CLEANRL_TD3_1M),
+        Task("Ant-v5", CONTINUOUS + CLEANRL, 6000.0, GYMNASIUM),
     ),
     seeds=(0, 1, 2),
     budget=300_000,
     cost="not yet run whole here (SAC/TD3 at 300k: ~1-2 hours a run on 2 cores)",
+    peer_target=0.9,
 )
 
 TDMPC2_SAC_500K = ("TD-MPC2's published SAC runs at 500k env steps, the median of its 3 seeds "

@@ -15,7 +15,8 @@ import pytest
 import scipy.stats
 
 from benchmarks import aggregate, suite as runner
-from benchmarks.suites import SUITES, Suite, Task, agent
+from benchmarks.peers import cleanrl_cell
+from benchmarks.suites import SUITES, Agent, Suite, Task, agent
 from tests.support.cli import JAX_CACHE, ROOT, child_env
 
 
@@ -79,6 +80,52 @@ def test_the_command_line_refuses_bad_input_in_one_line():
                           (["minatar", "--agents", "ppo,sac"], "--agents: sac not in suite minatar's agents")):
         out = subprocess.run([sys.executable, "-m", "benchmarks.suite", *argv], cwd=ROOT, capture_output=True, text=True)
         assert out.returncode == 2 and out.stderr.count("\n") == 1 and message in out.stderr, out.stderr
+
+
+# ---------------------------------------------------------------- peers in a suite
+def _record(agent_label: str, env: str, seed: int, ret: float) -> dict:
+    return {"agent": agent_label, "env": env, "seed": seed, "return": ret}
+
+
+def test_an_agent_is_held_against_its_peers_median_only_once_both_have_every_seed():
+    peer = Agent("peer-ppo", "experiments.ppo", peer_of="ppo")
+    task = Task("CartPole-v1", (agent("ppo"), peer), 475.0, "a test")
+    s = Suite("paired", "ours beside a peer", tasks=(task,), seeds=(0, 1, 2), budget=1000, peer_target=0.9)
+    cells = {(c.agent.label, c.seed): c for c in s.cells()}
+    results = {cells["ppo", i].key: _record("ppo", task.env, i, r) for i, r in enumerate((100.0, 300.0, 200.0))}
+    results |= {cells["peer-ppo", i].key: _record("peer-ppo", task.env, i, r) for i, r in enumerate((100.0, 250.0))}
+    lines = runner.peer_lines(s, results, s.seeds)
+    # medians 200 and 175 (the two seeds it has): 1.14x, pending the peer's third seed
+    assert lines[-1] == "| CartPole-v1 | ppo | 200.0 (3) | peer-ppo | 175.0 (2) | 1.14x | >= 0.90x | pending |"
+    results[cells["peer-ppo", 2].key] = _record("peer-ppo", task.env, 2, 400.0)  # median 250: 200 / 250 = 0.8
+    assert runner.peer_lines(s, results, s.seeds)[-1] == \
+        "| CartPole-v1 | ppo | 200.0 (3) | peer-ppo | 250.0 (3) | 0.80x | >= 0.90x | missed (0.80 of 0.90) |"
+    results[cells["ppo", 0].key] = _record("ppo", task.env, 0, 250.0)  # ours 250, 300, 200: median 250, 1.00x
+    assert runner.peer_lines(s, results, s.seeds)[-1].endswith("| 1.00x | >= 0.90x | yes |")
+    assert runner.peer_lines(s, {}, s.seeds) == []  # nothing finished: no table
+    with pytest.raises(ValueError, match="peer-sac on CartPole-v1 is the peer of sac, which does not run there"):
+        Suite("bad", "a peer alone", tasks=(Task("CartPole-v1", (agent("ppo"), Agent("peer-sac", "m", peer_of="sac")),
+                                                  475.0, "a test"),), seeds=(0,))
+
+
+def test_cleanrls_episodes_become_our_metrics_rows():
+    rows = cleanrl_cell.metrics_rows([[10, 1.0], [25, 3.0], [40, 8.0]], wall_s=12.345, window=2)
+    assert [r["env_steps"] for r in rows] == ["10", "25", "40"]
+    assert [float(r["episode_return_mean"]) for r in rows] == [1.0, 2.0, 5.5]  # the last 2 episodes' mean
+    assert [r["wall_time"] for r in rows] == ["", "", "12.35"]
+    assert cleanrl_cell.metrics_rows([], wall_s=1.0) == []
+
+
+def test_a_cleanrl_cell_refuses_bad_input_in_one_line(tmp_path):
+    for argv, message in ((["--algo", "a2c"], "invalid choice: 'a2c'"),
+                          (["--algo", "sac", "--cleanrl_python", str(tmp_path / "nope")], "no such interpreter"),
+                          (["--algo", "sac", "--cleanrl_python", sys.executable, "--cleanrl_dir", str(tmp_path)],
+                           "not a CleanRL checkout"),
+                          (["--algo", "sac", "--resume", str(tmp_path)], "not a finished CleanRL cell")):
+        out = subprocess.run([sys.executable, "-m", "benchmarks.peers.cleanrl_cell", *argv], cwd=ROOT,
+                             capture_output=True, text=True)
+        assert out.returncode == 2 and out.stderr.count("\n") == 1 and message in out.stderr, out.stderr
+    assert list(tmp_path.iterdir()) == []  # a refused cell leaves nothing
 
 
 # ---------------------------------------------------------------- the runner, on real runs
