@@ -6,7 +6,8 @@ of normalised scores with 95% stratified-bootstrap intervals, a performance prof
 beside its reference and the reference's source) goes to BENCHMARKS.md and docs/benchmarks.md.
 
     python -m benchmarks.suite --list
-    python -m benchmarks.suite memory [--jobs 1] [--seeds 0,1,2] [--agents ppo,impala] [--dir runs/suites] [--results DIR]
+    python -m benchmarks.suite memory [--jobs 1] [--seeds 0,1,2] [--agents ppo,impala] [--envs ENV,...]
+                                      [--dir runs/suites] [--results DIR]
                                       [--report-only] [--no-write]
 
 A finished cell's record (its result and its learning curve, a few KB) is kept apart from its run
@@ -107,10 +108,11 @@ def run_cell(root: Path, store: Path, suite: Suite, cell: Cell) -> dict:
 
 
 def run_suite(root: Path, store: Path, suite: Suite, jobs: int, seeds: tuple[int, ...] | None = None,
-              agents: tuple[str, ...] | None = None) -> list[str]:
-    """Every unfinished cell (of `agents` only, if given), `jobs` at a time; returns the failures'
-    messages (the other cells still run)."""
-    cells = [c for c in suite.cells(seeds) if agents is None or c.agent.label in agents]
+              agents: tuple[str, ...] | None = None, envs: tuple[str, ...] | None = None) -> list[str]:
+    """Every unfinished cell (of `agents` and `envs` only, if given), `jobs` at a time; returns the
+    failures' messages (the other cells still run)."""
+    cells = [c for c in suite.cells(seeds)
+             if (agents is None or c.agent.label in agents) and (envs is None or c.task.env in envs)]
     todo = [c for c in cells if finished(store, suite, c) is None]
     print(f"{suite.name}: {len(cells) - len(todo)} of {len(cells)} cells finished; "
           f"running {len(todo)}, {jobs} at a time", flush=True)
@@ -174,7 +176,8 @@ def score_matrices(suite: Suite, results: dict[str, dict], randoms: dict[str, fl
         if not all(c.key in results for row in cells for c in row):
             continue
         raw = np.array([[results[c.key]["return"] for c in row] for row in cells])
-        matrices[label] = aggregate.normalise(raw, [randoms[t.env] for t in tasks], [t.reference for t in tasks])
+        matrices[label] = aggregate.normalise(raw, [randoms[t.env] for t in tasks],
+                                              [t.reference_of(label)[0] for t in tasks])
         tasks_of[label] = [t.env for t in tasks]
     return matrices, tasks_of
 
@@ -240,7 +243,12 @@ def task_figure(task: Task, runs: dict[str, list[tuple[np.ndarray, np.ndarray]]]
         ys = np.array([np.interp(grid, x, y) for x, y in curves])
         (line,) = ax.plot(grid, np.median(ys, 0), label=f"{label} ({len(curves)} seeds)")
         ax.fill_between(grid, ys.min(0), ys.max(0), alpha=0.2, color=line.get_color(), linewidth=0)
-    ax.axhline(task.reference, linestyle="--", color="gray", linewidth=1, label="reference")
+    refs: dict[float, list[str]] = {}
+    for label in runs:
+        refs.setdefault(task.reference_of(label)[0], []).append(label)
+    for value, labels in refs.items():  # one line per reference; named by its agents where they differ
+        ax.axhline(value, linestyle="--", color="gray", linewidth=1,
+                   label="reference" + (f" ({', '.join(labels)})" if len(refs) > 1 else ""))
     ax.set(xlabel="env steps", ylabel="episode return (last 20 episodes)", title=task.env)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize="small")
@@ -299,7 +307,7 @@ def report(store: Path, suite: Suite, seeds: tuple[int, ...], randoms: dict[str,
                 ret = [r["return"] for r in mine]
                 lines.append(f"| {task.env} | {a.label} | {len(mine)} | {max(r['env_steps'] for r in mine):,} | "
                              f"{np.median(ret):.2f} ({min(ret):.2f} to {max(ret):.2f}) | {randoms[task.env]:.2f} | "
-                             f"{task.reference:g} | {task.source} |")
+                             f"{task.reference_of(a.label)[0]:g} | {task.reference_of(a.label)[1]} |")
         if any(runs.values()):
             name = f"suite-{suite.name}-{task.env.replace('/', '_')}.png"
             task_figure(task, runs, figures / name)
@@ -341,6 +349,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2) // 2), help="cells side by side")
     parser.add_argument("--seeds", help="comma-separated; default: the suite's")
     parser.add_argument("--agents", help="comma-separated agent labels: run only their cells (the report has every finished cell)")
+    parser.add_argument("--envs", help="comma-separated env ids: run only their cells (e.g. one Atari game a call)")
     parser.add_argument("--reps", type=int, default=2000, help="bootstrap resamples")
     parser.add_argument("--report-only", action="store_true", help="report the finished cells, run none")
     parser.add_argument("--no-write", action="store_true",
@@ -361,6 +370,12 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         unknown = [a for a in args.agents if a not in known]
         if unknown:
             parser.error(f"--agents: {', '.join(unknown)} not in suite {args.suite}'s agents ({', '.join(known)})")
+    if args.envs is not None:
+        args.envs = tuple(args.envs.split(","))
+        known = [t.env for t in SUITES[args.suite].tasks] if args.suite in SUITES else []
+        unknown = [e for e in args.envs if e not in known]
+        if unknown:
+            parser.error(f"--envs: {', '.join(unknown)} not in suite {args.suite}'s tasks ({', '.join(known)})")
     return args
 
 
@@ -375,7 +390,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     suite = SUITES[args.suite]
     seeds = args.seeds or suite.seeds
-    failures = [] if args.report_only else run_suite(args.dir, args.results, suite, args.jobs, seeds, args.agents)
+    failures = [] if args.report_only else run_suite(args.dir, args.results, suite, args.jobs, seeds, args.agents,
+                                                          args.envs)
     figures = args.dir / suite.name / "figures" if args.no_write else FIGURES  # --no-write leaves the docs alone
     body = report(args.results, suite, seeds, random_returns(args.results, suite), args.reps, figures=figures)
     print("\n" + body)

@@ -36,6 +36,21 @@ class Task:
     reference: float
     source: str  # where `reference` comes from
     args: tuple[str, ...] = ()  # flags every agent's run of this task takes (e.g. --loop=anakin)
+    # (agent label, reference, source) where an agent has its own published figure (Cleanba's IMPALA and PPO)
+    agent_references: tuple[tuple[str, float, str], ...] = ()
+
+    def __post_init__(self):
+        labels = {a.label for a in self.agents}
+        for label, _, _ in self.agent_references:
+            if label not in labels:
+                raise ValueError(f"{self.env}: a reference for {label!r}, which does not run on it")
+
+    def reference_of(self, label: str) -> tuple[float, str]:
+        """The score agent `label` is held against on this task, and its source."""
+        for name, value, source in self.agent_references:
+            if name == label:
+                return value, source
+        return self.reference, self.source
 
 
 @dataclasses.dataclass(frozen=True)
@@ -176,4 +191,22 @@ DMC = Suite(
     cost="~50 minutes a run here (SAC at ~170 env steps/s; its 100k runs took 10-11 minutes): ~2.5 hours",
 )
 
-SUITES = {s.name: s for s in (CLASSIC, MINATAR, MEMORY, MUJOCO, DMC)}
+# Cleanba's published runs (github.com/vwxyzjn/cleanba, static/cleanba/main_10CPU.csv: "Cleanba IMPALA" and
+# "Cleanba PPO (Sync)", 1 A100 and 10 CPUs, the mean of 3 seeds at its scripts' 50M env steps = 200M frames)
+CLEANBA = "Cleanba's published {} at 50M env steps (200M frames; static/cleanba/main_10CPU.csv, mean of 3 seeds)"
+ATARI5 = Suite(
+    "atari5", "The Atari-5 games (Aitchison et al. 2022: their scores predict the Atari-57 median) at Cleanba's budget, "
+    "IMPALA and PPO at their Atari presets through the Sebulba loop, each against Cleanba's own run of the same "
+    "algorithm; for a GPU host, one game a call (`--envs Qbert-v5`).",
+    tasks=tuple(Task(f"{game}-v5", (agent("impala"), agent("ppo")), impala, CLEANBA.format("IMPALA"),
+                     agent_references=(("ppo", ppo, CLEANBA.format("PPO (Sync)")),))
+                for game, impala, ppo in (("BattleZone", 30306.72, 38075.10), ("DoubleDunk", -2.94, 4.44),
+                                          ("NameThisGame", 15197.89, 12088.56), ("Phoenix", 43733.67, 37108.76),
+                                          ("Qbert", 22198.59, 17049.57))),
+    seeds=(0,),
+    budget=50_000_000,
+    cost="not run here: a GPU host's; IMPALA's Pong preset ran at ~59k frames/s on one H200 (2026-11-27), so a "
+         "run of 200M frames takes ~1 hour there and the 10 runs of one seed ~10 hours; a CPU host cannot",
+)
+
+SUITES = {s.name: s for s in (CLASSIC, MINATAR, MEMORY, MUJOCO, DMC, ATARI5)}

@@ -77,7 +77,8 @@ def test_every_declared_suite_is_a_grid_of_known_entry_points():
 def test_the_command_line_refuses_bad_input_in_one_line():
     for argv, message in ((["nope"], "name a suite: classic"), (["memory", "--jobs", "0"], "--jobs and --reps"),
                           (["memory", "--seeds", "a"], "--seeds: comma-separated integers"),
-                          (["minatar", "--agents", "ppo,sac"], "--agents: sac not in suite minatar's agents")):
+                          (["minatar", "--agents", "ppo,sac"], "--agents: sac not in suite minatar's agents"),
+                          (["atari5", "--envs", "Qbert-v5,Pong-v5"], "--envs: Pong-v5 not in suite atari5's tasks")):
         out = subprocess.run([sys.executable, "-m", "benchmarks.suite", *argv], cwd=ROOT, capture_output=True, text=True)
         assert out.returncode == 2 and out.stderr.count("\n") == 1 and message in out.stderr, out.stderr
 
@@ -106,6 +107,26 @@ def test_an_agent_is_held_against_its_peers_median_only_once_both_have_every_see
     with pytest.raises(ValueError, match="peer-sac on CartPole-v1 is the peer of sac, which does not run there"):
         Suite("bad", "a peer alone", tasks=(Task("CartPole-v1", (agent("ppo"), Agent("peer-sac", "m", peer_of="sac")),
                                                   475.0, "a test"),), seeds=(0,))
+
+
+def test_an_agent_with_its_own_published_figure_is_normalised_and_shown_against_it(tmp_path):
+    task = Task("CartPole-v1", (agent("impala"), agent("ppo")), 400.0, "impala's paper",
+                agent_references=(("ppo", 300.0, "ppo's paper"),))
+    assert task.reference_of("impala") == (400.0, "impala's paper") and task.reference_of("ppo") == (300.0, "ppo's paper")
+    s = Suite("refs", "two agents, two references", tasks=(task,), seeds=(0,), budget=1000)
+    results = {c.key: {**_record(c.agent.label, task.env, 0, 200.0), "env_steps": 1000,
+                       "curve": {"env_steps": [0, 1000], "episode_return_mean": [0.0, 200.0]}} for c in s.cells()}
+    matrices, _ = runner.score_matrices(s, results, {"CartPole-v1": 0.0}, (0,))
+    assert matrices["impala"].tolist() == [[0.5]] and matrices["ppo"].tolist() == [[200 / 300]]
+    store = tmp_path / "records"
+    for c in s.cells():
+        runner.record_path(store, s, c).parent.mkdir(parents=True, exist_ok=True)
+        runner.record_path(store, s, c).write_text(json.dumps(results[c.key]))
+    body = runner.report(store, s, (0,), {"CartPole-v1": 0.0}, reps=50, figures=tmp_path / "figures")
+    assert "| CartPole-v1 | impala | 1 | 1,000 | 200.00 (200.00 to 200.00) | 0.00 | 400 | impala's paper |" in body
+    assert "| CartPole-v1 | ppo | 1 | 1,000 | 200.00 (200.00 to 200.00) | 0.00 | 300 | ppo's paper |" in body
+    with pytest.raises(ValueError, match="a reference for 'sac', which does not run on it"):
+        Task("CartPole-v1", (agent("ppo"),), 1.0, "x", agent_references=(("sac", 2.0, "y"),))
 
 
 def test_cleanrls_episodes_become_our_metrics_rows():
