@@ -273,3 +273,45 @@ def test_tolerance_refuses_an_unknown_sigmoid() -> None:
 
     with pytest.raises(ValueError, match="unknown sigmoid 'cubic'"):
         tolerance(np.ones(2), margin=1.0, kind="cubic")
+
+
+# ---------------------------------------------------------------- the compiled tasks
+COMPILED = [t for t in SERVED if served()[t].compiled is not None]
+
+
+def _rollout(task_id: str, steps: int = 120) -> tuple[list, np.ndarray, np.ndarray]:
+    """Observations, rewards and ends of `steps` async steps of 6 envs in batches of 3, with
+    episodes of 40 steps so that auto-resets come in mid-batch."""
+    pool = envs.make(task_id, env_type="gymnasium", num_envs=6, batch_size=3, seed=7, max_episode_steps=40)
+    rng = np.random.default_rng(0)
+    low, high = np.maximum(pool.action_space.low, -1), np.minimum(pool.action_space.high, 1)
+    obs, rewards, ends = [], [], []
+    pool.async_reset()
+    for _ in range(steps):
+        o, r, term, trunc, info = pool.recv()
+        obs.append(o), rewards.append(r), ends.append(term | trunc)
+        pool.send(rng.uniform(low, high, (3, *pool.action_space.shape)), info["env_id"])
+    pool.close()
+    return obs, np.array(rewards), np.array(ends)
+
+
+@pytest.mark.parametrize("task_id", COMPILED)
+def test_a_compiled_task_computes_what_its_numpy_definition_does(task_id, monkeypatch):
+    """A task's C observe and reward (envs/mujoco/dmc/compiled.c, run by the kernel's threads) give
+    its numpy methods' values on the same steps, resets mid-batch included (to the last bits that
+    libm's exp and numpy's vector exp may round apart)."""
+    fast = _rollout(task_id)
+    monkeypatch.setattr(served()[task_id], "compiled", None)
+    plain = _rollout(task_id)
+    assert plain[2].any(), "the rollout reached no episode end"
+    np.testing.assert_array_equal(fast[2], plain[2])
+    np.testing.assert_allclose(fast[1], plain[1], rtol=1e-12, atol=1e-15)
+    for a, b in zip(fast[0], plain[0]):
+        assert list(a) == list(b)
+        for key in a:
+            assert a[key].shape == b[key].shape and a[key].flags.c_contiguous, key
+            np.testing.assert_allclose(a[key], b[key], rtol=1e-12, atol=1e-15, err_msg=key)
+
+
+def test_every_cartpole_is_compiled():
+    assert [t for t in COMPILED if t.startswith("Cartpole")] == [t for t in SERVED if t.startswith("Cartpole")]

@@ -130,7 +130,8 @@ def configure(task_id: str, env_type: str, kwargs: dict[str, Any]) -> MujocoTask
 class Job:
     """A kernel job's arrays for n envs, and the kernel's arguments pointing at them."""
 
-    def __init__(self, n: int, model: Any, sizes: list[int], frame_skip: int, action_dtype: np.dtype):
+    def __init__(self, n: int, model: Any, sizes: list[int], frame_skip: int, action_dtype: np.dtype,
+                 task_width: int = 0):
         self.n = n
         self.ids = np.zeros(n, np.int32)
         self.explicit = np.zeros(n, bool)
@@ -143,9 +144,11 @@ class Job:
         self.out = [np.zeros((n, s)) for s in sizes]
         self.out_ptrs = np.array([o.ctypes.data for o in self.out], np.uintp)
         self.unstable = np.zeros(n, np.int32)
+        # a compiled task's rows (reward, then the observation), written by the kernel's threads
+        self.task_out = np.zeros((n, task_width)) if task_width else None
         a = lambda x: x.ctypes.data  # noqa: E731
         self.args = (a(self.flags), a(self.ids), n, frame_skip, a(self.ctrl), a(self.qpos), a(self.qvel), a(self.out_ptrs),
-                     a(self.unstable))
+                     a(self.unstable), a(self.task_out) if task_width else None)
 
 
 class MujocoBackend(Backend):
@@ -156,6 +159,7 @@ class MujocoBackend(Backend):
     # without it (post_constraint=False, the pre-v5 ids' default)
     kernel_mode = 0
     action_dtype = np.dtype(np.float32)  # the action Gymnasium's env gets through worker processes
+    _task_width = 0  # doubles a compiled task writes per env (DmcBackend's compiled tasks); 0: none
 
     def __init__(self, task: MujocoTask, lib: ctypes.CDLL):
         import mujoco
@@ -303,8 +307,8 @@ class MujocoBackend(Backend):
         Two sets, used in turn: one job steps while the last one's results are read."""
         pair = self._jobs.get(n)
         if pair is None:
-            pair = self._jobs[n] = [Job(n, self._model, self._sizes, self._frame_skip, self.action_dtype)
-                                    for _ in range(2)]
+            pair = self._jobs[n] = [Job(n, self._model, self._sizes, self._frame_skip, self.action_dtype,
+                                        self._task_width) for _ in range(2)]
         pair.reverse()
         return pair[0]
 

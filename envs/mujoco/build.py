@@ -4,8 +4,8 @@ The kernel is C with pthreads, compiled against the headers the `mujoco` package
 MuJoCo through function pointers taken from the `libmujoco` that package loaded, so the physics
 is that library's (the one Gymnasium's envs run). It is compiled with the machine's C compiler (`$CC`, else `cc`)
 into the cache the compiled native pool uses (`$SEBULBA_CACHE_DIR`, else `~/.cache/sebulba`),
-keyed by its source. Without a compiler, or with `SEBULBA_NATIVE_KERNEL=0`, the MuJoCo tasks run
-on the worker-process backend (Gymnasium's own envs), with one warning that says why.
+keyed by its sources (kernel.c and dmc/compiled.c, the dm_control tasks' math the kernel runs per
+env). Without a compiler, or with `SEBULBA_NATIVE_KERNEL=0`, the MuJoCo tasks run on the worker-process backend (Gymnasium's own envs), with one warning that says why.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from pathlib import Path
 from envs.native.kernel.build import KernelUnavailable, attempt, build_atomically, cache_dir, enabled
 
 _SOURCE = Path(__file__).resolve().parent / "kernel.c"
+_TASKS = Path(__file__).resolve().parent / "dmc" / "compiled.c"  # dm_control tasks' math, run by the kernel
 
 
 def _include_dir() -> Path:
@@ -35,7 +36,7 @@ def _include_dir() -> Path:
 def _library_path(include: Path) -> Path:
     import mujoco
 
-    h = hashlib.sha256(_SOURCE.read_bytes())
+    h = hashlib.sha256(_SOURCE.read_bytes() + _TASKS.read_bytes())
     h.update(f"{mujoco.__version__} {include} {sys.platform}".encode())
     return cache_dir() / f"mujoco_pool_{h.hexdigest()[:16]}.so"
 
@@ -46,7 +47,7 @@ def _load() -> ctypes.CDLL:
     if not path.exists():
         cc = os.environ.get("CC", "cc")
         build_atomically(path, lambda tmp: [cc, "-O2", "-std=c11", "-shared", "-fPIC", "-w", f"-I{include}", str(_SOURCE),
-                                            "-o", tmp, "-lpthread"])
+                                            str(_TASKS), "-o", tmp, "-lpthread", "-lm"])
     try:
         lib = ctypes.CDLL(str(path))
     except OSError as e:
@@ -54,7 +55,8 @@ def _load() -> ctypes.CDLL:
     p, i = ctypes.c_void_p, ctypes.c_int
     sig = {
         "mjp_create": (p, [p, p, p, p, i, i, p, p, p, p, p, p, i, i, i, i]),
-        "mjp_start": (None, [p, p, p, i, i, p, p, p, p, p]),
+        "mjp_start": (None, [p, p, p, i, i, p, p, p, p, p, p]),
+        "mjp_set_task": (None, [p, p, p, i]),
         "mjp_wait": (None, [p]),
         "mjp_done": (i, [p]),
         "mjp_destroy": (None, [p]),

@@ -16,13 +16,18 @@
 //   reset (flag 1): mj_resetData; qpos, qvel <- the given rows; mj_forward (Gymnasium's reset and
 //          set_state), for the envs the job marks reset;
 //   reset done (flag 2): nothing (the caller reset the env's mjData, as dm_control's tasks do);
-// then the fields are copied to batched outputs, row k for the job's k-th env.
+// then the fields are copied to batched outputs, row k for the job's k-th env, and where the pool
+// has a task function (mjp_set_task: a dm_control task's observation and reward in C,
+// envs/mujoco/dmc/compiled.c) it writes row k of the job's task_out from the env's mjData.
 // MuJoCo's own functions come as pointers from the library the `mujoco` package loaded, so the
 // physics is bit for bit the one Gymnasium runs.
 //
-// Threads: `nthread` workers wait on a condition variable; a job hands out envs by an atomic
-// counter and the last worker to finish signals the caller. `mjp_start` returns at once (the
-// physics runs while the caller does other work), `mjp_wait` blocks until the job is done.
+// Threads: `nthread` workers wait for a job, spinning a while (SPIN_NS) before they sleep on a
+// condition variable; a job hands out envs by an atomic counter and the last worker to finish
+// signals the caller if it sleeps. `mjp_start` returns at once (the physics runs while the caller
+// does other work), `mjp_wait` steps envs no worker has taken, then spins, then sleeps, until the
+// job is done. The kernel's wake-ups (futex, inter-processor interrupt) happen only where a
+// thread fell asleep.
 // Python's ctypes releases the GIL around these calls.
 
 #define _GNU_SOURCE
@@ -32,10 +37,13 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <mujoco/mujoco.h>
 
 typedef void (*mj_fn)(const mjModel* m, mjData* d);
+// a task's math for one env: out[0] the reward, out[1:] the observation (envs/mujoco/dmc/compiled.c)
+typedef void (*task_fn)(const mjModel* m, const mjData* d, const double* params, const double* action, double* out);
 
 enum { MODE_GYM = 0, MODE_DM = 1, MODE_DM_RK4 = 2, MODE_GYM_NO_POST = 3 };
 
@@ -48,6 +56,9 @@ typedef struct {
   int num_envs, nfield;
   mj_fn step, rne_post, reset_data, forward, step1, step2;
   int mode;
+  task_fn task;               // NULL: the caller computes observations and rewards from the fields
+  const double* task_params;
+  int task_width;             // doubles of task_out per env
   // the job
   const unsigned char* reset;  // n: 1 where the env resets instead of stepping, 2 where it was reset
   const int* ids;
@@ -57,10 +68,14 @@ typedef struct {
   const double* qvel_in; // n * nv
   double** out;          // nfield: n * field_size[f] each
   int* unstable;         // n: warnings raised in this job (bad qacc, qpos, qvel), 0 if none
+  double* task_out;      // n * task_width (with a task function)
   atomic_int next;
-  int remaining;         // workers still on the job (under mu)
-  long generation;
-  int stop, nthread, help;
+  atomic_int remaining;      // workers still on the job
+  atomic_long generation;    // bumped by each job's start
+  atomic_int sleepers;       // workers asleep on start_cv (or about to be)
+  atomic_int caller_asleep;  // the caller asleep on done_cv
+  atomic_int stop;
+  int nthread, help;
   pthread_t* threads;
   pthread_mutex_t mu;
   pthread_cond_t start_cv, done_cv;
@@ -101,24 +116,77 @@ static void run_env(Pool* p, int k) {
     int size = p->field_size[f];
     memcpy(p->out[f] + (size_t)k * size, p->field_src[(size_t)i * p->nfield + f], sizeof(double) * size);
   }
+  if (p->task) p->task(m, d, p->task_params, p->action + (size_t)k * m->nu, p->task_out + (size_t)k * p->task_width);
+}
+
+static long now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1000000000L + t.tv_nsec;
+}
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+// Waits without sleeping for up to SPIN_NS. A sleep and its wake-up go through the kernel (a
+// futex, and an inter-processor interrupt to wake the sleeper), which cost 25-30 us a job on this
+// project's 2-core VM: more than a small batch's physics. A worker that waits a little longer
+// than the caller's turn between jobs (its Python: ~100-300 us) hands each job over in a few
+// microseconds while jobs come back to back, and falls asleep when they stop. After a short burst
+// of pause instructions it yields the core at each check, so other runnable threads (the
+// learner's) are not kept off it.
+#define SPIN_NS 300000L
+static inline int spin_step(int i, long t0) {
+  if (i < 64) {
+    cpu_relax();
+    return 1;
+  }
+  sched_yield();
+  return (i & 15) != 0 || now_ns() - t0 <= SPIN_NS;
+}
+
+// 1 once *x differs from `value` (or stop is set), 0 if SPIN_NS passed first
+static int spin_while_long(const atomic_long* x, long value, const atomic_int* stop) {
+  long t0 = now_ns();
+  for (int i = 0;; i++) {
+    if (atomic_load(x) != value || atomic_load(stop)) return 1;
+    if (!spin_step(i, t0)) return 0;
+  }
+}
+
+// 1 once *x <= 0, 0 if SPIN_NS passed first
+static int spin_while_positive(const atomic_int* x) {
+  long t0 = now_ns();
+  for (int i = 0;; i++) {
+    if (atomic_load(x) <= 0) return 1;
+    if (!spin_step(i, t0)) return 0;
+  }
 }
 
 static void* worker(void* arg) {
   Pool* p = (Pool*)arg;
   long seen = 0;
   for (;;) {
-    pthread_mutex_lock(&p->mu);
-    while (!p->stop && p->generation == seen) pthread_cond_wait(&p->start_cv, &p->mu);
-    if (p->stop) {
+    if (!spin_while_long(&p->generation, seen, &p->stop)) {
+      pthread_mutex_lock(&p->mu);
+      atomic_fetch_add(&p->sleepers, 1);  // mjp_start reads it after bumping generation: no lost wake-up
+      while (!atomic_load(&p->stop) && atomic_load(&p->generation) == seen) pthread_cond_wait(&p->start_cv, &p->mu);
+      atomic_fetch_sub(&p->sleepers, 1);
       pthread_mutex_unlock(&p->mu);
-      return NULL;
     }
-    seen = p->generation;
-    pthread_mutex_unlock(&p->mu);
+    if (atomic_load(&p->stop)) return NULL;
+    seen = atomic_load(&p->generation);  // one job at a time: it moves again only after this worker checks out
     for (int k; (k = atomic_fetch_add(&p->next, 1)) < p->n;) run_env(p, k);
-    pthread_mutex_lock(&p->mu);
-    if (--p->remaining == 0) pthread_cond_signal(&p->done_cv);
-    pthread_mutex_unlock(&p->mu);
+    if (atomic_fetch_sub(&p->remaining, 1) == 1 && atomic_load(&p->caller_asleep)) {
+      pthread_mutex_lock(&p->mu);
+      pthread_cond_signal(&p->done_cv);
+      pthread_mutex_unlock(&p->mu);
+    }
   }
 }
 
@@ -162,11 +230,17 @@ Pool* mjp_create(const mjModel** models, mjData** data, double** field_src, cons
   return p;
 }
 
+// Sets the task function every later job runs per env (fn NULL: none); params stay the caller's.
+void mjp_set_task(Pool* p, void* fn, const double* params, int width) {
+  p->task = (task_fn)fn;
+  p->task_params = params;
+  p->task_width = width;
+}
+
 // Starts a job; returns at once. Each env ids[k] steps with action row k, or resets to rows k of
 // qpos_in and qvel_in where reset[k]. The caller keeps every array alive until the job is done.
 void mjp_start(Pool* p, const unsigned char* reset, const int* ids, int n, int nstep, const double* action, const double* qpos_in,
-               const double* qvel_in, double** out, int* unstable) {
-  pthread_mutex_lock(&p->mu);
+               const double* qvel_in, double** out, int* unstable, double* task_out) {
   p->reset = reset;
   p->ids = ids;
   p->n = n;
@@ -176,35 +250,37 @@ void mjp_start(Pool* p, const unsigned char* reset, const int* ids, int n, int n
   p->qvel_in = qvel_in;
   p->out = out;
   p->unstable = unstable;
+  p->task_out = task_out;
   atomic_store(&p->next, 0);
-  p->remaining = p->nthread;
-  p->generation++;
-  pthread_cond_broadcast(&p->start_cv);
-  pthread_mutex_unlock(&p->mu);
+  atomic_store(&p->remaining, p->nthread);
+  atomic_fetch_add(&p->generation, 1);  // publishes the job (sequentially consistent)
+  if (atomic_load(&p->sleepers) > 0) {  // only a sleeping worker needs the kernel's wake-up
+    pthread_mutex_lock(&p->mu);
+    pthread_cond_broadcast(&p->start_cv);
+    pthread_mutex_unlock(&p->mu);
+  }
 }
 
 // Blocks until the job started last is done; the caller steps envs no worker has taken yet.
 void mjp_wait(Pool* p) {
   if (p->help)
     for (int k; (k = atomic_fetch_add(&p->next, 1)) < p->n;) run_env(p, k);
+  if (spin_while_positive(&p->remaining)) return;
   pthread_mutex_lock(&p->mu);
-  while (p->remaining > 0) pthread_cond_wait(&p->done_cv, &p->mu);
+  atomic_store(&p->caller_asleep, 1);  // the last worker reads it after its decrement: no lost signal
+  while (atomic_load(&p->remaining) > 0) pthread_cond_wait(&p->done_cv, &p->mu);
+  atomic_store(&p->caller_asleep, 0);
   pthread_mutex_unlock(&p->mu);
 }
 
 // 1 if the job started last is done (nothing in flight), else 0.
-int mjp_done(Pool* p) {
-  pthread_mutex_lock(&p->mu);
-  int done = p->remaining == 0;
-  pthread_mutex_unlock(&p->mu);
-  return done;
-}
+int mjp_done(Pool* p) { return atomic_load(&p->remaining) == 0; }
 
 void mjp_destroy(Pool* p) {
   if (!p) return;
   mjp_wait(p);
   pthread_mutex_lock(&p->mu);
-  p->stop = 1;
+  atomic_store(&p->stop, 1);
   pthread_cond_broadcast(&p->start_cv);
   pthread_mutex_unlock(&p->mu);
   for (int t = 0; t < p->nthread; t++) pthread_join(p->threads[t], NULL);

@@ -109,6 +109,18 @@ class DmcBackend(MujocoBackend):
         self._pixels = bool(kw["from_pixels"])
         self._fresh_rngs = [np.random.RandomState((task.config.seed + i) % 2**32) for i in range(n)]
         super().__init__(task, lib)
+        # a compiled task: the kernel's threads write each env's reward and observation (compiled.c)
+        self._layout: list[tuple[str, int, int, tuple[int, ...]]] = []  # (key, first, end, shape) in a row
+        if self.task.compiled is not None:
+            probe = self.task.observe({f: np.zeros((1, size)) for f, size in zip(self.task.fields, self._sizes)})
+            end = 1  # column 0: the reward
+            for key, v in probe.items():
+                self._layout.append((key, end, end + v[0].size, v.shape[1:]))
+                end += v[0].size
+            self._task_params = np.asarray(self.task.compiled_params(), np.float64)  # kept: the kernel reads it
+            self._task_width = end
+            fn = ctypes.cast(getattr(lib, f"dmc_{self.task.compiled}"), ctypes.c_void_p).value
+            lib.mjp_set_task(self._pool, fn, self._task_params.ctypes.data, end)
 
     def _make_stacks(self, task: MujocoTask, kw: dict[str, Any]) -> dict[str, np.ndarray] | None:
         k, n = int(kw["frame_stack"]), task.config.num_envs
@@ -153,8 +165,11 @@ class DmcBackend(MujocoBackend):
             job.flags[k] = 2  # the kernel copies its fields only
 
     def _results(self, job: Job, ids: np.ndarray, reset: np.ndarray, after: dict[str, np.ndarray]) -> tuple:
+        rows = job.task_out  # a compiled task's: the reward, then the observation's keys
         if self._pixels:  # each env's frame as it is now, channel first
             obs = {PIXELS: self._renderer.frames(self._datas, ids).transpose(0, 3, 1, 2)}
+        elif rows is not None:
+            obs = {key: rows[:, a:b].copy().reshape(len(ids), *shape) for key, a, b, shape in self._layout}
         else:
             obs = self.task.observe(after)
         if self._stacks is not None:
@@ -162,7 +177,7 @@ class DmcBackend(MujocoBackend):
         if self._pixels:
             frames = obs[PIXELS]
             obs = frames.reshape(len(ids), -1, *frames.shape[-2:])  # EnvPool's: the k frames on the channel axis
-        reward = self.task.reward(after, job.action)
+        reward = rows[:, 0].copy() if rows is not None else self.task.reward(after, job.action)
         terminated = self.task.terminated(after)
         if np.count_nonzero(reset):
             reward[reset] = 0.0

@@ -5,7 +5,10 @@ env's own `mujoco.MjModel` and `MjData` (`initialize_episode`: the same MuJoCo c
 `numpy.random.RandomState` draws, in the same order, as dm_control's task), between `reset_physics`
 and `after_reset` (dm_control's `Physics.reset_context`). Its observation, reward and termination
 are numpy over the batch, from the mjData fields the kernel copies out after each step (`fields`):
-the same operations as dm_control's, so each row is the float dm_control computes.
+the same operations as dm_control's, so each row is the float dm_control computes. A task may also
+name a C version of its observe and reward (`compiled`, envs/mujoco/dmc/compiled.c: the same
+arithmetic per env, run in the kernel's threads); the numpy methods stay its definition and the
+reference the tests hold the C to.
 """
 
 from __future__ import annotations
@@ -145,6 +148,9 @@ class DmcTask:
     control_timestep: ClassVar[float | None] = None  # None: one physics step per control step
     fields: ClassVar[tuple[str, ...]] = ("qpos", "qvel")
     before_fields: ClassVar[tuple[str, ...]] = ()  # no task reads the fields as they were before a step
+    # the task's observe and reward in C (envs/mujoco/dmc/compiled.c's dmc_<compiled>), run per env by
+    # the kernel's threads beside the physics; None: the numpy methods below run over the batch
+    compiled: ClassVar[str | None] = None
 
     def __init__(self, model: Any):
         self.nq, self.nv, self.nu = model.nq, model.nv, model.nu
@@ -217,6 +223,10 @@ class DmcTask:
         raise NotImplementedError
 
     def reward(self, f: Fields, action: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def compiled_params(self) -> list[float]:
+        """What the compiled function reads besides mjData and the action (addresses, scales, flags)."""
         raise NotImplementedError
 
     def terminated(self, f: Fields) -> np.ndarray:

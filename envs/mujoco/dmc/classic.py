@@ -10,13 +10,14 @@ import numpy as np
 
 from envs.mujoco.dmc import assets
 from envs.mujoco.dmc.base import DmcTask, Fields, norm, physics_model, start_state
-from envs.mujoco.dmc.rewards import tolerance
+from envs.mujoco.dmc.rewards import scale, tolerance
 
 
 class Cartpole(DmcTask):
     domain = "cartpole"
     time_limit = 10
     fields = ("qpos", "qvel", "xmat")
+    compiled = "cartpole"
     num_poles: ClassVar[int] = 1
     swing_up: ClassVar[bool]
     sparse: ClassVar[bool]
@@ -42,6 +43,9 @@ class Cartpole(DmcTask):
             data.qpos[1:] = random.uniform(-.034, .034, nv - 1)
         data.qvel[:] = 0.01 * random.randn(nv)
         return {"qpos0": data.qpos.copy(), "qvel0": data.qvel.copy()}
+
+    def compiled_params(self) -> list[float]:
+        return [self.slider, float(self.sparse), scale("gaussian", 0.1), scale("quadratic", 0.0)]
 
     def _xmat(self, f: Fields) -> np.ndarray:
         return f["xmat"].reshape(len(f["xmat"]), self.nbody, 9)

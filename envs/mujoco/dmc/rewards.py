@@ -20,7 +20,7 @@ KINDS = ("gaussian", "hyperbolic", "long_tail", "reciprocal", "cosine", "linear"
 
 
 @functools.lru_cache(maxsize=None)
-def _scale(kind: str, value_at_1: float) -> float:
+def scale(kind: str, value_at_1: float) -> float:
     """The factor on x that makes `kind`'s sigmoid value_at_1 at x == 1 (dm_control's, in numpy)."""
     if kind == "gaussian":
         return np.sqrt(-2 * np.log(value_at_1))
@@ -43,27 +43,27 @@ def _scale(kind: str, value_at_1: float) -> float:
 
 def sigmoid(x: np.ndarray, value_at_1: float, kind: str) -> np.ndarray:
     """1 at x == 0, falling to value_at_1 at x == 1 (dm_control's `_sigmoids`)."""
-    scale = _scale(kind, value_at_1)
+    k = scale(kind, value_at_1)
     if kind == "gaussian":
-        return np.exp(-0.5 * (x * scale) ** 2)
+        return np.exp(-0.5 * (x * k) ** 2)
     if kind == "hyperbolic":
-        return 1 / np.cosh(x * scale)
+        return 1 / np.cosh(x * k)
     if kind == "long_tail":
-        return 1 / ((x * scale) ** 2 + 1)
+        return 1 / ((x * k) ** 2 + 1)
     if kind == "reciprocal":
-        return 1 / (abs(x) * scale + 1)
+        return 1 / (abs(x) * k + 1)
     if kind == "cosine":
-        scaled = x * scale
+        scaled = x * k
         with np.errstate(invalid="ignore"):
             cos = np.cos(np.pi * scaled)
         return np.where(abs(scaled) < 1, (1 + cos) / 2, 0.0)
     if kind == "linear":
-        scaled = x * scale
+        scaled = x * k
         return np.where(abs(scaled) < 1, 1 - scaled, 0.0)
     if kind == "quadratic":  # 1 - scaled ** 2 where |scaled| < 1, else 0 (NaN too): fmax gives the same
-        return np.fmax(1 - (x * scale) ** 2, 0.0)
-    # tanh_squared (_scale refused any other kind)
-    return 1 - np.tanh(x * scale) ** 2
+        return np.fmax(1 - (x * k) ** 2, 0.0)
+    # tanh_squared (scale refused any other kind)
+    return 1 - np.tanh(x * k) ** 2
 
 
 def tolerance(x: np.ndarray, bounds: tuple[float, float] = (0.0, 0.0), margin: float = 0.0, kind: str = "gaussian",
