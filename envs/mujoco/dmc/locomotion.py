@@ -17,18 +17,22 @@ from envs.mujoco.dmc.base import (
     rows_times,
     sensor,
 )
-from envs.mujoco.dmc.rewards import tolerance
+from envs.mujoco.dmc.rewards import scale, tolerance
 
 
 class CheetahRun(DmcTask):
     domain, task = "cheetah", "run"
     time_limit = 10
     fields = ("qpos", "qvel", "sensordata")
+    compiled = "cheetah"
     run_speed = 10
 
     def __init__(self, model: Any):
         super().__init__(model)
         self.velocity_sensor = sensor(model, "torso_subtreelinvel")
+
+    def compiled_params(self) -> list[float]:
+        return [self.velocity_sensor.start, self.run_speed, scale("linear", 0.0)]
 
     def initialize_episode(self, model: Any, data: Any, random: np.random.RandomState) -> dict[str, np.ndarray]:
         is_limited = model.jnt_limited == 1
@@ -52,6 +56,7 @@ class Walker(DmcTask):
     time_limit = 25
     control_timestep = .025
     fields = ("qpos", "qvel", "xmat", "xpos", "sensordata")
+    compiled = "walker"
     stand_height = 1.2
     move_speed: ClassVar[float]
 
@@ -60,6 +65,10 @@ class Walker(DmcTask):
         self.nbody = model.nbody
         self.torso = int(model.body("torso").id)
         self.velocity_sensor = sensor(model, "torso_subtreelinvel")
+
+    def compiled_params(self) -> list[float]:
+        return [self.torso, self.velocity_sensor.start, self.move_speed, self.stand_height, scale("gaussian", 0.1),
+                scale("linear", 0.5)]
 
     def initialize_episode(self, model: Any, data: Any, random: np.random.RandomState) -> dict[str, np.ndarray]:
         randomize_limited_and_rotational_joints(model, data, random)
@@ -142,6 +151,7 @@ class Humanoid(DmcTask):
     time_limit = 25
     control_timestep = .025
     fields = ("qpos", "qvel", "xpos", "xmat", "sensordata")
+    compiled = "humanoid"
     stand_height = 1.4
     move_speed: ClassVar[float]
     pure_state: ClassVar[bool] = False
@@ -153,6 +163,10 @@ class Humanoid(DmcTask):
         self.torso, self.head = int(model.body(self.torso_name).id), int(model.body("head").id)
         self.limbs = [int(model.body(side + limb).id) for side in self.sides for limb in ("hand", "foot")]
         self.com_velocity = sensor(model, f"{self.torso_name}_subtreelinvel")
+
+    def compiled_params(self) -> list[float]:
+        return [float(self.pure_state), self.torso, self.head, *self.limbs, self.com_velocity.start, self.upright_index,
+                self.move_speed, self.stand_height, scale("gaussian", 0.1), scale("linear", 0.0), scale("quadratic", 0.0)]
 
     def initialize_episode(self, model: Any, data: Any, random: np.random.RandomState) -> dict[str, np.ndarray]:
         penetrating = True
@@ -175,7 +189,7 @@ class Humanoid(DmcTask):
         extremities = np.hstack([rows_times(self._xpos(f, limb) - torso_pos, frame) for limb in self.limbs])
         return {"joint_angles": f["qpos"][:, 7:].copy(), "head_height": self._xpos(f, self.head)[:, 2].copy(),
                 "extremities": extremities, "torso_vertical": frame[:, [6, 7, 8]],
-                "com_velocity": f["sensordata"][:, self.com_velocity], "velocity": f["qvel"].copy()}
+                "com_velocity": f["sensordata"][:, self.com_velocity].copy(), "velocity": f["qvel"].copy()}
 
     def reward(self, f: Fields, action: np.ndarray) -> np.ndarray:
         standing = tolerance(self._xpos(f, self.head)[:, 2], (self.stand_height, float("inf")), margin=self.stand_height / 4)

@@ -91,7 +91,7 @@ class Quadruped(DmcTask):
     def observe(self, f: Fields) -> dict[str, np.ndarray]:
         s = f["sensordata"]
         return {"egocentric_state": np.hstack((f["qpos"][:, self.hinge_q], f["qvel"][:, self.hinge_v], f["act"])),
-                "torso_velocity": s[:, self.velocimeter], "torso_upright": self._upright(f).copy(),
+                "torso_velocity": s[:, self.velocimeter].copy(), "torso_upright": self._upright(f).copy(),
                 "imu": s[:, self.imu], "force_torque": np.arcsinh(s[:, self.force_torque])}
 
     def upright_reward(self, f: Fields, deviation_angle: float = 0) -> np.ndarray:
