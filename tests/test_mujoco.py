@@ -149,8 +149,9 @@ def test_building_a_pool_prints_nothing():
 
 
 def test_worker_threads_and_their_pinning():
-    """num_threads workers (default min(batch_size, cores)); thread_affinity_offset pins worker t
-    to core offset + t, as EnvPool does."""
+    """num_threads threads step envs (default min(batch_size, cores)): the caller, while it waits,
+    and num_threads - 1 workers; thread_affinity_offset pins worker t to core offset + t, as
+    EnvPool does. num_threads=1: no worker, the caller steps every env in recv."""
     import os
     import threading
 
@@ -161,11 +162,30 @@ def test_worker_threads_and_their_pinning():
     with envs.make("Hopper-v5", num_envs=4, num_threads=3, thread_affinity_offset=0) as pool:
         pool.reset()
         new = threads() - before - {threading.get_native_id()}
-        assert len(new) == 3
+        assert len(new) == 2
         cores = os.cpu_count() or 1
         pinned = sorted(sorted(os.sched_getaffinity(t)) for t in new)
-        assert pinned == sorted([[t % cores] for t in range(3)])
+        assert pinned == sorted([[t % cores] for t in range(2)])
     assert not (threads() - before), "close() stops the workers"
+    actions = np.random.default_rng(0).uniform(-1, 1, (6, 4, 3)).astype(np.float32)
+    results = {}
+    for n in (1, 2):
+        with envs.make("Hopper-v5", num_envs=4, batch_size=2, num_threads=n, seed=0) as pool:
+            assert len(threads() - before - {threading.get_native_id()}) == n - 1
+            pool.async_reset()
+            got: dict[int, list] = {i: [] for i in range(4)}
+            for _ in range(12):
+                obs, reward, *_, info = pool.recv()
+                ids = info["env_id"]
+                for i, row in zip(ids, obs):
+                    got[int(i)].append(row)
+                # each env's k-th action is row k of its own: the same whatever order envs come back in
+                pool.send(np.stack([actions[len(got[int(i)]) - 1, i] for i in ids]), ids)
+            results[n] = got
+    for i in range(4):  # each env's trajectory is the same whatever thread stepped it
+        k = min(len(results[1][i]), len(results[2][i]))
+        assert k >= 3, f"env {i} came back {k} times"
+        np.testing.assert_array_equal(np.array(results[1][i][:k]), np.array(results[2][i][:k]))
 
 
 @pytest.mark.slow(seconds=3)

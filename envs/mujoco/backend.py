@@ -195,11 +195,15 @@ class MujocoBackend(Backend):
         self._field_size = np.array(self._sizes, np.int32)
         fn = mujoco_functions()
         threads = config.num_threads or min(config.batch_size, os.cpu_count() or 1)
+        # num_threads threads step envs: the caller is one of them while it waits (it steps the envs no
+        # worker has taken: `help` below), so num_threads - 1 workers start; a worker waits for jobs
+        # spinning, and one more thread than the cores given would take turns with the caller
+        workers = threads - 1
         self._lib = lib
         self._pool = lib.mjp_create(
             self._model_ptrs.ctypes.data, self._data_ptrs.ctypes.data, self._field_ptrs.ctypes.data,
             self._field_size.ctypes.data, n, len(fields), fn["mj_step"], fn["mj_rnePostConstraint"], fn["mj_resetData"],
-            fn["mj_forward"], fn["mj_step1"], fn["mj_step2"], self._kernel_mode(kw), threads, config.thread_affinity_offset,
+            fn["mj_forward"], fn["mj_step1"], fn["mj_step2"], self._kernel_mode(kw), workers, config.thread_affinity_offset,
             1,  # the caller steps envs too while it waits
         )
         if not self._pool:
