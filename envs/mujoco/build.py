@@ -5,7 +5,8 @@ MuJoCo through function pointers taken from the `libmujoco` that package loaded,
 is that library's (the one Gymnasium's envs run). It is compiled with the machine's C compiler (`$CC`, else `cc`)
 into the cache the compiled native pool uses (`$SEBULBA_CACHE_DIR`, else `~/.cache/sebulba`),
 keyed by its sources (kernel.c and dmc/compiled.c, the dm_control tasks' math the kernel runs per
-env). Without a compiler, or with `SEBULBA_NATIVE_KERNEL=0`, the MuJoCo tasks run on the worker-process backend (Gymnasium's own envs), with one warning that says why.
+env). Without a compiler, or with `SEBULBA_NATIVE_KERNEL=0`, the MuJoCo tasks run on the
+worker-process backend (Gymnasium's own envs), with one warning that says why.
 """
 
 from __future__ import annotations
