@@ -1,6 +1,7 @@
 """One benchmark runner for the declared suites (benchmarks/suites.py): every cell is a CLI run
 (`python -m experiments.AGENT --env TASK --seed S`), kept in its own directory; a finished cell is
-never rerun, an interrupted one resumes from its checkpoint (`--resume`), cells run side by side
+never rerun, an interrupted one resumes from its checkpoint (`--resume`; one stopped before its
+first checkpoint is set aside under `abandoned/` and rerun), cells run side by side
 (`--jobs`), and the report (per-task curves with the seeds' band, aggregate IQM / median / mean
 of normalised scores with 95% stratified-bootstrap intervals, a performance profile, each task
 beside its reference and the reference's source) goes to BENCHMARKS.md and docs/benchmarks.md.
@@ -42,6 +43,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks import aggregate  # noqa: E402
 from benchmarks._report import BENCH_FILE, cli_env, write_section  # noqa: E402
 from benchmarks.suites import SUITES, Cell, Suite, Task  # noqa: E402
+from sebulba.loop.checkpoint import complete_steps  # noqa: E402
 
 DOCS_PAGE = ROOT / "docs" / "benchmarks.md"
 RESULTS = ROOT / "benchmarks" / "results" / "suites"
@@ -82,6 +84,12 @@ def run_cell(root: Path, store: Path, suite: Suite, cell: Cell) -> dict:
     logdir = here / "runs"
     logdir.mkdir(parents=True, exist_ok=True)
     started = sorted(d for d in logdir.iterdir() if (d / "flags.json").exists())
+    # one of ours stopped before its first checkpoint has nothing to resume: it is set aside (kept) and
+    # rerun (a peer's cell writes flags.json only once it has finished)
+    for stillborn in [d for d in started if cell.agent.peer_of is None and not complete_steps(d / "checkpoints")]:
+        (here / "abandoned").mkdir(exist_ok=True)
+        stillborn.rename(here / "abandoned" / stillborn.name)
+        started.remove(stillborn)
     flags = [f"--resume={started[-1]}"] if started else [*cell.argv(), f"--logdir={logdir}"]
     command = [sys.executable, "-m", cell.agent.module, *flags, "--noprogress"]
     start = time.perf_counter()

@@ -174,8 +174,14 @@ def test_the_runner_runs_resumes_never_reruns_and_reports(tmp_path, monkeypatch,
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=120) == 143
 
+    # seed 0's run stopped before its first checkpoint: nothing to resume, so it is set aside and rerun
+    stillborn = runner.cell_dir(tmp_path, TINY, first) / "runs" / "ppo-CartPole-v1-stopped-s0"
+    stillborn.mkdir(parents=True)
+    (stillborn / "flags.json").write_text("{}")
+
     store = tmp_path / "records"
     assert runner.run_suite(tmp_path, store, TINY, jobs=2) == []
+    assert (runner.cell_dir(tmp_path, TINY, first) / "abandoned" / stillborn.name / "flags.json").exists()
     results = {c.seed: runner.finished(store, TINY, c) for c in TINY.cells()}
     assert [results[s]["resumed"] for s in (0, 1)] == [False, True]
     for c in TINY.cells():
