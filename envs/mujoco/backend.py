@@ -13,6 +13,7 @@ MjData between steps.
 
 from __future__ import annotations
 
+import collections
 import copy
 import ctypes
 import dataclasses
@@ -34,6 +35,7 @@ from envs.mujoco.tasks import RENDER_KWARGS, TASKS, Task
 from envs.ready import Batch, Chunk
 
 INSTALL_HINT = "MuJoCo tasks need mujoco: pip install -e '.[mujoco]'"
+IN_FLIGHT = 2  # jobs the kernel steps at once (kernel.c's NSLOT)
 STACK_KWARGS = {"frame_stack": 1}  # EnvPool's: observations of the last k steps, stacked on a leading axis
 def mujoco_available() -> bool:
     """Whether the mujoco package is installed (found without importing it)."""
@@ -209,8 +211,8 @@ class MujocoBackend(Backend):
         if not self._pool:
             raise MemoryError("the MuJoCo pool could not be created")
         self._all_ids = np.arange(n, dtype=np.int32)
-        self._jobs: dict[int, list[Job]] = {}  # the kernel's buffers by job size
-        self._job: Job | None = None  # the job in the kernel
+        self._jobs: dict[int, collections.deque[Job]] = {}  # the kernel's buffers by job size
+        self._in_flight: collections.deque[tuple[int, Job]] = collections.deque()  # (the kernel's number, job), oldest first
         self._queued: list[tuple[np.ndarray | None, np.ndarray | None]] = []  # (ids, action or None: reset)
 
     # ------------------------------------------------------------------ hooks (DmcBackend's differ)
@@ -289,32 +291,41 @@ class MujocoBackend(Backend):
                     self._rngs[i] = np.random.default_rng(seeds[i])
 
     def send(self, ids: np.ndarray | None, action: np.ndarray | None, reset: bool) -> None:
+        # the pool sends no env in flight, so a send starts at once beside the job in flight (the
+        # kernel's threads go on to its envs as they finish the other's); later ones wait, merged
         self._queued.append((ids, None if reset else action))
-        if self._job is None:
+        if len(self._in_flight) < IN_FLIGHT:
             self._start()
 
     def collect(self, block: bool) -> list[Chunk]:
-        if self._job is None:
+        if not self._in_flight:
             if not self._queued:
                 return []
             self._start()
-        if not block and not self._lib.mjp_done(self._pool):
+        number, job = self._in_flight[0]
+        if not block and not self._lib.mjp_done(self._pool, number):
             return []
-        self._lib.mjp_wait(self._pool)
-        job, self._job = self._job, None
+        self._lib.mjp_wait(self._pool, number)
+        self._in_flight.popleft()
         if self._queued:
             self._start()  # the next sends step while this job's results are made (other buffers)
         return [self._finish(job)]
 
     def _buffers(self, n: int) -> Job:
         """The kernel's in/out arrays for jobs of n envs, made once per n (their addresses too).
-        Two sets, used in turn: one job steps while the last one's results are read."""
-        pair = self._jobs.get(n)
-        if pair is None:
-            pair = self._jobs[n] = [Job(n, self._model, self._sizes, self._frame_skip, self.action_dtype,
-                                        self._task_width) for _ in range(2)]
-        pair.reverse()
-        return pair[0]
+        IN_FLIGHT + 1 sets, used in turn: jobs step while the last one's results are read."""
+        ring = self._jobs.get(n)
+        if ring is None:
+            ring = self._jobs[n] = collections.deque(
+                Job(n, self._model, self._sizes, self._frame_skip, self.action_dtype, self._task_width)
+                for _ in range(IN_FLIGHT + 1))
+        ring.rotate(1)
+        return ring[0]
+
+    def _wait_in_flight(self) -> None:
+        """Until the kernel steps no env (the jobs' results stay to be collected)."""
+        for number, _ in self._in_flight:
+            self._lib.mjp_wait(self._pool, number)
 
     def _start(self) -> None:
         """Merges the queued sends into one kernel job and starts it."""
@@ -345,8 +356,7 @@ class MujocoBackend(Backend):
         if np.count_nonzero(reset):
             self._reset_rows(job, np.flatnonzero(reset))
         job.ctrl[:] = job.action  # data.ctrl[:] = action, as the Gymnasium env (and dm_control's Task) does
-        self._job = job
-        self._lib.mjp_start(self._pool, *job.args)
+        self._in_flight.append((self._lib.mjp_start(self._pool, *job.args), job))
 
     def _finish(self, job: Job) -> Chunk:
         ids, reset = job.ids.copy(), job.reset.copy()  # the buffers serve the next job
@@ -380,7 +390,7 @@ class MujocoBackend(Backend):
         return states
 
     def snapshot(self) -> tuple:
-        if self._job is not None or self._queued:
+        if self._in_flight or self._queued:
             raise RuntimeError("snapshot() with envs in flight: recv() their results first")
         return ("mujoco", self._config.task_id, self._n, self._states(), copy.deepcopy(self._last),
                 copy.deepcopy(self._rngs), copy.deepcopy(self._book), copy.deepcopy(self._test_info),
@@ -400,7 +410,7 @@ class MujocoBackend(Backend):
 
     def render(self, ids: np.ndarray) -> np.ndarray:
         """Frames of envs ids as they are now (MuJoCo's renderer, envs/mujoco/render.py)."""
-        if self._job is not None and np.isin(ids, self._job.ids).any():
+        if any(np.isin(ids, job.ids).any() for _, job in self._in_flight):
             raise RuntimeError("render() of envs whose step is in flight: recv() their results first")
         return self._renderer.frames(self._datas, ids)
 
@@ -414,5 +424,5 @@ class MujocoBackend(Backend):
             renderer.close()
         pool, self._pool = getattr(self, "_pool", None), None
         if pool:
-            self._lib.mjp_destroy(pool)  # waits for a job in flight
-        self._job = None
+            self._lib.mjp_destroy(pool)  # waits for the jobs in flight
+        self._in_flight.clear()

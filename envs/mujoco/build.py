@@ -53,13 +53,13 @@ def _load() -> ctypes.CDLL:
         lib = ctypes.CDLL(str(path))
     except OSError as e:
         raise KernelUnavailable(f"cannot load {path}: {e}") from e
-    p, i = ctypes.c_void_p, ctypes.c_int
+    p, i, q = ctypes.c_void_p, ctypes.c_int, ctypes.c_long
     sig = {
         "mjp_create": (p, [p, p, p, p, i, i, p, p, p, p, p, p, i, i, i, i]),
-        "mjp_start": (None, [p, p, p, i, i, p, p, p, p, p, p]),
+        "mjp_start": (q, [p, p, p, i, i, p, p, p, p, p, p]),  # the job's number
         "mjp_set_task": (None, [p, p, p, i]),
-        "mjp_wait": (None, [p]),
-        "mjp_done": (i, [p]),
+        "mjp_wait": (None, [p, q]),
+        "mjp_done": (i, [p, q]),
         "mjp_destroy": (None, [p]),
     }
     for name, (res, args) in sig.items():

@@ -28,6 +28,10 @@
 // does other work), `mjp_wait` steps envs no worker has taken, then spins, then sleeps, until the
 // job is done. The kernel's wake-ups (futex, inter-processor interrupt) happen only where a
 // thread fell asleep.
+// Up to NSLOT jobs are in flight, taken in the order they started: a worker done with its share of
+// one job goes on to the next job's envs at once, so an async pool's next batch (started by the
+// caller's send while the last batch steps) keeps every thread busy where a single job would leave
+// threads idle behind its last env (EnvPool's threads take envs off one queue the same way).
 // Python's ctypes releases the GIL around these calls.
 
 #define _GNU_SOURCE
@@ -47,6 +51,22 @@ typedef void (*task_fn)(const mjModel* m, const mjData* d, const double* params,
 
 enum { MODE_GYM = 0, MODE_DM = 1, MODE_DM_RK4 = 2, MODE_GYM_NO_POST = 3 };
 
+// One call's envs: job t of a pool lives in its slot t % NSLOT until every worker checked out of it.
+#define NSLOT 2
+typedef struct {
+  const unsigned char* reset;  // n: 1 where the env resets instead of stepping, 2 where it was reset
+  const int* ids;
+  int n, nstep;
+  const double* action;  // n * nu (reset rows unused)
+  const double* qpos_in; // n * nq (step rows unused)
+  const double* qvel_in; // n * nv
+  double** out;          // nfield: n * field_size[f] each
+  int* unstable;         // n: warnings raised in this job (bad qacc, qpos, qvel), 0 if none
+  double* task_out;      // n * task_width (with a task function)
+  _Alignas(64) atomic_int next;  // the next env to take (its own cache line: every thread writes it)
+  atomic_int remaining;          // workers still on the job
+} __attribute__((aligned(64))) Job;
+
 typedef struct {
   // set once
   const mjModel** models; // num_envs
@@ -59,20 +79,9 @@ typedef struct {
   task_fn task;               // NULL: the caller computes observations and rewards from the fields
   const double* task_params;
   int task_width;             // doubles of task_out per env
-  // the job
-  const unsigned char* reset;  // n: 1 where the env resets instead of stepping, 2 where it was reset
-  const int* ids;
-  int n, nstep;
-  const double* action;  // n * nu (reset rows unused)
-  const double* qpos_in; // n * nq (step rows unused)
-  const double* qvel_in; // n * nv
-  double** out;          // nfield: n * field_size[f] each
-  int* unstable;         // n: warnings raised in this job (bad qacc, qpos, qvel), 0 if none
-  double* task_out;      // n * task_width (with a task function)
-  atomic_int next;
-  atomic_int remaining;      // workers still on the job
-  atomic_long generation;    // bumped by each job's start
-  atomic_int sleepers;       // workers asleep on start_cv (or about to be)
+  Job jobs[NSLOT];            // job t in jobs[t % NSLOT]
+  atomic_long started;        // jobs started so far
+  atomic_int sleepers;        // workers asleep on start_cv (or about to be)
   atomic_int caller_asleep;  // the caller asleep on done_cv
   atomic_int stop;
   int nthread, help;
@@ -86,14 +95,14 @@ static int instability(const mjData* d) {
   return d->warning[mjWARN_BADQACC].number + d->warning[mjWARN_BADQPOS].number + d->warning[mjWARN_BADQVEL].number;
 }
 
-static void run_env(Pool* p, int k) {
-  const mjModel* m = p->models[p->ids[k]];
-  mjData* d = p->data[p->ids[k]];
+static void run_env(const Pool* p, const Job* j, int k) {
+  const mjModel* m = p->models[j->ids[k]];
+  mjData* d = p->data[j->ids[k]];
   int before = instability(d);
-  if (!p->reset[k]) {
-    memcpy(d->ctrl, p->action + (size_t)k * m->nu, sizeof(mjtNum) * m->nu);
+  if (!j->reset[k]) {
+    memcpy(d->ctrl, j->action + (size_t)k * m->nu, sizeof(mjtNum) * m->nu);
     if (p->mode == MODE_GYM || p->mode == MODE_GYM_NO_POST) {
-      for (int s = 0; s < p->nstep; s++) p->step(m, d);
+      for (int s = 0; s < j->nstep; s++) p->step(m, d);
       if (p->mode == MODE_GYM) p->rne_post(m, d);
     } else {
       int s = 0;
@@ -101,22 +110,22 @@ static void run_env(Pool* p, int k) {
         p->step2(m, d);
         s = 1;
       }
-      for (; s < p->nstep; s++) p->step(m, d);
+      for (; s < j->nstep; s++) p->step(m, d);
       p->step1(m, d);
     }
-  } else if (p->reset[k] == 1) {
+  } else if (j->reset[k] == 1) {
     p->reset_data(m, d);
-    memcpy(d->qpos, p->qpos_in + (size_t)k * m->nq, sizeof(mjtNum) * m->nq);
-    memcpy(d->qvel, p->qvel_in + (size_t)k * m->nv, sizeof(mjtNum) * m->nv);
+    memcpy(d->qpos, j->qpos_in + (size_t)k * m->nq, sizeof(mjtNum) * m->nq);
+    memcpy(d->qvel, j->qvel_in + (size_t)k * m->nv, sizeof(mjtNum) * m->nv);
     p->forward(m, d);
   }
-  int i = p->ids[k];
-  p->unstable[k] = instability(d) - before;
+  int i = j->ids[k];
+  j->unstable[k] = instability(d) - before;
   for (int f = 0; f < p->nfield; f++) {
     int size = p->field_size[f];
-    memcpy(p->out[f] + (size_t)k * size, p->field_src[(size_t)i * p->nfield + f], sizeof(double) * size);
+    memcpy(j->out[f] + (size_t)k * size, p->field_src[(size_t)i * p->nfield + f], sizeof(double) * size);
   }
-  if (p->task) p->task(m, d, p->task_params, p->action + (size_t)k * m->nu, p->task_out + (size_t)k * p->task_width);
+  if (p->task) p->task(m, d, p->task_params, j->action + (size_t)k * m->nu, j->task_out + (size_t)k * p->task_width);
 }
 
 static long now_ns(void) {
@@ -168,21 +177,25 @@ static int spin_while_positive(const atomic_int* x) {
   }
 }
 
+// Steps envs of job j no thread has taken yet.
+static void take_envs(const Pool* p, Job* j) {
+  for (int k; (k = atomic_fetch_add(&j->next, 1)) < j->n;) run_env(p, j, k);
+}
+
 static void* worker(void* arg) {
   Pool* p = (Pool*)arg;
-  long seen = 0;
-  for (;;) {
-    if (!spin_while_long(&p->generation, seen, &p->stop)) {
+  for (long t = 0;; t++) {  // job t, once started (its slot is not reused before this worker checks out)
+    if (!spin_while_long(&p->started, t, &p->stop)) {
       pthread_mutex_lock(&p->mu);
-      atomic_fetch_add(&p->sleepers, 1);  // mjp_start reads it after bumping generation: no lost wake-up
-      while (!atomic_load(&p->stop) && atomic_load(&p->generation) == seen) pthread_cond_wait(&p->start_cv, &p->mu);
+      atomic_fetch_add(&p->sleepers, 1);  // mjp_start reads it after bumping started: no lost wake-up
+      while (!atomic_load(&p->stop) && atomic_load(&p->started) == t) pthread_cond_wait(&p->start_cv, &p->mu);
       atomic_fetch_sub(&p->sleepers, 1);
       pthread_mutex_unlock(&p->mu);
     }
     if (atomic_load(&p->stop)) return NULL;
-    seen = atomic_load(&p->generation);  // one job at a time: it moves again only after this worker checks out
-    for (int k; (k = atomic_fetch_add(&p->next, 1)) < p->n;) run_env(p, k);
-    if (atomic_fetch_sub(&p->remaining, 1) == 1 && atomic_load(&p->caller_asleep)) {
+    Job* j = &p->jobs[t % NSLOT];
+    take_envs(p, j);
+    if (atomic_fetch_sub(&j->remaining, 1) == 1 && atomic_load(&p->caller_asleep)) {
       pthread_mutex_lock(&p->mu);
       pthread_cond_signal(&p->done_cv);
       pthread_mutex_unlock(&p->mu);
@@ -193,8 +206,10 @@ static void* worker(void* arg) {
 Pool* mjp_create(const mjModel** models, mjData** data, double** field_src, const int* field_size, int num_envs,
                  int nfield, void* step, void* rne_post, void* reset_data, void* forward, void* step1, void* step2,
                  int mode, int nthread, int affinity_offset, int help) {
-  Pool* p = (Pool*)calloc(1, sizeof(Pool));
+  size_t size = (sizeof(Pool) + 63) / 64 * 64;  // its jobs are cache-line aligned
+  Pool* p = (Pool*)aligned_alloc(64, size);
   if (!p) return NULL;
+  memset(p, 0, size);
   p->models = models;
   p->data = data;
   p->field_src = field_src;
@@ -237,48 +252,70 @@ void mjp_set_task(Pool* p, void* fn, const double* params, int width) {
   p->task_width = width;
 }
 
-// Starts a job; returns at once. Each env ids[k] steps with action row k, or resets to rows k of
-// qpos_in and qvel_in where reset[k]. The caller keeps every array alive until the job is done.
-void mjp_start(Pool* p, const unsigned char* reset, const int* ids, int n, int nstep, const double* action, const double* qpos_in,
-               const double* qvel_in, double** out, int* unstable, double* task_out) {
-  p->reset = reset;
-  p->ids = ids;
-  p->n = n;
-  p->nstep = nstep;
-  p->action = action;
-  p->qpos_in = qpos_in;
-  p->qvel_in = qvel_in;
-  p->out = out;
-  p->unstable = unstable;
-  p->task_out = task_out;
-  atomic_store(&p->next, 0);
-  atomic_store(&p->remaining, p->nthread);
-  atomic_fetch_add(&p->generation, 1);  // publishes the job (sequentially consistent)
+void mjp_wait(Pool* p, long t);
+
+// Starts a job and returns its number at once. Each env ids[k] steps with action row k, or resets
+// to rows k of qpos_in and qvel_in where reset[k]. The caller keeps every array alive until the
+// job is done, and sends no env twice before the job stepping it is done; up to NSLOT jobs are in
+// flight (a start waits for the job NSLOT before it).
+long mjp_start(Pool* p, const unsigned char* reset, const int* ids, int n, int nstep, const double* action,
+               const double* qpos_in, const double* qvel_in, double** out, int* unstable, double* task_out) {
+  long t = atomic_load(&p->started);
+  if (t >= NSLOT) mjp_wait(p, t - NSLOT);  // its slot
+  Job* j = &p->jobs[t % NSLOT];
+  j->reset = reset;
+  j->ids = ids;
+  j->n = n;
+  j->nstep = nstep;
+  j->action = action;
+  j->qpos_in = qpos_in;
+  j->qvel_in = qvel_in;
+  j->out = out;
+  j->unstable = unstable;
+  j->task_out = task_out;
+  atomic_store(&j->next, 0);
+  atomic_store(&j->remaining, p->nthread);
+  atomic_store(&p->started, t + 1);  // publishes the job (sequentially consistent; only the caller starts jobs)
   if (atomic_load(&p->sleepers) > 0) {  // only a sleeping worker needs the kernel's wake-up
     pthread_mutex_lock(&p->mu);
     pthread_cond_broadcast(&p->start_cv);
     pthread_mutex_unlock(&p->mu);
   }
+  return t;
 }
 
-// Blocks until the job started last is done; the caller steps envs no worker has taken yet.
-void mjp_wait(Pool* p) {
-  if (p->help)
-    for (int k; (k = atomic_fetch_add(&p->next, 1)) < p->n;) run_env(p, k);
-  if (spin_while_positive(&p->remaining)) return;
+// Blocks until job t is done (at once if it was waited for already); the caller steps envs of it
+// no worker has taken yet, then, while workers finish its last envs, envs of the jobs after it (a
+// thread that waited idle there would bring back the barrier the slots remove).
+void mjp_wait(Pool* p, long t) {
+  long started = atomic_load(&p->started);
+  if (t < 0 || t >= started || t < started - NSLOT) return;
+  Job* j = &p->jobs[t % NSLOT];
+  if (p->help) {
+    take_envs(p, j);
+    for (long u = t + 1; u < started && atomic_load(&j->remaining) > 0; u++) {
+      Job* later = &p->jobs[u % NSLOT];
+      for (int k; atomic_load(&j->remaining) > 0 && (k = atomic_fetch_add(&later->next, 1)) < later->n;)
+        run_env(p, later, k);
+    }
+  }
+  if (spin_while_positive(&j->remaining)) return;
   pthread_mutex_lock(&p->mu);
   atomic_store(&p->caller_asleep, 1);  // the last worker reads it after its decrement: no lost signal
-  while (atomic_load(&p->remaining) > 0) pthread_cond_wait(&p->done_cv, &p->mu);
+  while (atomic_load(&j->remaining) > 0) pthread_cond_wait(&p->done_cv, &p->mu);
   atomic_store(&p->caller_asleep, 0);
   pthread_mutex_unlock(&p->mu);
 }
 
-// 1 if the job started last is done (nothing in flight), else 0.
-int mjp_done(Pool* p) { return atomic_load(&p->remaining) == 0; }
+// 1 if job t is done by the workers (mjp_wait steps what they left: with no worker, all of it), else 0.
+int mjp_done(Pool* p, long t) {
+  if (t < 0 || t >= atomic_load(&p->started) || t < atomic_load(&p->started) - NSLOT) return 1;
+  return atomic_load(&p->jobs[t % NSLOT].remaining) == 0;
+}
 
 void mjp_destroy(Pool* p) {
   if (!p) return;
-  mjp_wait(p);
+  for (long t = atomic_load(&p->started) - NSLOT; t < atomic_load(&p->started); t++) mjp_wait(p, t);
   pthread_mutex_lock(&p->mu);
   atomic_store(&p->stop, 1);
   pthread_cond_broadcast(&p->start_cv);

@@ -157,6 +157,10 @@ class DmcBackend(MujocoBackend):
         return tuple(task.extra_info)  # every info key of a DMC pool is EnvPool's test info
 
     def _reset_rows(self, job: Job, rows: np.ndarray) -> None:
+        if not self._task_cls.per_episode_model:
+            # dm_control's reset disables actuation in the mjModel for its forward: a model the envs
+            # share may not change while the kernel steps any of them
+            self._wait_in_flight()
         for k in rows.tolist():
             i = int(job.ids[k])
             info = self.task.reset(self._models[i], self._datas[i], self._rngs[i])
