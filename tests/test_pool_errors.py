@@ -120,5 +120,10 @@ def test_continuous_actions_reject_nan():
             pool.step(np.array([[np.nan], [0.0]]))
         with pytest.raises(ValueError, match=r"shape \(2, 1\)"):
             pool.step(np.zeros(2))
+        with pytest.raises(ValueError, match="NaN or Inf"):
+            pool.step(np.array([[np.inf], [-np.inf]]))  # their sum is NaN
         obs, rew, *_ = pool.step(np.array([[5.0], [-5.0]]))  # out of bounds: clipped, as Gymnasium does
         assert obs.shape == (2, 3)
+        big = np.finfo(np.float32).max
+        obs, *_ = pool.step(np.array([[big], [big]], np.float32))  # finite, though their sum overflows to Inf
+        assert np.isfinite(obs).all()

@@ -268,7 +268,7 @@ class MujocoBackend(Backend):
 
     def _results(self, job: Job, ids: np.ndarray, reset: np.ndarray, after: dict[str, np.ndarray]) -> tuple:
         """(obs, reward, terminated, info) of a finished job, from the fields it copied out."""
-        before = {f: v[ids] for f, v in self._last.items()}
+        before = {f: v.take(ids, 0) for f, v in self._last.items()}
         reward, terminated, info = self.task.step(before, after, job.action)
         obs = self.task.observe(after)
         if self._stacks is not None:
@@ -279,7 +279,7 @@ class MujocoBackend(Backend):
                 v[reset] = reset_info[k]
             reward[reset] = 0.0
             terminated = terminated & ~reset
-        info.update({k: v[ids] for k, v in self._test_info.items()})
+        info.update({k: v.take(ids, 0) for k, v in self._test_info.items()})
         return obs, reward, terminated, info
 
     # ------------------------------------------------------------------ the pool's backend API
@@ -335,9 +335,11 @@ class MujocoBackend(Backend):
             n = self._n if ids is None else len(ids)
             job = self._buffers(n)
             job.ids[:] = self._all_ids if ids is None else ids
-            job.explicit[:] = action is None
-            if action is not None:
+            if action is None:  # the caller's reset
+                job.reset[:] = True
+            else:  # EnvPool's auto-reset: an env whose episode ended resets on its next step instead of stepping
                 job.action[:] = action  # as action_dtype
+                job.reset[:] = self._book.done.take(job.ids)
         else:
             all_ids = [self._all_ids if ids is None else ids for ids, _ in queued]
             job = self._buffers(sum(map(len, all_ids)))
@@ -349,9 +351,8 @@ class MujocoBackend(Backend):
                 if a is not None:
                     job.action[pos:pos + k] = a
                 pos += k
-        # EnvPool's auto-reset: an env whose episode ended resets on its next step instead of stepping
+            np.logical_or(job.explicit, self._book.done.take(job.ids), out=job.reset)  # and the auto-resets
         reset = job.reset
-        np.logical_or(job.explicit, self._book.done[job.ids], out=reset)
         job.flags[:] = reset
         if np.count_nonzero(reset):
             self._reset_rows(job, np.flatnonzero(reset))
@@ -372,7 +373,7 @@ class MujocoBackend(Backend):
         for f, v in self._last.items():
             v[ids] = after[f]
         # a reset (the caller's or an auto-reset) starts the episode: elapsed 0, not done
-        terminated, truncated, elapsed = self._book.finish(ids, reset if reset.any() else None, terminated)
+        terminated, truncated, elapsed = self._book.finish(ids, reset if np.count_nonzero(reset) else None, terminated)
         env_id = ids
         in_order = len(ids) == self._n and bool((ids == self._all_ids).all())
         batch = Batch(env_id, obs, reward.astype(np.float32), terminated, truncated, elapsed, info)

@@ -110,12 +110,15 @@ class DmcBackend(MujocoBackend):
         self._fresh_rngs = [np.random.RandomState((task.config.seed + i) % 2**32) for i in range(n)]
         super().__init__(task, lib)
         # a compiled task: the kernel's threads write each env's reward and observation (compiled.c)
-        self._layout: list[tuple[str, int, int, tuple[int, ...]]] = []  # (key, first, end, shape) in a row
+        # (key, its columns in a row, its shape where a reshape is needed: None for a scalar's or a vector's)
+        self._layout: list[tuple[str, int | slice, tuple[int, ...] | None]] = []
         if self.task.compiled is not None:
             probe = self.task.observe({f: np.zeros((1, size)) for f, size in zip(self.task.fields, self._sizes)})
             end = 1  # column 0: the reward
             for key, v in probe.items():
-                self._layout.append((key, end, end + v[0].size, v.shape[1:]))
+                shape = v.shape[1:]
+                columns = slice(end, end + v[0].size) if shape else end
+                self._layout.append((key, columns, shape if len(shape) > 1 else None))
                 end += v[0].size
             self._task_params = np.asarray(self.task.compiled_params(), np.float64)  # kept: the kernel reads it
             self._task_width = end
@@ -173,7 +176,8 @@ class DmcBackend(MujocoBackend):
         if self._pixels:  # each env's frame as it is now, channel first
             obs = {PIXELS: self._renderer.frames(self._datas, ids).transpose(0, 3, 1, 2)}
         elif rows is not None:
-            obs = {key: rows[:, a:b].copy().reshape(len(ids), *shape) for key, a, b, shape in self._layout}
+            obs = {key: rows[:, cols].copy() if shape is None else rows[:, cols].copy().reshape(len(ids), *shape)
+                   for key, cols, shape in self._layout}
         else:
             obs = self.task.observe(after)
         if self._stacks is not None:
@@ -186,7 +190,7 @@ class DmcBackend(MujocoBackend):
         if np.count_nonzero(reset):
             reward[reset] = 0.0
             terminated = terminated & ~reset
-        info = {k: v[ids] for k, v in self._test_info.items()}
+        info = {k: v.take(ids, 0) for k, v in self._test_info.items()}
         return obs, reward, terminated, info
 
     def snapshot(self) -> tuple:
