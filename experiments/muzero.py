@@ -79,6 +79,8 @@ ALGORITHM = Algorithm(
         "num_simulations": Flag(int, "Simulations of the actors' search per env step."),
         "value_scale": Flag(float, "Gumbel's scale of the completed Q-values in the improved policy (lower: the policy "
                             "target leans less on small Q differences)."),
+        "rescale_values": Flag(bool, "Gumbel's completed Q-values rescaled to [0, 1] at each root (the paper's); "
+                               "--norescale_values: sigma(q) of the values as they are."),
         "entropy_cost": Flag(float, "Weight of the bonus on the policy's entropy (keeps self-play exploring)."),
         "epsilon_base": Flag(float, "Exploration floor: env i of N acts at random with probability epsilon_base ** (1 + "
                              "epsilon_alpha i / (N - 1)) (0: the search's action always)."),

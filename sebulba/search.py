@@ -43,6 +43,9 @@ class SearchConfig:
     gumbel_scale: float = 1.0  # 0: deterministic (evaluation)
     value_scale: float = 0.1  # sigma(q) = (maxvisit_init + max visits) * value_scale * q, q rescaled to [0, 1]
     maxvisit_init: float = 50.0
+    # q rescaled to [0, 1] by the root's min and max completed Q (the paper's); False: q as the values are, so
+    # the improved policy leans on Q differences by their size, not by their rank among the root's
+    rescale_values: bool = True
     # puct
     dirichlet_fraction: float = 0.25
     dirichlet_alpha: float = 0.3
@@ -62,6 +65,8 @@ class SearchConfig:
             raise ValueError(f"gumbel_scale must be >= 0, got {self.gumbel_scale}")
         if self.value_scale <= 0 or self.maxvisit_init < 0:
             raise ValueError(f"value_scale must be > 0 and maxvisit_init >= 0, got {self.value_scale}, {self.maxvisit_init}")
+        if not isinstance(self.rescale_values, bool):
+            raise ValueError(f"rescale_values must be a bool, got {self.rescale_values!r}")
         if not 0 <= self.dirichlet_fraction <= 1 or self.dirichlet_alpha <= 0:
             raise ValueError(f"dirichlet_fraction must be in [0, 1] and dirichlet_alpha > 0, got "
                              f"{self.dirichlet_fraction}, {self.dirichlet_alpha}")
@@ -80,6 +85,7 @@ class GumbelKnobs:
     gumbel_scale: float = 1.0
     value_scale: float = 0.1
     maxvisit_init: float = 50.0
+    rescale_values: bool = True
 
     def gumbel_search(self, evaluation: bool = False, num_simulations: int | None = None) -> SearchConfig:
         """The SearchConfig of these knobs (`num_simulations` overrides the config's); its rules
@@ -87,7 +93,7 @@ class GumbelKnobs:
         return SearchConfig(num_simulations=num_simulations or self.num_simulations,
                             max_num_considered_actions=self.max_num_considered_actions,
                             gumbel_scale=0.0 if evaluation else self.gumbel_scale, value_scale=self.value_scale,
-                            maxvisit_init=self.maxvisit_init)
+                            maxvisit_init=self.maxvisit_init, rescale_values=self.rescale_values)
 
 
 def root_output(prior_logits: Array, value: Array, embedding: Any) -> Any:
@@ -114,7 +120,7 @@ def search(config: SearchConfig, params: Any, key: Array, root: Any, recurrent_f
     mctx = _mctx()
     if config.algorithm == "gumbel":
         qtransform = functools.partial(mctx.qtransform_completed_by_mix_value, value_scale=config.value_scale,
-                                       maxvisit_init=config.maxvisit_init, rescale_values=True)
+                                       maxvisit_init=config.maxvisit_init, rescale_values=config.rescale_values)
         out = mctx.gumbel_muzero_policy(
             params, key, root, recurrent_fn, config.num_simulations, invalid_actions=invalid_actions,
             max_depth=config.max_depth, qtransform=qtransform,

@@ -32,14 +32,16 @@ REWARDS, INVALID = jnp.array([[20.0, 3.0, -1.0, 10.0]]), jnp.array([[1.0, 0.0, 0
 GUMBEL = SearchConfig(num_simulations=17, max_depth=3, value_scale=0.05, maxvisit_init=60, gumbel_scale=0.0)
 
 
-def gumbel_by_hand(num_simulations, value_scale, maxvisit_init, max_visits):
+def gumbel_by_hand(num_simulations, value_scale, maxvisit_init, max_visits, rescale=True, size=1.0):
     """Gumbel MuZero's improved policy: softmax(logits + sigma(completed Q)), the unvisited
-    (invalid) actions' Q completed by the mixed value, Q rescaled to [0, 1]."""
+    (invalid) actions' Q completed by the mixed value, Q rescaled to [0, 1] (or as it is); the
+    bandit's rewards and root value times `size`."""
     probs = np.asarray(jax.nn.softmax(jnp.where(INVALID, -jnp.inf, LOGITS)))[0]
-    rewards, root_value = np.asarray(REWARDS)[0], float(ROOT_VALUE[0])
+    rewards, root_value = np.asarray(REWARDS)[0] * size, float(ROOT_VALUE[0]) * size
     mix = (root_value + num_simulations * (probs[1] * rewards[1] + probs[2] * rewards[2])) / (num_simulations + 1)
     completed = np.array([mix, rewards[1], rewards[2], mix])
-    sigma = (maxvisit_init + max_visits) * value_scale * (completed - completed.min()) / (completed.max() - completed.min())
+    q = (completed - completed.min()) / (completed.max() - completed.min()) if rescale else completed
+    sigma = (maxvisit_init + max_visits) * value_scale * q
     logits = np.where(np.asarray(INVALID)[0] > 0, -np.inf, np.asarray(LOGITS)[0] + sigma)
     return np.exp(logits - logits.max()) / np.exp(logits - logits.max()).sum()
 
@@ -58,6 +60,21 @@ def test_gumbel_search_on_mctxs_bandit():
     visits = np.asarray(out.visit_counts)[0]
     want = (float(ROOT_VALUE[0]) + visits[1] * 3.0 + visits[2] * -1.0) / 18
     np.testing.assert_allclose(out.value[0], want, rtol=1e-6)
+
+
+def test_without_rescaling_the_improved_policy_leans_on_q_by_its_size():
+    """rescale_values=False: sigma of the completed Q-values as they are. With the bandit's values
+    a tenth as large, the rescaled policy is unchanged (its Q spans [0, 1] whatever their size) and
+    the plain one tilts less towards the best action."""
+    root = mctx.RootFnOutput(prior_logits=LOGITS, value=ROOT_VALUE / 10, embedding=())
+    plain = dataclasses.replace(GUMBEL, rescale_values=False)
+    out = jax.jit(lambda key: search(plain, (), key, root, bandit(REWARDS / 10), INVALID))(jax.random.key(0))
+    max_visits = np.asarray(out.visit_counts)[0].max()
+    np.testing.assert_allclose(out.policy[0], gumbel_by_hand(17, 0.05, 60, max_visits, rescale=False, size=0.1),
+                               atol=1e-6)
+    rescaled = jax.jit(lambda key: search(GUMBEL, (), key, root, bandit(REWARDS / 10), INVALID))(jax.random.key(0))
+    np.testing.assert_allclose(rescaled.policy[0], gumbel_by_hand(17, 0.05, 60, 9), atol=1e-6)
+    assert float(out.policy[0, 1]) < float(rescaled.policy[0, 1])
 
 
 def test_gumbel_noise_changes_only_what_it_should():
@@ -90,6 +107,7 @@ def test_puct_search_on_mctxs_example():
     ({"max_depth": 0}, "max_depth must be >= 1 or None"),
     ({"max_num_considered_actions": 0}, "max_num_considered_actions must be >= 1"),
     ({"gumbel_scale": -1.0}, "gumbel_scale must be >= 0"),
+    ({"rescale_values": 1}, "rescale_values must be a bool"),
     ({"value_scale": 0.0}, "value_scale must be > 0"),
     ({"dirichlet_fraction": 1.5}, "dirichlet_fraction must be in"),
     ({"temperature": 0.0}, "pb_c_init and temperature must be > 0"),
