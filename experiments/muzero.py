@@ -12,7 +12,7 @@ learning_curve.png. Loop cycles are half a replayed sequence (sequence_length / 
 from __future__ import annotations
 
 from sebulba.agents.muzero.agent import MuZero
-from sebulba.agents.muzero.config import MuZeroConfig
+from sebulba.agents.muzero.config import VALUE_TARGETS, MuZeroConfig
 from sebulba.experiment.env_kind import env_kind, require_discrete_actions
 from sebulba.experiment.flags import Flag
 from sebulba.experiment.presets import Preset
@@ -90,6 +90,8 @@ ALGORITHM = Algorithm(
         "latent_size": Flag(int, "Width of the latent state."),
         "unroll_steps": Flag(int, "K: steps the learner unrolls the model from each position."),
         "td_steps": Flag(int, "n of the n-step value targets."),
+        "value_target": Flag(VALUE_TARGETS, "What the value targets bootstrap from: the target network's value "
+                             "of the replayed observation, or the actor's search root value."),
         "support_size": Flag(int, "S: categorical value and reward heads over -S..S of the value-rescaled space (0: "
                              "scalar heads)."),
         "sequence_length": Flag(int, "Replay sequence length (cycles are half of it)."),

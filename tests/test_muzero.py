@@ -33,6 +33,7 @@ SMALL = MuZeroConfig(hidden_sizes=(16,), latent_size=8, sequence_length=8, unrol
     ({"value_loss_weight": -1.0}, "value_loss_weight must be >= 0"),
     ({"entropy_cost": -0.01}, "entropy_cost must be >= 0"),
     ({"epsilon_base": 1.5}, "epsilon_base must be in"),
+    ({"value_target": "mcts"}, "value_target must be one of"),
 ])
 def test_bad_settings_are_named(kwargs, match):
     with pytest.raises(ValueError, match=match):
@@ -68,6 +69,51 @@ def test_the_entropy_bonus_is_the_loss_less_entropy_cost_times_the_priors_entrop
     np.testing.assert_allclose(float(loss1), float(loss0) - 0.3 * float(m0["entropy"]), rtol=1e-6)
 
 
+def test_search_value_targets_bootstrap_from_the_stored_root_values():
+    """value_target="search": the n-step targets bootstrap from the values stored beside the search
+    policies (x_0..x_{L-1}) and the target network's at x_L. Stored values equal to the target
+    network's own give the "network" loss exactly; other stored values change it. The actors store
+    the search's root value."""
+    import jax
+    import jax.numpy as jnp
+
+    from sebulba.agents.muzero.networks import MuZeroNet
+    from sebulba.agents.r2d2.returns import signed_parabolic
+    from sebulba.replay.sequences import Sequences
+    from sebulba.types import EnvStep
+
+    b, length = 2, SMALL.sequence_length
+    rng = np.random.default_rng(0)
+    obs = jnp.asarray(rng.normal(size=(b, length + 1, 4)), jnp.float32)
+    flags = jnp.zeros((b, length + 1), bool)
+    env_step = EnvStep(obs, jnp.asarray(rng.normal(size=(b, length + 1)), jnp.float32), flags.at[:, 0].set(True),
+                       flags, flags.at[:, 7].set(True))  # an episode ends mid-sequence (terminated at 7)
+    action = {"action": jnp.asarray(rng.integers(0, 2, (b, length)), jnp.int32),
+              "policy": jax.nn.softmax(jnp.asarray(rng.normal(size=(b, length, 2)), jnp.float32))}
+    network = MuZero(CARTPOLE, SMALL)
+    searched = MuZero(CARTPOLE, dataclasses.replace(SMALL, value_target="search"))
+    nets = network.init_networks(jax.random.key(0))
+    nets = nets._replace(target=jax.tree.map(lambda x: x * 1.5, nets.target))  # a target unlike the online networks
+    net = network.net
+    latent = net.apply(nets.target, obs.reshape(-1, 4), method=MuZeroNet.represent)
+    own = signed_parabolic(net.apply(nets.target, latent, method=MuZeroNet.predict).value, SMALL.rescaling_eps)
+    own = own.reshape(b, length + 1)
+    weights = jnp.ones(b)
+    want, (m_want, _) = network._sequence_loss(nets.online, nets.target, Sequences(env_step, action, ()), weights)
+    same = Sequences(env_step, {**action, "value": own[:, :length]}, ())
+    got, (m_got, _) = searched._sequence_loss(nets.online, nets.target, same, weights)
+    np.testing.assert_allclose(float(got), float(want), rtol=1e-6)
+    other = Sequences(env_step, {**action, "value": own[:, :length] + 5.0}, ())
+    _, (m_other, _) = searched._sequence_loss(nets.online, nets.target, other, weights)
+    assert abs(float(m_other["value_loss"]) - float(m_want["value_loss"])) > 1e-3
+    # the actors store the search's root value beside its policy
+    step_state = searched.init_step_state(nets, b, jax.random.key(1))
+    out, _ = searched.step(nets, step_state, EnvStep(obs[:, 0], jnp.zeros(b), flags[:, 0], flags[:, 0], flags[:, 0]))
+    assert set(out.extras) == {"policy", "value"} and out.extras["value"].shape == (b,)
+    assert set(network.step(nets, step_state, EnvStep(obs[:, 0], jnp.zeros(b), flags[:, 0], flags[:, 0],
+                                                      flags[:, 0]))[0].extras) == {"policy"}
+
+
 def test_the_exploration_floor_acts_at_random_and_keeps_the_search_policy():
     """epsilon_base 1: every env acts uniformly at random while the stored policy is still the
     search's (the same as without the floor, same key); evaluation ignores the floor; 0: the
@@ -86,7 +132,7 @@ def test_the_exploration_floor_acts_at_random_and_keeps_the_search_policy():
     nets = greedy.init_networks(jax.random.key(0))
     s0, s1 = greedy.init_step_state(nets, n, jax.random.key(3)), floor.init_step_state(nets, n, jax.random.key(3))
     assert float(s0.epsilon.max()) == 0.0 and float(s1.epsilon.min()) == 1.0
-    (a0, s0b), (a1, s1b) = greedy.step(nets, s0, env_step), floor.step(nets, s1, env_step)
+    (a0, _), (a1, _) = greedy.step(nets, s0, env_step), floor.step(nets, s1, env_step)
     np.testing.assert_array_equal(a0.extras["policy"], a1.extras["policy"])  # the same search
     searched = np.asarray(a0.extras["policy"]).argmax(-1)
     assert np.mean(np.asarray(a0.action) == searched) > 0.9  # Gumbel's sample mostly the improved policy's best
@@ -105,14 +151,15 @@ def test_continuous_actions_are_refused():
 
 
 @pytest.mark.slow(seconds=12)
-@pytest.mark.parametrize("learner_devices", [(0,), (0, 1, 2, 3)])
-def test_learns_from_its_search_policies_with_no_retrace_once_warm(learner_devices):
+@pytest.mark.parametrize("learner_devices, value_target", [((0,), "network"), ((0, 1, 2, 3), "search")])
+def test_learns_from_its_search_policies_with_no_retrace_once_warm(learner_devices, value_target):
     """The actors' search policies reach the replay (a distribution per step, the action taken
-    among the searched ones), the learner learns (finite losses), and after the first cycles
-    neither the inference cycle nor the learner's calls compile again."""
+    among the searched ones; with search value targets, their root values too), the learner learns
+    (finite losses), and after the first cycles neither the inference cycle nor the learner's calls
+    compile again."""
     cfg = sebulba.LoopConfig(num_envs=8, steps_per_cycle=SMALL.cycle_length, async_mode=False, log_every_s=1e3,
                              learner_devices=learner_devices)
-    with sebulba.GymnasiumLoop(MuZero(CARTPOLE, SMALL), cfg) as loop:
+    with sebulba.GymnasiumLoop(MuZero(CARTPOLE, dataclasses.replace(SMALL, value_target=value_target)), cfg) as loop:
         loop.run(max_cycles=6)
         c = loop.cycle
         fns = [c.step_and_record, c.finish, c.new_buffers, c.cycle_start, c.from_carry,
@@ -124,6 +171,9 @@ def test_learns_from_its_search_policies_with_no_retrace_once_warm(learner_devic
         filled = np.asarray(replay.priorities) > 0
         policy = np.asarray(replay.sequences.action["policy"])[filled]
         action = np.asarray(replay.sequences.action["action"])[filled]
+        stored = {k: np.asarray(v)[filled] for k, v in replay.sequences.action.items() if k == "value"}
+    assert set(stored) == ({"value"} if value_target == "search" else set())
+    assert all(np.isfinite(v).all() and v.std() > 0 for v in stored.values())
     assert filled.sum() >= 8 * 4  # sequences from every cycle after the first
     np.testing.assert_allclose(policy.sum(-1), 1.0, rtol=1e-5)
     assert (np.take_along_axis(policy, action[..., None], -1) > 0).all()  # the action was one the search weighed

@@ -2,12 +2,12 @@
 et al. 2022, `sebulba.search`): the actors plan in their jitted step, with the learned model, and
 act on the search's action; the learner replays sequences with the search policies the actors
 had, unrolls the model K steps from every position of them, and regresses the policy on the
-search policy, the value on n-step returns bootstrapped from a target network, and the reward on
-the rewards seen.
+search policy, the value on n-step returns bootstrapped from a target network (or from the
+search's root values, `value_target="search"`), and the reward on the rewards seen.
 
 As R2D2's here, a sequence is two consecutive loop cycles of one env (`sebulba.replay.sequences`),
 replayed by priority (the value error of its starts); its action slot holds the action and the
-search policy it was taken by.
+search policy it was taken by (and the search's root value, with `value_target="search"`).
 """
 
 from __future__ import annotations
@@ -81,6 +81,8 @@ class MuZero(Agent[Networks, optax.OptState, Experience, StepState]):
         env_row = EnvStep(observations.shape_structs(self.env_spec.observation_space), f32, b, b, b)
         action_row = {"action": jax.ShapeDtypeStruct((), jnp.int32),
                       "policy": jax.ShapeDtypeStruct((self.num_actions,), jnp.float32)}
+        if c.value_target == "search":
+            action_row["value"] = f32
         replay = rp.init(c.replay_capacity, layout.num_envs, layout.steps_per_cycle, env_row, action_row, (),
                          num_sources=layout.num_actors)
         return Experience(replay)
@@ -96,7 +98,10 @@ class MuZero(Agent[Networks, optax.OptState, Experience, StepState]):
         if c.epsilon_base > 0 and not evaluation:  # the floor; the policy target stays the search's policy
             key, k_explore, k_random = jax.random.split(key, 3)
             action = epsilon_greedy(jax.nn.one_hot(action, self.num_actions), step_state.epsilon, k_explore, k_random)
-        return ActorOutput(action, {"policy": out.policy}), step_state._replace(key=key)
+        extras = {"policy": out.policy}
+        if c.value_target == "search":
+            extras["value"] = out.value
+        return ActorOutput(action, extras), step_state._replace(key=key)
 
     def step(self, networks: Networks, step_state: StepState, env_step: EnvStep):
         return self._act(networks, step_state, env_step, evaluation=False)
@@ -108,7 +113,7 @@ class MuZero(Agent[Networks, optax.OptState, Experience, StepState]):
     # ---------------------------------------------------------------- learning
     def update_experience(self, experience: Experience, initial_step_state: StepState, final_step_state: StepState,
                           trajectory: Trajectory) -> Experience:
-        taken = {"action": trajectory.action.astype(jnp.int32), "policy": trajectory.extras["policy"]}
+        taken = {"action": trajectory.action.astype(jnp.int32), **trajectory.extras}
         replay = rp.add_cycle(experience.replay, (), trajectory.env_step, taken, source=trajectory.actor)
         return experience._replace(replay=replay)
 
@@ -119,10 +124,15 @@ class MuZero(Agent[Networks, optax.OptState, Experience, StepState]):
         b, length = seqs.action["action"].shape
         flat = lambda x: x.reshape(-1, *x.shape[2:])  # noqa: E731 - [b, n, ...] -> [b * n, ...]
 
-        # bootstrap values of every x_s from the target network, in the reward scale
-        latent = self.net.apply(target, jax.tree.map(flat, es.obs), method=MuZeroNet.represent)
+        # the bootstrap value of every x_s, in the reward scale: the target network's, or the searches' at
+        # x_0..x_{L-1} and the target network's at x_L (its search belongs to the next sequence)
+        boot_obs = es.obs if c.value_target == "network" else jax.tree.map(lambda x: x[:, length:], es.obs)
+        latent = self.net.apply(target, jax.tree.map(flat, boot_obs), method=MuZeroNet.represent)
         boot = signed_parabolic(self.net.apply(target, latent, method=MuZeroNet.predict).value, c.rescaling_eps)
-        boot = jax.lax.stop_gradient(boot.reshape(b, length + 1))
+        boot = boot.reshape(b, -1)
+        if c.value_target == "search":
+            boot = jnp.concatenate([seqs.action["value"], boot], axis=1)
+        boot = jax.lax.stop_gradient(boot)
         targets = jax.vmap(unroll_targets, in_axes=(0, 0, 0, 0, 0, 0, None, None, None))(
             boot, es.reward, es.terminated, es.truncated, seqs.action["action"], seqs.action["policy"], c.discount,
             c.td_steps, c.unroll_steps)  # [b, L, ...]

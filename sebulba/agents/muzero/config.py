@@ -9,6 +9,9 @@ from sebulba.schedules import check_decay_steps
 from sebulba.search import GumbelKnobs, SearchConfig
 
 
+VALUE_TARGETS = ("network", "search")
+
+
 @dataclasses.dataclass(frozen=True)
 class MuZeroConfig(GumbelKnobs):  # the search's knobs (num_simulations, ...: sebulba.search.GumbelKnobs) first
     torso: str = "auto"  # the representation's encoder: see sebulba.networks.torso_for
@@ -17,6 +20,10 @@ class MuZeroConfig(GumbelKnobs):  # the search's knobs (num_simulations, ...: se
     sequence_length: int = 20  # replayed sequences; the loop's cycles are half of one
     unroll_steps: int = 5  # K
     td_steps: int = 10  # n of the value targets
+    # what the n-step value targets bootstrap from: "network", the target network's value of the replayed
+    # observation, recomputed at each update (MuZero Reanalyse's fresh values); "search", the root value the
+    # actor's search had when it acted there (the paper's non-reanalysed MuZero; stored beside its policy)
+    value_target: str = "network"
     discount: float = 0.997
     rescaling_eps: float = 1e-3  # values and rewards are predicted in h(x) = sign(x)(sqrt(|x| + 1) - 1) + eps x
     # S: the value and reward heads categorical over the integers -S..S of that space (two-hot targets,
@@ -49,6 +56,8 @@ class MuZeroConfig(GumbelKnobs):  # the search's knobs (num_simulations, ...: se
                      "optims_per_cycle", "target_update_period", "replay_capacity"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+        if self.value_target not in VALUE_TARGETS:
+            raise ValueError(f"value_target must be one of {VALUE_TARGETS}, got {self.value_target!r}")
         if not 0.0 <= self.discount <= 1.0:
             raise ValueError(f"discount must be in [0, 1], got {self.discount}")
         if not 0.0 <= self.epsilon_base <= 1.0 or self.epsilon_alpha < 0:
