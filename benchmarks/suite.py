@@ -190,11 +190,24 @@ def score_matrices(suite: Suite, results: dict[str, dict], randoms: dict[str, fl
     return matrices, tasks_of
 
 
-def peer_lines(suite: Suite, results: dict[str, dict], seeds: tuple[int, ...]) -> list[str]:
+def peer_ratio(mine: float, theirs: float, random: float) -> tuple[float | None, str]:
+    """Ours over the peer's median return, and how it was taken: as returns while the peer's is
+    above zero; where it is not (a task whose returns start below zero, e.g. Ant's at 300k), as
+    each one's gain over a random policy, while the peer's is above random. Below that the peer
+    learned nothing and no ratio says anything (None)."""
+    if theirs > 0:
+        return mine / theirs, ""
+    if theirs > random:
+        return (mine - random) / (theirs - random), " (over random)"
+    return None, ""
+
+
+def peer_lines(suite: Suite, results: dict[str, dict], seeds: tuple[int, ...],
+               randoms: dict[str, float]) -> list[str]:
     """Each agent held against its peer (an agent whose `peer_of` names it) on each task: both
-    medians of return over the seeds finished, their ratio, and the suite's `peer_target`, met
-    only once both have every seed."""
-    lines = []
+    medians of return over the seeds finished, their ratio (`peer_ratio`), and the suite's
+    `peer_target`, met only once both have every seed."""
+    lines, over_random = [], False
     for task in suite.tasks:
         for peer in (a for a in task.agents if a.peer_of is not None):
             ours = next(a for a in task.agents if a.label == peer.peer_of)
@@ -204,7 +217,8 @@ def peer_lines(suite: Suite, results: dict[str, dict], seeds: tuple[int, ...]) -
                 continue
             med = {k: float(np.median(v)) if v else None for k, v in got.items()}
             mine, theirs = med[ours.label], med[peer.label]
-            ratio = mine / theirs if mine is not None and theirs is not None and theirs > 0 else None
+            ratio, how = (None, "") if mine is None or theirs is None else peer_ratio(mine, theirs, randoms[task.env])
+            over_random |= bool(how)
             whole = all(len(v) == len(seeds) for v in got.values())
             if ratio is None or suite.peer_target is None:
                 verdict = "n/a" if whole else "pending"
@@ -214,12 +228,15 @@ def peer_lines(suite: Suite, results: dict[str, dict], seeds: tuple[int, ...]) -
                 verdict = "yes" if ratio >= suite.peer_target else f"missed ({ratio:.2f} of {suite.peer_target:.2f})"
             show = {k: "-" if v is None else f"{v:.1f} ({len(got[k])})" for k, v in med.items()}
             lines.append(f"| {task.env} | {ours.label} | {show[ours.label]} | {peer.label} | {show[peer.label]} | "
-                         f"{'-' if ratio is None else f'{ratio:.2f}x'} | "
+                         f"{'-' if ratio is None else f'{ratio:.2f}x{how}'} | "
                          f"{'-' if suite.peer_target is None else f'>= {suite.peer_target:.2f}x'} | {verdict} |")
     if not lines:
         return []
+    note = (" Where the peer's median is not above zero, the ratio is of each one's gain over a random "
+            "policy's return (marked \"over random\"); where it is not above random either, there is none (n/a)."
+            if over_random or any("| n/a |" in line for line in lines) else "")
     return ["", "Each agent beside its peer on the same host and budget: the median return over the seeds finished "
-            "(their count in brackets), ours over theirs.", "",
+            "(their count in brackets), ours over theirs." + note, "",
             "| task | agent | median (seeds) | peer | peer's median (seeds) | ratio | target | met? |",
             "|---|---|---:|---|---:|---:|---|---|", *lines]
 
@@ -319,7 +336,7 @@ def report(store: Path, suite: Suite, seeds: tuple[int, ...], randoms: dict[str,
         if any(runs.values()):
             name = f"suite-{suite.name}-{task.env.replace('/', '_')}.png"
             task_figure(task, runs, figures / name)
-    lines += peer_lines(suite, results, seeds)
+    lines += peer_lines(suite, results, seeds, randoms)
     matrices, tasks_of = score_matrices(suite, results, randoms, seeds)
     if matrices:
         estimates = aggregate.interval_estimates(matrices, reps=reps)

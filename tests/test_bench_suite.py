@@ -88,6 +88,9 @@ def _record(agent_label: str, env: str, seed: int, ret: float) -> dict:
     return {"agent": agent_label, "env": env, "seed": seed, "return": ret}
 
 
+RANDOM = {"CartPole-v1": 20.0}
+
+
 def test_an_agent_is_held_against_its_peers_median_only_once_both_have_every_seed():
     peer = Agent("peer-ppo", "experiments.ppo", peer_of="ppo")
     task = Task("CartPole-v1", (agent("ppo"), peer), 475.0, "a test")
@@ -95,18 +98,42 @@ def test_an_agent_is_held_against_its_peers_median_only_once_both_have_every_see
     cells = {(c.agent.label, c.seed): c for c in s.cells()}
     results = {cells["ppo", i].key: _record("ppo", task.env, i, r) for i, r in enumerate((100.0, 300.0, 200.0))}
     results |= {cells["peer-ppo", i].key: _record("peer-ppo", task.env, i, r) for i, r in enumerate((100.0, 250.0))}
-    lines = runner.peer_lines(s, results, s.seeds)
+    lines = runner.peer_lines(s, results, s.seeds, RANDOM)
     # medians 200 and 175 (the two seeds it has): 1.14x, pending the peer's third seed
     assert lines[-1] == "| CartPole-v1 | ppo | 200.0 (3) | peer-ppo | 175.0 (2) | 1.14x | >= 0.90x | pending |"
     results[cells["peer-ppo", 2].key] = _record("peer-ppo", task.env, 2, 400.0)  # median 250: 200 / 250 = 0.8
-    assert runner.peer_lines(s, results, s.seeds)[-1] == \
+    assert runner.peer_lines(s, results, s.seeds, RANDOM)[-1] == \
         "| CartPole-v1 | ppo | 200.0 (3) | peer-ppo | 250.0 (3) | 0.80x | >= 0.90x | missed (0.80 of 0.90) |"
     results[cells["ppo", 0].key] = _record("ppo", task.env, 0, 250.0)  # ours 250, 300, 200: median 250, 1.00x
-    assert runner.peer_lines(s, results, s.seeds)[-1].endswith("| 1.00x | >= 0.90x | yes |")
-    assert runner.peer_lines(s, {}, s.seeds) == []  # nothing finished: no table
+    assert runner.peer_lines(s, results, s.seeds, RANDOM)[-1].endswith("| 1.00x | >= 0.90x | yes |")
+    assert runner.peer_lines(s, {}, s.seeds, RANDOM) == []  # nothing finished: no table
     with pytest.raises(ValueError, match="peer-sac on CartPole-v1 is the peer of sac, which does not run there"):
         Suite("bad", "a peer alone", tasks=(Task("CartPole-v1", (agent("ppo"), Agent("peer-sac", "m", peer_of="sac")),
                                                   475.0, "a test"),), seeds=(0,))
+
+
+def test_where_the_peers_return_is_below_zero_the_ratio_is_of_gains_over_random():
+    peer = Agent("peer-ppo", "experiments.ppo", peer_of="ppo")
+    task = Task("Ant-v5", (agent("ppo"), peer), 6000.0, "a test")
+    s = Suite("paired", "ours beside a peer", tasks=(task,), seeds=(0,), budget=1000, peer_target=0.9)
+    cells = {c.agent.label: c for c in s.cells()}
+
+    def lines(mine: float, theirs: float, random: float) -> list[str]:
+        results = {cells["ppo"].key: _record("ppo", task.env, 0, mine),
+                   cells["peer-ppo"].key: _record("peer-ppo", task.env, 0, theirs)}
+        return runner.peer_lines(s, results, s.seeds, {"Ant-v5": random})
+
+    # above zero: returns as they are (random's return plays no part)
+    assert lines(90.0, 100.0, -30.0)[-1].endswith("| 0.90x | >= 0.90x | yes |")
+    # ours -3.2, theirs -15.8, random -28.3: gains 25.1 and 12.5, 2.01x
+    got = lines(-3.2, -15.8, -28.3)
+    assert got[-1] == "| Ant-v5 | ppo | -3.2 (1) | peer-ppo | -15.8 (1) | 2.01x (over random) | >= 0.90x | yes |"
+    assert "gain over a random policy" in got[1]
+    # gains 5 and 10: 0.50x, missed
+    assert lines(-25.0, -20.0, -30.0)[-1].endswith("| 0.50x (over random) | >= 0.90x | missed (0.50 of 0.90) |")
+    # the peer at or below random learned nothing: no ratio, whatever ours did
+    assert lines(50.0, -31.0, -30.0)[-1].endswith("| - | >= 0.90x | n/a |")
+    assert runner.peer_ratio(-3.2, -15.8, -28.3) == pytest.approx((25.1 / 12.5, " (over random)"))
 
 
 def test_an_agent_with_its_own_published_figure_is_normalised_and_shown_against_it(tmp_path):
