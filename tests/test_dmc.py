@@ -46,24 +46,58 @@ def compare(task_id: str, steps: int, num_envs: int = 2, seed: int = 3) -> None:
         ts = pool.reset()
         want = [r.reset() for r in refs]
         kept = []  # each step's observations as returned, and copies: no later step may change what one returned
+        ours, theirs = [], []  # each step's (step types, observations, rewards, discounts): compared at the end
         for t in range(steps + 1):
             kept.append((ts.observation, {k: np.array(getattr(ts.observation, k)) for k in keys}))
-            for i, w in enumerate(want):
-                where = f"{task_id} env {i} step {t}"
-                expected = dm_env.StepType.LAST if endless and t == 1000 else w.step_type
-                assert ts.step_type[i] == expected, where
-                for k in keys:
-                    np.testing.assert_allclose(getattr(ts.observation, k)[i], w.observation[k], rtol=1e-7, atol=1e-6,
-                                               err_msg=where + " " + k)
-                if w.step_type != dm_env.StepType.FIRST:
-                    np.testing.assert_allclose(ts.reward[i], w.reward, rtol=1e-6, atol=1e-7, err_msg=where)
-                    assert ts.discount[i] == w.discount, where
+            ours.append((np.asarray(ts.step_type), kept[-1][1], np.array(ts.reward), np.array(ts.discount)))
+            theirs.append(([dm_env.StepType.LAST if endless and t == 1000 else w.step_type for w in want],
+                           {k: [w.observation[k] for w in want] for k in keys},
+                           [np.nan if w.step_type == dm_env.StepType.FIRST else w.reward for w in want],
+                           [np.nan if w.step_type == dm_env.StepType.FIRST else w.discount for w in want]))
             action = rng.uniform(low, high, (num_envs, *spec.shape))
             ts = pool.step(action)
             want = [r.step(a) for r, a in zip(refs, action)]
+    assert_same_steps(task_id, keys, ours, theirs)
     for t, (returned, copies) in enumerate(kept):
         for k in keys:
             np.testing.assert_array_equal(getattr(returned, k), copies[k], err_msg=f"{task_id} step {t} {k}: changed later")
+
+
+def assert_same_steps(task_id: str, keys: list[str], ours: list, theirs: list) -> None:
+    """Every step's step types equal, observations within 1e-6 (rtol 1e-7), rewards within 1e-7
+    (rtol 1e-6) and discounts equal where dm_control's step is not FIRST (NaN there), checked
+    over the whole run at once; the first step and env that differ are named, in step order."""
+    num_envs = len(theirs[0][0])
+
+    def first_bad(ok):  # ok: [steps, envs] bool -> the first (t, i) that is not, or None
+        bad = np.argwhere(~ok)
+        return None if not len(bad) else tuple(bad[0])
+
+    fails = []  # (t, i, check)
+    types = np.array([o[0] for o in ours]), np.array([[int(x) for x in w[0]] for w in theirs])
+    if (where := first_bad(types[0] == types[1])) is not None:
+        fails.append((*where, "step type"))
+    for k in keys:
+        got = np.stack([o[1][k] for o in ours]).astype(np.float64)
+        want = np.array([w[1][k] for w in theirs], np.float64).reshape(got.shape)
+        close = np.isclose(got, want, rtol=1e-7, atol=1e-6, equal_nan=True).reshape(len(ours), num_envs, -1).all(-1)
+        if (where := first_bad(close)) is not None:
+            fails.append((*where, k))
+    rewards = np.array([w[2] for w in theirs], np.float64)
+    scored = ~np.isnan(rewards)
+    got = np.array([o[2] for o in ours], np.float64)
+    if (where := first_bad(~scored | np.isclose(got, rewards, rtol=1e-6, atol=1e-7))) is not None:
+        fails.append((*where, "reward"))
+    if (where := first_bad(~scored | (np.array([o[3] for o in ours], np.float64) == np.array([w[3] for w in theirs])))
+            ) is not None:
+        fails.append((*where, "discount"))
+    if fails:
+        t, i, what = min(fails, key=lambda f: f[:2])
+        mine = ours[t][0][i] if what == "step type" else ours[t][2][i] if what == "reward" else \
+            ours[t][3][i] if what == "discount" else ours[t][1][what][i]
+        ref = theirs[t][0][i] if what == "step type" else theirs[t][2][i] if what == "reward" else \
+            theirs[t][3][i] if what == "discount" else theirs[t][1][what][i]
+        raise AssertionError(f"{task_id} env {i} step {t} {what}: ours {mine!r}, dm_control's {ref!r}")
 
 
 @pytest.mark.parametrize("task_id", SERVED)
