@@ -14,7 +14,7 @@ from __future__ import annotations
 from sebulba.agents.muzero.agent import MuZero
 from sebulba.agents.muzero.config import VALUE_TARGETS, MuZeroConfig
 from sebulba.experiment.env_kind import env_kind, require_discrete_actions
-from sebulba.experiment.flags import Flag
+from sebulba.experiment.flags import REPLAY_FLAGS, Flag
 from sebulba.experiment.presets import Preset
 from sebulba.experiment.recipe import Algorithm
 from sebulba.networks import TORSO_KINDS
@@ -102,6 +102,7 @@ ALGORITHM = Algorithm(
         "target_update_period": Flag(int, "Learner steps between target-network copies."),
         "replay_capacity": Flag(int, "Sequences per learner device."),
         "min_replay_size": Flag(int, "Sequences per learner device before learning starts."),
+        "priority_exponent": REPLAY_FLAGS["priority_exponent"],
     },
     optimizer_steps_per_update=lambda exp: exp.agent.optims_per_cycle,
     steps_per_cycle=lambda config: config.cycle_length,  # half a sequence
