@@ -84,6 +84,7 @@ ALGORITHM = Algorithm(
         "entropy_cost": Flag(float, "Weight of the bonus on the policy's entropy (keeps self-play exploring)."),
         "epsilon_base": Flag(float, "Exploration floor: env i of N acts at random with probability epsilon_base ** (1 + "
                              "epsilon_alpha i / (N - 1)) (0: the search's action always)."),
+        "epsilon_alpha": Flag(float, "The floor's spread over the envs (0: every env at epsilon_base)."),
         "gumbel_scale": Flag(float, "Scale of the Gumbel noise the search samples its action with (0: its best)."),
         "torso": Flag(TORSO_KINDS, "The representation's encoder."),
         "hidden_sizes": Flag(list, "Each function's MLP layer sizes (and the encoder's), e.g. 128,128."),
