@@ -34,6 +34,7 @@ SMALL = MuZeroConfig(hidden_sizes=(16,), latent_size=8, sequence_length=8, unrol
     ({"entropy_cost": -0.01}, "entropy_cost must be >= 0"),
     ({"epsilon_base": 1.5}, "epsilon_base must be in"),
     ({"value_target": "mcts"}, "value_target must be one of"),
+    ({"consistency_weight": -2.0}, "consistency_weight must be >= 0"),
 ])
 def test_bad_settings_are_named(kwargs, match):
     with pytest.raises(ValueError, match=match):
@@ -42,23 +43,33 @@ def test_bad_settings_are_named(kwargs, match):
         MuZeroConfig(num_simualtions=4)  # a misspelled key is an error
 
 
-def test_the_entropy_bonus_is_the_loss_less_entropy_cost_times_the_priors_entropy():
-    """The same sequences and networks: the loss with entropy_cost c is the loss without it less c
-    times the prior's entropy (reported), which lies in (0, ln A]."""
+def _sequences(rng, b: int, length: int, terminated_at=(), truncated_at=(), obs_size: int = 4, num_actions: int = 2):
+    """Random sequences [b, L + 1] of CartPole-shaped steps, episodes ending (terminated or
+    truncated) at the steps given, the next step starting the next."""
     import jax
     import jax.numpy as jnp
 
     from sebulba.replay.sequences import Sequences
     from sebulba.types import EnvStep
 
-    b, length = 2, SMALL.sequence_length
-    rng = np.random.default_rng(0)
-    obs = jnp.asarray(rng.normal(size=(b, length + 1, 4)), jnp.float32)
+    obs = jnp.asarray(rng.normal(size=(b, length + 1, obs_size)), jnp.float32)
     flags = jnp.zeros((b, length + 1), bool)
-    env_step = EnvStep(obs, jnp.asarray(rng.normal(size=(b, length + 1)), jnp.float32), flags.at[:, 0].set(True),
-                       flags, flags)
-    policy = jax.nn.softmax(jnp.asarray(rng.normal(size=(b, length, 2)), jnp.float32))
-    seqs = Sequences(env_step, {"action": jnp.asarray(rng.integers(0, 2, (b, length)), jnp.int32), "policy": policy}, ())
+    terminated, truncated = flags.at[:, list(terminated_at)].set(True), flags.at[:, list(truncated_at)].set(True)
+    first = flags.at[:, 0].set(True).at[:, [t + 1 for t in (*terminated_at, *truncated_at)]].set(True)
+    env_step = EnvStep(obs, jnp.asarray(rng.normal(size=(b, length + 1)), jnp.float32), terminated, truncated, first)
+    policy = jax.nn.softmax(jnp.asarray(rng.normal(size=(b, length, num_actions)), jnp.float32))
+    actions = jnp.asarray(rng.integers(0, num_actions, (b, length)), jnp.int32)
+    return Sequences(env_step, {"action": actions, "policy": policy}, ())
+
+
+def test_the_entropy_bonus_is_the_loss_less_entropy_cost_times_the_priors_entropy():
+    """The same sequences and networks: the loss with entropy_cost c is the loss without it less c
+    times the prior's entropy (reported), which lies in (0, ln A]."""
+    import jax
+    import jax.numpy as jnp
+
+    b, length = 2, SMALL.sequence_length
+    seqs = _sequences(np.random.default_rng(0), b, length, terminated_at=(5,))
     plain = MuZero(CARTPOLE, SMALL)
     nets = plain.init_networks(jax.random.key(0))
     weights = jnp.ones(b)
@@ -67,6 +78,81 @@ def test_the_entropy_bonus_is_the_loss_less_entropy_cost_times_the_priors_entrop
     loss1, (m1, _) = bonus._sequence_loss(nets.online, nets.target, seqs, weights)
     assert float(m0["entropy"]) == float(m1["entropy"]) and 0.0 < float(m0["entropy"]) <= np.log(2) + 1e-6
     np.testing.assert_allclose(float(loss1), float(loss0) - 0.3 * float(m0["entropy"]), rtol=1e-6)
+
+
+def test_the_consistency_loss_is_efficientzeros_by_hand_and_stops_its_targets_gradient():
+    """EfficientZero's consistency term, one (t, k) at a time by the networks' own functions: minus
+    the cosine of predictor(project(g^k(h(x_t), a_t..))) and project(h(x_{t+k})); the sequence loss
+    is the plain one plus the weight times its masked mean (the steps of t's episode only); no
+    gradient reaches the parameters through the target side; without the weight there are no
+    projection parameters at all."""
+    import jax
+    import jax.numpy as jnp
+
+    from sebulba.agents.muzero.networks import MuZeroNet, unroll
+
+    b, length, big_k = 2, SMALL.sequence_length, SMALL.unroll_steps
+    seqs = _sequences(np.random.default_rng(1), b, length, truncated_at=(4,))  # x_5 starts the next episode
+    agent = MuZero(CARTPOLE, dataclasses.replace(SMALL, consistency_weight=2.0))
+    nets = agent.init_networks(jax.random.key(3))
+    plain = MuZero(CARTPOLE, SMALL)
+    assert not any("projection" in k or "predictor" in k for k in plain.init_networks(jax.random.key(3)).online["params"])
+    assert {"projection_0", "projection_1", "predictor_0", "predictor_1"} <= set(nets.online["params"])
+
+    params, net = nets.online, agent.net
+    obs, actions = np.asarray(seqs.env_step.obs), np.asarray(seqs.action["action"])
+    starts = jnp.asarray(obs[:, :length].reshape(b * length, -1))
+    unrolled_actions = np.zeros((b, length, big_k), np.int32)
+    for t in range(length):
+        for k in range(big_k):
+            unrolled_actions[:, t, k] = actions[:, t + k] if t + k < length else 0
+    out = unroll(net, params, starts, jnp.asarray(unrolled_actions.reshape(b * length, big_k)))
+    got = np.asarray(agent._consistency(params, seqs.env_step.obs, out.latents, b, length))
+    want = np.zeros((b, length, big_k))
+    for i in range(b):
+        for t in range(length):
+            for k in range(1, big_k + 1):
+                latent = out.latents[i * length + t, k]
+                x = net.apply(params, net.apply(params, latent, method=MuZeroNet.project), method=MuZeroNet.predict_projection)
+                y = net.apply(params, net.apply(params, jnp.asarray(obs[i, min(t + k, length)])[None],
+                                                method=MuZeroNet.represent), method=MuZeroNet.project)[0]
+                want[i, t, k - 1] = -float(jnp.dot(x, y) / (jnp.linalg.norm(x) * jnp.linalg.norm(y)))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+    # in the sequence loss: the plain loss plus 2 x the mean over the steps of t's episode
+    weights = jnp.ones(b)
+    loss, (metrics, _) = agent._sequence_loss(params, nets.target, seqs, weights)
+    base = MuZero(CARTPOLE, SMALL)
+    base.net = net  # the same networks (their extra heads unused by the plain loss)
+    loss0, _ = base._sequence_loss(params, nets.target, seqs, weights)
+    mask = np.zeros((b, length, big_k), bool)
+    for t in range(length):  # x_4 truncated: starts 0-3 see up to x_4, start 4 is not a start, 5-7 to the sequence's end
+        if t == 4:
+            continue
+        last = 4 if t < 4 else length
+        for k in range(1, big_k + 1):
+            mask[:, t, k - 1] = t + k <= last
+    per_seq = (want * mask).sum((1, 2)) / mask.sum((1, 2))
+    np.testing.assert_allclose(float(metrics["consistency_loss"]), per_seq.mean(), rtol=1e-5)
+    np.testing.assert_allclose(float(loss), float(loss0) + 2.0 * per_seq.mean(), rtol=1e-5)
+
+    # the targets' side carries no gradient: the same as with them computed beforehand as constants
+    flat_actions = jnp.asarray(unrolled_actions.reshape(b * length, big_k))
+
+    def constant_targets(p):
+        projected = net.apply(params, net.apply(params, jnp.asarray(obs.reshape(-1, 4)), method=MuZeroNet.represent),
+                              method=MuZeroNet.project).reshape(b, length + 1, -1)
+        s = np.minimum(np.arange(length)[:, None] + np.arange(1, big_k + 1)[None, :], length)
+        latents = unroll(net, p, starts, flat_actions).latents[:, 1:]
+        x = net.apply(p, net.apply(p, latents, method=MuZeroNet.project), method=MuZeroNet.predict_projection)
+        x, y = x.reshape(b, length, big_k, -1), projected[:, s]
+        unit = lambda v: v / jnp.linalg.norm(v, axis=-1, keepdims=True)  # noqa: E731
+        return -jnp.sum(unit(x) * unit(y))
+
+    grads = jax.grad(lambda p: agent._consistency(p, seqs.env_step.obs, unroll(net, p, starts, flat_actions).latents,
+                                                  b, length).sum())(params)
+    fixed = jax.grad(constant_targets)(params)
+    jax.tree.map(lambda g, f: np.testing.assert_allclose(g, f, rtol=1e-4, atol=1e-6), grads, fixed)
 
 
 def test_search_value_targets_bootstrap_from_the_stored_root_values():
@@ -83,13 +169,9 @@ def test_search_value_targets_bootstrap_from_the_stored_root_values():
     from sebulba.types import EnvStep
 
     b, length = 2, SMALL.sequence_length
-    rng = np.random.default_rng(0)
-    obs = jnp.asarray(rng.normal(size=(b, length + 1, 4)), jnp.float32)
+    seqs = _sequences(np.random.default_rng(0), b, length, terminated_at=(7,))  # an episode ends mid-sequence
+    obs, env_step, action = seqs.env_step.obs, seqs.env_step, seqs.action
     flags = jnp.zeros((b, length + 1), bool)
-    env_step = EnvStep(obs, jnp.asarray(rng.normal(size=(b, length + 1)), jnp.float32), flags.at[:, 0].set(True),
-                       flags, flags.at[:, 7].set(True))  # an episode ends mid-sequence (terminated at 7)
-    action = {"action": jnp.asarray(rng.integers(0, 2, (b, length)), jnp.int32),
-              "policy": jax.nn.softmax(jnp.asarray(rng.normal(size=(b, length, 2)), jnp.float32))}
     network = MuZero(CARTPOLE, SMALL)
     searched = MuZero(CARTPOLE, dataclasses.replace(SMALL, value_target="search"))
     nets = network.init_networks(jax.random.key(0))
@@ -151,15 +233,17 @@ def test_continuous_actions_are_refused():
 
 
 @pytest.mark.slow(seconds=12)
-@pytest.mark.parametrize("learner_devices, value_target", [((0,), "network"), ((0, 1, 2, 3), "search")])
-def test_learns_from_its_search_policies_with_no_retrace_once_warm(learner_devices, value_target):
+@pytest.mark.parametrize("learner_devices, value_target, consistency_weight",
+                         [((0,), "network", 0.0), ((0, 1, 2, 3), "search", 2.0)])
+def test_learns_from_its_search_policies_with_no_retrace_once_warm(learner_devices, value_target, consistency_weight):
     """The actors' search policies reach the replay (a distribution per step, the action taken
     among the searched ones; with search value targets, their root values too), the learner learns
-    (finite losses), and after the first cycles neither the inference cycle nor the learner's calls
-    compile again."""
+    (finite losses, the consistency loss's too where it is on), and after the first cycles neither
+    the inference cycle nor the learner's calls compile again."""
     cfg = sebulba.LoopConfig(num_envs=8, steps_per_cycle=SMALL.cycle_length, async_mode=False, log_every_s=1e3,
                              learner_devices=learner_devices)
-    with sebulba.GymnasiumLoop(MuZero(CARTPOLE, dataclasses.replace(SMALL, value_target=value_target)), cfg) as loop:
+    config = dataclasses.replace(SMALL, value_target=value_target, consistency_weight=consistency_weight)
+    with sebulba.GymnasiumLoop(MuZero(CARTPOLE, config), cfg) as loop:
         loop.run(max_cycles=6)
         c = loop.cycle
         fns = [c.step_and_record, c.finish, c.new_buffers, c.cycle_start, c.from_carry,
@@ -178,8 +262,9 @@ def test_learns_from_its_search_policies_with_no_retrace_once_warm(learner_devic
     np.testing.assert_allclose(policy.sum(-1), 1.0, rtol=1e-5)
     assert (np.take_along_axis(policy, action[..., None], -1) > 0).all()  # the action was one the search weighed
     assert float(metrics["learning"]) == 1.0
-    for name in ("loss", "value_loss", "reward_loss", "policy_loss"):
+    for name in ("loss", "value_loss", "reward_loss", "policy_loss", *(["consistency_loss"] * bool(consistency_weight))):
         assert np.isfinite(float(metrics[name])), name
+    assert ("consistency_loss" in metrics) == bool(consistency_weight)
     assert 0.0 < float(metrics["entropy"]) <= np.log(2) + 1e-6  # the prior's, over CartPole's two actions
 
 

@@ -31,7 +31,8 @@ def reference(values, rewards, terminated, truncated, actions, policies, discoun
         z[s], known[s] = ret + discount ** j * boot, j > 0
     num_actions = policies.shape[1]
     out = {name: np.zeros((length, big_k + 1)) for name in ("values", "rewards")}
-    out.update({name: np.zeros((length, big_k + 1), bool) for name in ("value_mask", "reward_mask", "policy_mask")})
+    out.update({name: np.zeros((length, big_k + 1), bool) for name in ("value_mask", "reward_mask", "policy_mask",
+                                                                         "observed")})
     out["policies"] = np.zeros((length, big_k + 1, num_actions))
     out["actions"] = np.zeros((length, big_k), actions.dtype)
     for t in range(length):
@@ -49,6 +50,7 @@ def reference(values, rewards, terminated, truncated, actions, policies, discoun
                 continue  # not a real start: all masked
             if s <= length and (end is None or s <= end):
                 out["values"][t, k], out["value_mask"][t, k] = z[s], known[s]
+                out["observed"][t, k] = True
                 if k:
                     out["rewards"][t, k], out["reward_mask"][t, k] = rewards[s], True
                 out["policy_mask"][t, k] = not final[s] and s < length
@@ -99,13 +101,16 @@ def test_hand_computed_unroll_past_a_terminal_state():
     assert out.value_mask[1].tolist() == [True, True, True, True]
     assert out.reward_mask[1].tolist() == [False, True, True, True]
     assert out.policy_mask[1].tolist() == [True, False, False, False]
+    assert out.observed[1].tolist() == [True, True, False, False]  # x_1, x_2; then no observation of its episode
     assert out.actions[1].tolist() == [0, 1, 1]
     # start 2 is the terminal state: not a start at all
     assert not out.value_mask[2].any() and not out.reward_mask[2].any() and not out.policy_mask[2].any()
+    assert not out.observed[2].any()
     # start 3: x_3 (z 29), x_4 (its own bootstrap: masked), then past the sequence: unknown
     assert out.value_mask[3].tolist() == [True, False, False, False]
     assert out.reward_mask[3].tolist() == [False, True, False, False]
     assert out.policy_mask[3].tolist() == [True, False, False, False]  # x_4 = x_L: its search is the next sequence's
+    assert out.observed[3].tolist() == [True, True, False, False]  # x_3, x_4 = x_L
 
 
 @pytest.mark.parametrize("seed", range(8))
@@ -120,7 +125,7 @@ def test_unroll_targets_equal_the_plain_reference(seed):
     np.testing.assert_allclose(z, z_ref, rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(known, known_ref)
     out = jax.jit(unroll_targets, static_argnums=(7, 8))(*seq, discount, n, big_k)
-    for name in ("value_mask", "reward_mask", "policy_mask", "actions", "policies"):
+    for name in ("value_mask", "reward_mask", "policy_mask", "observed", "actions", "policies"):
         np.testing.assert_array_equal(getattr(out, name), ref[name], err_msg=name)
     for name in ("values", "rewards"):
         np.testing.assert_allclose(getattr(out, name), ref[name], rtol=1e-5, atol=1e-5, err_msg=name)

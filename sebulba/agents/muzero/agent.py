@@ -57,7 +57,8 @@ class MuZero(Agent[Networks, optax.OptState, Experience, StepState]):
         self.target_update_period = config.target_update_period
         self.num_actions = int(env_spec.action_space.n)
         self.net = make_network(env_spec.observation_space, self.num_actions, config.latent_size, config.hidden_sizes,
-                                config.torso, config.support_size)
+                                config.torso, config.support_size,
+                                projection_size=config.latent_size if config.consistency_weight else 0)
 
     # ---------------------------------------------------------------- state
     def init_networks(self, key: jax.Array) -> Networks:
@@ -156,6 +157,11 @@ class MuZero(Agent[Networks, optax.OptState, Experience, StepState]):
         policy_loss = masked_mean(cross_entropy, targets.policy_mask)
         entropy = masked_mean(-jnp.sum(jnp.exp(log_pi) * log_pi, -1), targets.policy_mask)
         per_seq = c.value_loss_weight * value_loss + reward_loss + policy_loss - c.entropy_cost * entropy
+        extra = {}
+        if c.consistency_weight:
+            extra["consistency_loss"] = masked_mean(
+                self._consistency(online, es.obs, out.latents, b, length), targets.observed[..., 1:])
+            per_seq = per_seq + c.consistency_weight * extra["consistency_loss"]
         loss = jnp.mean(weights * per_seq)
         first = targets.value_mask[..., 0]
         priorities = jax.vmap(sequence_priority, in_axes=(0, 0, None))(
@@ -163,8 +169,25 @@ class MuZero(Agent[Networks, optax.OptState, Experience, StepState]):
         metrics = {"value_loss": jnp.mean(value_loss), "reward_loss": jnp.mean(reward_loss),
                    "policy_loss": jnp.mean(policy_loss),
                    "entropy": jnp.mean(entropy),
-                   "value_mean": jnp.sum(first * signed_parabolic(values[..., 0], c.rescaling_eps)) / jnp.maximum(first.sum(), 1)}
+                   "value_mean": jnp.sum(first * signed_parabolic(values[..., 0], c.rescaling_eps)) / jnp.maximum(first.sum(), 1),
+                   **{k: jnp.mean(v) for k, v in extra.items()}}
         return loss, (metrics, priorities)
+
+    def _consistency(self, online, obs, latents, b: int, length: int):
+        """EfficientZero's consistency loss of every start t and step k = 1..K, [b, L, K]: the negative
+        cosine similarity of the predictor's output on the projection of the unrolled latent
+        (latents: [b L, K + 1, D]) and the projection of h(x_{t+k}), gradients stopped there (the
+        sequence's last observation stands in past x_L: masked by the caller)."""
+        big_k = latents.shape[1] - 1
+        flat = lambda x: x.reshape(-1, *x.shape[2:])  # noqa: E731
+        seen = self.net.apply(online, jax.tree.map(flat, obs), method=MuZeroNet.represent)
+        seen = jax.lax.stop_gradient(self.net.apply(online, seen, method=MuZeroNet.project)).reshape(b, length + 1, -1)
+        s = jnp.minimum(jnp.arange(length)[:, None] + jnp.arange(1, big_k + 1)[None, :], length)  # [L, K]
+        want = seen[:, s]  # [b, L, K, P]
+        got = self.net.apply(online, self.net.apply(online, latents[:, 1:], method=MuZeroNet.project),
+                             method=MuZeroNet.predict_projection).reshape(want.shape)
+        unit = lambda x: x / jnp.maximum(jnp.linalg.norm(x, axis=-1, keepdims=True), 1e-8)  # noqa: E731
+        return -jnp.sum(unit(got) * unit(want), -1)
 
     def num_off_policy_optims_per_cycle(self, layout: ExperienceLayout) -> int:
         return self.config.optims_per_cycle

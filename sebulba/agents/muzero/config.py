@@ -35,6 +35,11 @@ class MuZeroConfig(GumbelKnobs):  # the search's knobs (num_simulations, ...: se
     max_grad_norm: float | None = 5.0
     value_loss_weight: float = 0.25  # MuZero Reanalyse's weight of the value loss
     entropy_cost: float = 0.0  # a bonus on the policy's entropy: keeps self-play exploring where the improved policy turns greedy
+    # EfficientZero's self-supervised consistency (Ye et al. 2021; 0: none, their weight 2): each unrolled latent
+    # g^k(h(x_t), a_t..a_{t+k-1}), through a projection and a predictor head, is drawn to the projection of
+    # h(x_{t+k}) (stop-gradient; negative cosine similarity), so the dynamics learn what an action does to the
+    # observation, not only to the value, reward and policy heads of the actions taken
+    consistency_weight: float = 0.0
     # an exploration floor under the search's action (0: none): env i of N acts uniformly at random with
     # probability epsilon_base ** (1 + epsilon_alpha * i / (N - 1)) (Ape-X's spread, as DQN's and R2D2's)
     epsilon_base: float = 0.0
@@ -63,7 +68,7 @@ class MuZeroConfig(GumbelKnobs):  # the search's knobs (num_simulations, ...: se
         if not 0.0 <= self.epsilon_base <= 1.0 or self.epsilon_alpha < 0:
             raise ValueError(f"epsilon_base must be in [0, 1] and epsilon_alpha >= 0, got {self.epsilon_base}, "
                              f"{self.epsilon_alpha}")
-        for name in ("value_loss_weight", "entropy_cost", "support_size"):
+        for name in ("value_loss_weight", "entropy_cost", "consistency_weight", "support_size"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if self.max_grad_norm is not None and self.max_grad_norm <= 0:

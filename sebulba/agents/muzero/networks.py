@@ -8,7 +8,10 @@ logits, value), with the paper's details for state-based tasks:
   the hundreds and MinAtar's in the tens; the search reads them back through h^-1; each head is
   a scalar, or categorical over the support -S..S of that space (`support.py`, the paper's);
 - the gradient into each dynamics step is halved (`scale_gradient`), so the total gradient to the
-  dynamics stays about constant however many steps are unrolled (Appendix G).
+  dynamics stays about constant however many steps are unrolled (Appendix G);
+- with `projection_size` (EfficientZero's consistency loss, the agent's `consistency_weight`), a
+  projection head (`project`) and a predictor head (`predict_projection`) on latents, each two
+  dense layers of that width; none otherwise, so a run without the loss has no such parameters.
 
 `unroll` is the learner's K-step unroll from an observation; `root` and `recurrent_fn` are what
 `sebulba.search.search` expands: the search runs on the same functions the learner trains.
@@ -58,6 +61,7 @@ class Unroll(NamedTuple):
     rewards: Array  # [B, K], value-rescaled
     value_out: Array  # [B, K + 1, head width]: the heads' outputs (support.py)
     reward_out: Array  # [B, K, head width]
+    latents: Array  # [B, K + 1, latent]: h(obs), then each g's
 
 
 class MuZeroNet(nn.Module):
@@ -66,6 +70,7 @@ class MuZeroNet(nn.Module):
     latent_size: int = 64
     hidden_sizes: tuple[int, ...] = (64,)
     support_size: int = 0  # S: categorical value and reward heads over -S..S (support.py); 0: scalar heads
+    projection_size: int = 0  # the consistency loss's projection and predictor heads' width (0: no heads)
 
     def setup(self) -> None:
         width = support.head_width(self.support_size)
@@ -78,6 +83,9 @@ class MuZeroNet(nn.Module):
         self.prediction_layers = mlp("prediction")
         self.policy_out = nn.Dense(self.num_actions, name="policy_out")
         self.value_out = nn.Dense(width, name="value_out")
+        if self.projection_size:
+            two = lambda name: [nn.Dense(self.projection_size, name=f"{name}_{i}") for i in range(2)]  # noqa: E731
+            self.projection_layers, self.predictor_layers = two("projection"), two("predictor")
 
     @staticmethod
     def _mlp(layers, x: Array) -> Array:
@@ -104,19 +112,33 @@ class MuZeroNet(nn.Module):
         out = self.value_out(x)
         return Prediction(self.policy_out(x), support.read(out, self.support_size), out)
 
+    def project(self, latent: Array) -> Array:
+        """The consistency loss's projection of a latent [..., D] -> [..., projection_size]."""
+        first, second = self.projection_layers
+        return second(nn.relu(first(latent)))
+
+    def predict_projection(self, projection: Array) -> Array:
+        """The predictor head on an unrolled latent's projection (the online side only)."""
+        first, second = self.predictor_layers
+        return second(nn.relu(first(projection)))
+
     def __call__(self, obs: Any, action: Array) -> tuple[Prediction, Array]:
-        """Every function once (what `init` traces): f(h(obs)) and g(h(obs), action)'s reward."""
+        """Every function once (what `init` traces): f(h(obs)) and g(h(obs), action)'s reward (and
+        the projection heads on h(obs), where there are any)."""
         latent = self.represent(obs)
         _, reward = self.dynamics(latent, action)
+        if self.projection_size:
+            self.predict_projection(self.project(latent))
         return self.predict(latent), reward
 
 
 def make_network(observation_space: gym.spaces.Space, num_actions: int, latent_size: int,
-                 hidden_sizes: tuple[int, ...], torso: str = "auto", support_size: int = 0) -> MuZeroNet:
+                 hidden_sizes: tuple[int, ...], torso: str = "auto", support_size: int = 0,
+                 projection_size: int = 0) -> MuZeroNet:
     encoder = torso_for(observation_space, torso)
     if isinstance(encoder, MLPTorso):
         encoder = encoder.clone(hidden_sizes=hidden_sizes)
-    return MuZeroNet(encoder, num_actions, latent_size, hidden_sizes, support_size)
+    return MuZeroNet(encoder, num_actions, latent_size, hidden_sizes, support_size, projection_size)
 
 
 def unroll(net: MuZeroNet, params: Any, obs: Any, actions: Array, dynamics_gradient_scale: float = 0.5) -> Unroll:
@@ -126,15 +148,16 @@ def unroll(net: MuZeroNet, params: Any, obs: Any, actions: Array, dynamics_gradi
     def body(latent, action):
         latent = scale_gradient(latent, dynamics_gradient_scale)
         next_latent, reward_out = net.apply(params, latent, action, method=MuZeroNet.transition)
-        return next_latent, (net.apply(params, next_latent, method=MuZeroNet.predict), reward_out)
+        return next_latent, (net.apply(params, next_latent, method=MuZeroNet.predict), reward_out, next_latent)
 
     latent = net.apply(params, obs, method=MuZeroNet.represent)
     first = net.apply(params, latent, method=MuZeroNet.predict)
-    _, (later, reward_out) = jax.lax.scan(body, latent, jnp.swapaxes(actions, 0, 1))
+    _, (later, reward_out, latents) = jax.lax.scan(body, latent, jnp.swapaxes(actions, 0, 1))
     steps = lambda x0, xs: jnp.concatenate([x0[:, None], jnp.swapaxes(xs, 0, 1)], 1)  # noqa: E731
     reward_out = jnp.swapaxes(reward_out, 0, 1)
     return Unroll(steps(first.policy_logits, later.policy_logits), steps(first.value, later.value),
-                  support.read(reward_out, net.support_size), steps(first.value_out, later.value_out), reward_out)
+                  support.read(reward_out, net.support_size), steps(first.value_out, later.value_out), reward_out,
+                  steps(latent, latents))
 
 
 def root(net: MuZeroNet, params: Any, obs: Any, eps: float = 1e-3) -> Any:

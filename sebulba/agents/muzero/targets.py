@@ -50,6 +50,8 @@ class UnrollTargets(NamedTuple):
     value_mask: Array  # [L, K + 1] bool
     reward_mask: Array  # [L, K + 1] bool (k = 0: False)
     policy_mask: Array  # [L, K + 1] bool
+    observed: Array  # [L, K + 1] bool: x_{t+k} is an observation of t's episode (up to its last step, within the
+    # sequence): what the unrolled latent at k stands for (the consistency loss's targets)
     valid: Array  # [L] bool: x_t is not final (a real start); every mask is False where it is not
 
 
@@ -132,5 +134,5 @@ def unroll_targets(values: Array, rewards: Array, terminated: Array, truncated: 
     a = jnp.where(s[:, :big_k] < length, actions[jnp.minimum(s[:, :big_k], length - 1)], 0)
     return UnrollTargets(
         actions=a.astype(actions.dtype), values=jax.lax.stop_gradient(value_t), rewards=reward_t, policies=policy_t,
-        value_mask=value_mask, reward_mask=reward_mask, policy_mask=policy_mask, valid=valid,
+        value_mask=value_mask, reward_mask=reward_mask, policy_mask=policy_mask, observed=inside, valid=valid,
     )
