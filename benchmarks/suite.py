@@ -207,7 +207,7 @@ def peer_lines(suite: Suite, results: dict[str, dict], seeds: tuple[int, ...],
     """Each agent held against its peer (an agent whose `peer_of` names it) on each task: both
     medians of return over the seeds finished, their ratio (`peer_ratio`), and the suite's
     `peer_target`, met only once both have every seed."""
-    lines, over_random = [], False
+    lines, explain = [], False  # the note on gains over random, where a row needs it
     for task in suite.tasks:
         for peer in (a for a in task.agents if a.peer_of is not None):
             ours = next(a for a in task.agents if a.label == peer.peer_of)
@@ -218,7 +218,6 @@ def peer_lines(suite: Suite, results: dict[str, dict], seeds: tuple[int, ...],
             med = {k: float(np.median(v)) if v else None for k, v in got.items()}
             mine, theirs = med[ours.label], med[peer.label]
             ratio, how = (None, "") if mine is None or theirs is None else peer_ratio(mine, theirs, randoms[task.env])
-            over_random |= bool(how)
             whole = all(len(v) == len(seeds) for v in got.values())
             if ratio is None or suite.peer_target is None:
                 verdict = "n/a" if whole else "pending"
@@ -226,6 +225,7 @@ def peer_lines(suite: Suite, results: dict[str, dict], seeds: tuple[int, ...],
                 verdict = "pending"
             else:
                 verdict = "yes" if ratio >= suite.peer_target else f"missed ({ratio:.2f} of {suite.peer_target:.2f})"
+            explain |= bool(how) or verdict == "n/a"
             show = {k: "-" if v is None else f"{v:.1f} ({len(got[k])})" for k, v in med.items()}
             lines.append(f"| {task.env} | {ours.label} | {show[ours.label]} | {peer.label} | {show[peer.label]} | "
                          f"{'-' if ratio is None else f'{ratio:.2f}x{how}'} | "
@@ -234,7 +234,7 @@ def peer_lines(suite: Suite, results: dict[str, dict], seeds: tuple[int, ...],
         return []
     note = (" Where the peer's median is not above zero, the ratio is of each one's gain over a random "
             "policy's return (marked \"over random\"); where it is not above random either, there is none (n/a)."
-            if over_random or any("| n/a |" in line for line in lines) else "")
+            if explain else "")
     return ["", "Each agent beside its peer on the same host and budget: the median return over the seeds finished "
             "(their count in brackets), ours over theirs." + note, "",
             "| task | agent | median (seeds) | peer | peer's median (seeds) | ratio | target | met? |",

@@ -93,11 +93,12 @@ def assert_same_steps(task_id: str, keys: list[str], ours: list, theirs: list) -
         fails.append((*where, "discount"))
     if fails:
         t, i, what = min(fails, key=lambda f: f[:2])
-        mine = ours[t][0][i] if what == "step type" else ours[t][2][i] if what == "reward" else \
-            ours[t][3][i] if what == "discount" else ours[t][1][what][i]
-        ref = theirs[t][0][i] if what == "step type" else theirs[t][2][i] if what == "reward" else \
-            theirs[t][3][i] if what == "discount" else theirs[t][1][what][i]
-        raise AssertionError(f"{task_id} env {i} step {t} {what}: ours {mine!r}, dm_control's {ref!r}")
+
+        def value(side):  # side[t][i]'s value of the check that failed
+            step_types, obs, rewards, discounts = side[t]
+            return {"step type": step_types, "reward": rewards, "discount": discounts}.get(what, obs.get(what))[i]
+
+        raise AssertionError(f"{task_id} env {i} step {t} {what}: ours {value(ours)!r}, dm_control's {value(theirs)!r}")
 
 
 @pytest.mark.parametrize("task_id", SERVED)

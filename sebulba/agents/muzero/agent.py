@@ -176,12 +176,13 @@ class MuZero(Agent[Networks, optax.OptState, Experience, StepState]):
     def _consistency(self, online, obs, latents, b: int, length: int):
         """EfficientZero's consistency loss of every start t and step k = 1..K, [b, L, K]: the negative
         cosine similarity of the predictor's output on the projection of the unrolled latent
-        (latents: [b L, K + 1, D]) and the projection of h(x_{t+k}), gradients stopped there (the
-        sequence's last observation stands in past x_L: masked by the caller)."""
+        (latents: [b L, K + 1, D], whose k = 0 are h(x_0..x_{L-1}) already) and the projection of
+        h(x_{t+k}), gradients stopped there (the sequence's last observation stands in past x_L:
+        masked by the caller)."""
         big_k = latents.shape[1] - 1
-        flat = lambda x: x.reshape(-1, *x.shape[2:])  # noqa: E731
-        seen = self.net.apply(online, jax.tree.map(flat, obs), method=MuZeroNet.represent)
-        seen = jax.lax.stop_gradient(self.net.apply(online, seen, method=MuZeroNet.project)).reshape(b, length + 1, -1)
+        last = self.net.apply(online, jax.tree.map(lambda x: x[:, length], obs), method=MuZeroNet.represent)
+        seen = jnp.concatenate([latents[:, 0].reshape(b, length, -1), last[:, None]], 1)  # h(x_0..x_L)
+        seen = jax.lax.stop_gradient(self.net.apply(online, seen, method=MuZeroNet.project))
         s = jnp.minimum(jnp.arange(length)[:, None] + jnp.arange(1, big_k + 1)[None, :], length)  # [L, K]
         want = seen[:, s]  # [b, L, K, P]
         got = self.net.apply(online, self.net.apply(online, latents[:, 1:], method=MuZeroNet.project),

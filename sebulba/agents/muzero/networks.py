@@ -112,15 +112,18 @@ class MuZeroNet(nn.Module):
         out = self.value_out(x)
         return Prediction(self.policy_out(x), support.read(out, self.support_size), out)
 
+    @staticmethod
+    def _head(layers, x: Array) -> Array:
+        first, second = layers
+        return second(nn.relu(first(x)))
+
     def project(self, latent: Array) -> Array:
         """The consistency loss's projection of a latent [..., D] -> [..., projection_size]."""
-        first, second = self.projection_layers
-        return second(nn.relu(first(latent)))
+        return self._head(self.projection_layers, latent)
 
     def predict_projection(self, projection: Array) -> Array:
         """The predictor head on an unrolled latent's projection (the online side only)."""
-        first, second = self.predictor_layers
-        return second(nn.relu(first(projection)))
+        return self._head(self.predictor_layers, projection)
 
     def __call__(self, obs: Any, action: Array) -> tuple[Prediction, Array]:
         """Every function once (what `init` traces): f(h(obs)) and g(h(obs), action)'s reward (and
