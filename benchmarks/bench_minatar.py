@@ -3,7 +3,10 @@ experiments.AGENT --env gymnax/GAME-MinAtar` with the MINATAR preset in a fresh 
 whole, then `python -m experiments.evaluate RUN --episodes 32` (greedy) on its last checkpoint.
 Each row: the training return (last 20 episodes, the actors' own, PQN's epsilon 0.05 included),
 the greedy evaluation's, the run's minutes, against gymnax's published PPO at 1e7 (Asterix 15,
-Breakout 28, Freeway 58, SpaceInvaders 131; gymnax README).
+Breakout 28, Freeway 58, SpaceInvaders 131; gymnax README). Any agent with a MinAtar preset runs
+here (`--agents muzero --games Breakout` is issue 57's MuZero bar), each row judged on its greedy
+evaluation, as gymnax's figure is an evaluation of its final policy (gymnax-blines: 164 episodes,
+actions sampled from the policy).
 
     python benchmarks/bench_minatar.py [--agents pqn,ppo] [--games Breakout,Asterix,Freeway,SpaceInvaders]
         [--seeds 0] [--steps 10000000] [--no-write]

@@ -38,7 +38,7 @@ CARTPOLE = Preset(
 )
 # MinAtar (gymnax's four games, the Anakin loop): the settings of gymnax's published PPO (gymnax-blines'
 # agents/*-MinAtar/ppo.yaml): 64 envs x 128 steps, 4 epochs of 8 minibatches, Adam 5e-4 constant
-# (theirs warms up over the first 5%), gamma 0.999, lambda 0.95, clip 0.2, entropy 0.01, gradient
+# (their "warm-up" over the first 5% runs from 5e-4 to 5e-4), gamma 0.999, lambda 0.95, clip 0.2, entropy 0.01, gradient
 # clip 0.5, 1e7 env steps, on its network: the 10x10xC planes flattened into a relu MLP of 256, 256
 # for the policy and another for the value. (MinAtar's CNN shared by both, with 0.99 and a decaying
 # rate, collapsed its entropy on Breakout: 6.5 at 1e7 against gymnax's 28; BENCHMARKS.md.)
