@@ -84,6 +84,8 @@ ALGORITHM = Algorithm(
         "rescale_values": Flag(bool, "Gumbel's completed Q-values rescaled to [0, 1] at each root (the paper's); "
                                "--norescale_values: sigma(q) of the values as they are."),
         "entropy_cost": Flag(float, "Weight of the bonus on the policy's entropy (keeps self-play exploring)."),
+        "entropy_decay_steps": Flag(int, "Optimizer steps over which the entropy bonus decays linearly to 0 "
+                                    "(default: none, a constant bonus)."),
         "consistency_weight": Flag(float, "Weight of EfficientZero's self-supervised consistency loss between each "
                                    "unrolled latent and the representation of the observation it stands for (0: none)."),
         "epsilon_base": Flag(float, "Exploration floor: env i of N acts at random with probability epsilon_base ** (1 + "

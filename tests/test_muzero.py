@@ -35,6 +35,7 @@ SMALL = MuZeroConfig(hidden_sizes=(16,), latent_size=8, sequence_length=8, unrol
     ({"epsilon_base": 1.5}, "epsilon_base must be in"),
     ({"value_target": "mcts"}, "value_target must be one of"),
     ({"consistency_weight": -2.0}, "consistency_weight must be >= 0"),
+    ({"entropy_decay_steps": 0}, "entropy_decay_steps must be >= 1 or None"),
 ])
 def test_bad_settings_are_named(kwargs, match):
     with pytest.raises(ValueError, match=match):
@@ -78,6 +79,13 @@ def test_the_entropy_bonus_is_the_loss_less_entropy_cost_times_the_priors_entrop
     loss1, (m1, _) = bonus._sequence_loss(nets.online, nets.target, seqs, weights)
     assert float(m0["entropy"]) == float(m1["entropy"]) and 0.0 < float(m0["entropy"]) <= np.log(2) + 1e-6
     np.testing.assert_allclose(float(loss1), float(loss0) - 0.3 * float(m0["entropy"]), rtol=1e-6)
+
+    # entropy_decay_steps N: the weight falls linearly from 0.3 at step 0 to 0 at step N, and stays there
+    decaying = MuZero(CARTPOLE, dataclasses.replace(SMALL, entropy_cost=0.3, entropy_decay_steps=400))
+    for updates, weight in ((0, 0.3), (100, 0.225), (200, 0.15), (400, 0.0), (1000, 0.0)):
+        loss, _ = decaying._sequence_loss(nets.online, nets.target, seqs, weights, jnp.int32(updates))
+        np.testing.assert_allclose(float(loss), float(loss0) - weight * float(m0["entropy"]), rtol=1e-6,
+                                   err_msg=f"after {updates} updates")
 
 
 def test_the_consistency_loss_is_efficientzeros_by_hand_and_stops_its_targets_gradient():

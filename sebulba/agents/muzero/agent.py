@@ -118,8 +118,9 @@ class MuZero(Agent[Networks, optax.OptState, Experience, StepState]):
         replay = rp.add_cycle(experience.replay, (), trajectory.env_step, taken, source=trajectory.actor)
         return experience._replace(replay=replay)
 
-    def _sequence_loss(self, online, target, seqs: rp.Sequences, weights):
-        """Loss over a batch of sequences [b, L + 1, ...] -> (loss, (metrics, priorities [b]))."""
+    def _sequence_loss(self, online, target, seqs: rp.Sequences, weights, updates=0):
+        """Loss over a batch of sequences [b, L + 1, ...] after `updates` optimizer steps -> (loss,
+        (metrics, priorities [b]))."""
         c = self.config
         es = seqs.env_step
         b, length = seqs.action["action"].shape
@@ -156,7 +157,7 @@ class MuZero(Agent[Networks, optax.OptState, Experience, StepState]):
         cross_entropy = -jnp.sum(targets.policies * log_pi, -1)
         policy_loss = masked_mean(cross_entropy, targets.policy_mask)
         entropy = masked_mean(-jnp.sum(jnp.exp(log_pi) * log_pi, -1), targets.policy_mask)
-        per_seq = c.value_loss_weight * value_loss + reward_loss + policy_loss - c.entropy_cost * entropy
+        per_seq = c.value_loss_weight * value_loss + reward_loss + policy_loss - self.entropy_cost(updates) * entropy
         extra = {}
         if c.consistency_weight:
             extra["consistency_loss"] = masked_mean(
@@ -172,6 +173,14 @@ class MuZero(Agent[Networks, optax.OptState, Experience, StepState]):
                    "value_mean": jnp.sum(first * signed_parabolic(values[..., 0], c.rescaling_eps)) / jnp.maximum(first.sum(), 1),
                    **{k: jnp.mean(v) for k, v in extra.items()}}
         return loss, (metrics, priorities)
+
+    def entropy_cost(self, updates):
+        """The entropy bonus's weight after `updates` optimizer steps: config.entropy_cost, decayed
+        linearly to 0 over config.entropy_decay_steps when set."""
+        c = self.config
+        if c.entropy_decay_steps is None:
+            return c.entropy_cost
+        return c.entropy_cost * jnp.clip(1.0 - jnp.asarray(updates, jnp.float32) / c.entropy_decay_steps, 0.0, 1.0)
 
     def _consistency(self, online, obs, latents, b: int, length: int):
         """EfficientZero's consistency loss of every start t and step k = 1..K, [b, L, K]: the negative
@@ -197,6 +206,9 @@ class MuZero(Agent[Networks, optax.OptState, Experience, StepState]):
         """One `gradient_step` on a prioritized batch of sequences; their new priorities go back to
         the replay. Nothing is computed (`when_ready`) until every learner device's replay holds
         min_replay_size sequences."""
+        def loss(online, target, seqs, weights):
+            return self._sequence_loss(online, target, seqs, weights, networks.updates)
+
         networks, opt_state, replay, metrics = prioritized_sequence_step(
-            self, self._sequence_loss, networks, opt_state, experience.replay, key, self.config)
+            self, loss, networks, opt_state, experience.replay, key, self.config)
         return networks, opt_state, Experience(replay), metrics

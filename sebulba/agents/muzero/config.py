@@ -35,6 +35,9 @@ class MuZeroConfig(GumbelKnobs):  # the search's knobs (num_simulations, ...: se
     max_grad_norm: float | None = 5.0
     value_loss_weight: float = 0.25  # MuZero Reanalyse's weight of the value loss
     entropy_cost: float = 0.0  # a bonus on the policy's entropy: keeps self-play exploring where the improved policy turns greedy
+    # the bonus decayed linearly to 0 over this many optimizer steps (None: constant): exploring while the
+    # model learns what the other actions do, then a policy whose values are its own
+    entropy_decay_steps: int | None = None
     # EfficientZero's self-supervised consistency (Ye et al. 2021; 0: none, their weight 2): each unrolled latent
     # g^k(h(x_t), a_t..a_{t+k-1}), through a projection and a predictor head, is drawn to the projection of
     # h(x_{t+k}) (stop-gradient; negative cosine similarity), so the dynamics learn what an action does to the
@@ -74,6 +77,8 @@ class MuZeroConfig(GumbelKnobs):  # the search's knobs (num_simulations, ...: se
         if self.max_grad_norm is not None and self.max_grad_norm <= 0:
             raise ValueError(f"max_grad_norm must be > 0 or None, got {self.max_grad_norm}")
         check_decay_steps(self.lr_decay_steps)
+        if self.entropy_decay_steps is not None and self.entropy_decay_steps < 1:
+            raise ValueError(f"entropy_decay_steps must be >= 1 or None, got {self.entropy_decay_steps}")
         if not 1 <= self.min_replay_size <= self.replay_capacity:
             raise ValueError(f"min_replay_size must be in [1, replay_capacity={self.replay_capacity}], got {self.min_replay_size}")
         if not 0.0 <= self.priority_eta <= 1.0:
