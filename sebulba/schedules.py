@@ -1,4 +1,5 @@
-"""The learning-rate schedule of every agent that decays its learning rate (IMPALA, PPO, R2D2).
+"""The learning-rate schedule of every agent that decays its learning rate (IMPALA, PPO, R2D2), and
+MuZero's decaying entropy bonus (`MuZeroConfig.entropy_decay_steps`).
 
 An agent's config holds `learning_rate` and `lr_decay_steps`; the experiment recipe
 (sebulba.experiment.recipe) sets lr_decay_steps to the optimizer steps the run's budget takes, and

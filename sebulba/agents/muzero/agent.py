@@ -177,10 +177,8 @@ class MuZero(Agent[Networks, optax.OptState, Experience, StepState]):
     def entropy_cost(self, updates):
         """The entropy bonus's weight after `updates` optimizer steps: config.entropy_cost, decayed
         linearly to 0 over config.entropy_decay_steps when set."""
-        c = self.config
-        if c.entropy_decay_steps is None:
-            return c.entropy_cost
-        return c.entropy_cost * jnp.clip(1.0 - jnp.asarray(updates, jnp.float32) / c.entropy_decay_steps, 0.0, 1.0)
+        bonus = linear_decay(self.config.entropy_cost, self.config.entropy_decay_steps)
+        return bonus(updates) if callable(bonus) else bonus
 
     def _consistency(self, online, obs, latents, b: int, length: int):
         """EfficientZero's consistency loss of every start t and step k = 1..K, [b, L, K]: the negative
