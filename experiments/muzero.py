@@ -99,7 +99,9 @@ ALGORITHM = Algorithm(
         "unroll_steps": Flag(int, "K: steps the learner unrolls the model from each position."),
         "td_steps": Flag(int, "n of the n-step value targets."),
         "value_target": Flag(VALUE_TARGETS, "What the value targets bootstrap from: the target network's value "
-                             "of the replayed observation, or the actor's search root value."),
+                             "of the replayed observation, the actor's search root value, or (q_lambda) the target "
+                             "network's greedy one-step lookahead in Peng's Q(lambda) returns."),
+        "value_lambda": Flag(float, "Lambda of the q_lambda value targets."),
         "support_size": Flag(int, "S: categorical value and reward heads over -S..S of the value-rescaled space (0: "
                              "scalar heads)."),
         "sequence_length": Flag(int, "Replay sequence length (cycles are half of it)."),

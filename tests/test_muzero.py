@@ -36,6 +36,7 @@ SMALL = MuZeroConfig(hidden_sizes=(16,), latent_size=8, sequence_length=8, unrol
     ({"value_target": "mcts"}, "value_target must be one of"),
     ({"consistency_weight": -2.0}, "consistency_weight must be >= 0"),
     ({"entropy_decay_steps": 0}, "entropy_decay_steps must be >= 1 or None"),
+    ({"value_lambda": 1.5}, r"value_lambda must be in \[0, 1\]"),
 ])
 def test_bad_settings_are_named(kwargs, match):
     with pytest.raises(ValueError, match=match):
@@ -204,6 +205,49 @@ def test_search_value_targets_bootstrap_from_the_stored_root_values():
                                                       flags[:, 0]))[0].extras) == {"policy"}
 
 
+def test_q_lambda_value_targets_bootstrap_from_the_target_networks_greedy_lookahead():
+    """value_target="q_lambda": the greedy value of x is max_a r(x, a) + gamma v(g(h(x), a)) of the
+    target network (by hand here); with lambda 1 and an episode terminated at the sequence's last
+    step the targets are the discounted rewards, as the n-step targets over the whole sequence are
+    (the same loss); with no episode end the bootstraps count, through the target's dynamics: a
+    change of them moves the q_lambda loss and leaves the network one's."""
+    import jax
+    import jax.numpy as jnp
+
+    from sebulba.agents.muzero.networks import MuZeroNet, one_step_q
+    from sebulba.agents.r2d2.returns import signed_parabolic
+
+    b, length, eps = 2, SMALL.sequence_length, SMALL.rescaling_eps
+    network = MuZero(CARTPOLE, dataclasses.replace(SMALL, td_steps=length))
+    greedy = MuZero(CARTPOLE, dataclasses.replace(SMALL, value_target="q_lambda", value_lambda=1.0))
+    nets = network.init_networks(jax.random.key(0))
+    nets = nets._replace(target=jax.tree.map(lambda x: x * 1.5, nets.target))
+    net = network.net
+    latent = net.apply(nets.target, jnp.asarray(np.random.default_rng(1).normal(size=(5, 4)), jnp.float32),
+                       method=MuZeroNet.represent)
+    by_hand = []
+    for a in range(2):
+        next_latent, reward = net.apply(nets.target, latent, jnp.full(5, a), method=MuZeroNet.dynamics)
+        value = net.apply(nets.target, next_latent, method=MuZeroNet.predict).value
+        by_hand.append(signed_parabolic(reward, eps) + SMALL.discount * signed_parabolic(value, eps))
+    np.testing.assert_allclose(one_step_q(net, nets.target, latent, 2, SMALL.discount, eps), jnp.stack(by_hand, -1),
+                               rtol=1e-5, atol=1e-6)
+
+    weights = jnp.ones(b)
+    ended = _sequences(np.random.default_rng(0), b, length, terminated_at=(length,))
+    want, _ = network._sequence_loss(nets.online, nets.target, ended, weights)
+    got, _ = greedy._sequence_loss(nets.online, nets.target, ended, weights)
+    np.testing.assert_allclose(float(got), float(want), rtol=1e-6)
+
+    running = _sequences(np.random.default_rng(0), b, length)
+    moved = {**nets.target, "params": {**nets.target["params"], "reward_out": jax.tree.map(
+        lambda x: x + 0.5, nets.target["params"]["reward_out"])}}
+    for agent, moves in ((greedy, True), (network, False)):
+        before, _ = agent._sequence_loss(nets.online, nets.target, running, weights)
+        after, _ = agent._sequence_loss(nets.online, moved, running, weights)
+        assert (abs(float(after) - float(before)) > 1e-4) == moves
+
+
 def test_the_exploration_floor_acts_at_random_and_keeps_the_search_policy():
     """epsilon_base 1: every env acts uniformly at random while the stored policy is still the
     search's (the same as without the floor, same key); evaluation ignores the floor; 0: the
@@ -242,7 +286,7 @@ def test_continuous_actions_are_refused():
 
 @pytest.mark.slow(seconds=12)
 @pytest.mark.parametrize("learner_devices, value_target, consistency_weight",
-                         [((0,), "network", 0.0), ((0, 1, 2, 3), "search", 2.0)])
+                         [((0,), "q_lambda", 0.0), ((0, 1, 2, 3), "search", 2.0)])
 def test_learns_from_its_search_policies_with_no_retrace_once_warm(learner_devices, value_target, consistency_weight):
     """The actors' search policies reach the replay (a distribution per step, the action taken
     among the searched ones; with search value targets, their root values too), the learner learns

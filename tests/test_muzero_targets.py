@@ -6,10 +6,30 @@ import jax
 import numpy as np
 import pytest
 
-from sebulba.agents.muzero.targets import n_step_values, unroll_targets
+from sebulba.agents.muzero.targets import n_step_values, q_lambda_values, unroll_targets
 
 
-def reference(values, rewards, terminated, truncated, actions, policies, discount, n, big_k):
+def q_lambda_reference(max_q, rewards, terminated, truncated, discount, lambda_):
+    """Peng's Q(lambda) value targets of the module docstring, one step at a time from the end."""
+    length = len(max_q) - 1
+    final = terminated | truncated
+    z, known = np.zeros(length + 1), np.zeros(length + 1, bool)
+    for s in reversed(range(length + 1)):
+        if terminated[s]:
+            z[s], known[s] = 0.0, True
+        elif not final[s] and s < length:
+            after = s + 1
+            if terminated[after]:
+                rest = 0.0
+            elif truncated[after] or after == length:
+                rest = max_q[after]
+            else:
+                rest = (1 - lambda_) * max_q[after] + lambda_ * z[after]
+            z[s], known[s] = rewards[after] + discount * rest, True
+    return z, known
+
+
+def reference(values, rewards, terminated, truncated, actions, policies, discount, n, big_k, q_lambda=None):
     """The rules of the module docstring, one start t and one unroll step k at a time."""
     length = len(actions)
     final = terminated | truncated
@@ -29,6 +49,8 @@ def reference(values, rewards, terminated, truncated, actions, policies, discoun
                 break
         boot = 0.0 if terminated[s + j] else values[s + j]
         z[s], known[s] = ret + discount ** j * boot, j > 0
+    if q_lambda is not None:
+        z, known = q_lambda_reference(values, rewards, terminated, truncated, discount, q_lambda)
     num_actions = policies.shape[1]
     out = {name: np.zeros((length, big_k + 1)) for name in ("values", "rewards")}
     out.update({name: np.zeros((length, big_k + 1), bool) for name in ("value_mask", "reward_mask", "policy_mask",
@@ -129,6 +151,47 @@ def test_unroll_targets_equal_the_plain_reference(seed):
         np.testing.assert_array_equal(getattr(out, name), ref[name], err_msg=name)
     for name in ("values", "rewards"):
         np.testing.assert_allclose(getattr(out, name), ref[name], rtol=1e-5, atol=1e-5, err_msg=name)
+
+
+def test_hand_computed_q_lambda_values():
+    max_q = np.array([1.0, 2.0, 3.0, 4.0], np.float32)
+    rewards = np.array([0.0, 1.0, 1.0, 1.0], np.float32)
+    none = np.zeros(4, bool)
+    z, known = q_lambda_values(max_q, rewards, none, none, 0.5, 0.5)
+    # z_2 = 1 + 0.5 * 4 = 3; z_1 = 1 + 0.5 (0.5 * 3 + 0.5 * 3) = 2.5; z_0 = 1 + 0.5 (0.5 * 2 + 0.5 * 2.5) = 2.125
+    np.testing.assert_allclose(z, [2.125, 2.5, 3.0, 0.0])
+    assert known.tolist() == [True, True, True, False]  # x_L: its own bootstrap
+    terminated = np.array([False, False, True, False])
+    z, known = q_lambda_values(max_q, rewards, terminated, none, 0.5, 0.5)
+    # z_1 = 1 (x_2 terminated); z_0 = 1 + 0.5 (0.5 * 2 + 0.5 * 1) = 1.75; x_2 absorbing: 0
+    np.testing.assert_allclose(z, [1.75, 1.0, 0.0, 0.0])
+    assert known.tolist() == [True, True, True, False]
+    z, known = q_lambda_values(max_q, rewards, none, terminated, 0.5, 0.5)  # x_2 truncated: bootstraps m_2 = 3
+    np.testing.assert_allclose(z, [1 + 0.5 * (0.5 * 2 + 0.5 * 2.5), 2.5, 0.0, 0.0])
+    assert known.tolist() == [True, True, False, False]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_q_lambda_targets_equal_the_plain_reference_and_its_ends_the_n_step_ones(seed):
+    rng = np.random.default_rng(100 + seed)
+    length, num_actions, big_k = int(rng.integers(1, 14)), 3, int(rng.integers(1, 6))
+    discount, lambda_ = float(rng.choice([0.5, 0.9, 0.997])), float(rng.choice([0.0, 0.65, 1.0]))
+    seq = random_sequence(rng, length, num_actions, p_end=float(rng.choice([0.1, 0.3, 0.6])))
+    z_ref, known_ref, ref = reference(*seq, discount, 1, big_k, q_lambda=lambda_)
+    z, known = jax.jit(q_lambda_values)(*seq[:4], discount, lambda_)
+    np.testing.assert_allclose(z, z_ref, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(known, known_ref)
+    out = jax.jit(unroll_targets, static_argnums=(7, 8))(*seq, discount, 1, big_k, lambda_)
+    for name in ("value_mask", "reward_mask", "policy_mask", "observed", "actions", "policies"):
+        np.testing.assert_array_equal(getattr(out, name), ref[name], err_msg=name)
+    for name in ("values", "rewards"):
+        np.testing.assert_allclose(getattr(out, name), ref[name], rtol=1e-5, atol=1e-5, err_msg=name)
+    # lambda 0 is the one-step target and lambda 1 the return to the sequence's end, where they say something
+    for lam, n in ((0.0, 1), (1.0, length)):
+        z_lam, known_lam = q_lambda_values(*seq[:4], discount, lam)
+        z_n, known_n = n_step_values(*seq[:4], discount, n)
+        np.testing.assert_array_equal(known_lam, known_n)
+        np.testing.assert_allclose(np.where(known_n, z_lam, 0), np.where(known_n, z_n, 0), rtol=1e-5, atol=1e-5)
 
 
 def test_batched_by_vmap_and_bad_static_arguments_refused():

@@ -3,7 +3,8 @@ et al. 2022, `sebulba.search`): the actors plan in their jitted step, with the l
 act on the search's action; the learner replays sequences with the search policies the actors
 had, unrolls the model K steps from every position of them, and regresses the policy on the
 search policy, the value on n-step returns bootstrapped from a target network (or from the
-search's root values, `value_target="search"`), and the reward on the rewards seen.
+search's root values, `value_target="search"`, or Peng's Q(lambda) returns over the target
+network's greedy one-step lookahead, `value_target="q_lambda"`), and the reward on the rewards seen.
 
 As R2D2's here, a sequence is two consecutive loop cycles of one env (`sebulba.replay.sequences`),
 replayed by priority (the value error of its starts); its action slot holds the action and the
@@ -24,7 +25,7 @@ from sebulba import observations
 from sebulba.agent import Agent
 from sebulba.agents.muzero import support
 from sebulba.agents.muzero.config import MuZeroConfig
-from sebulba.agents.muzero.networks import MuZeroNet, make_network, recurrent_fn, rescale, root, unroll
+from sebulba.agents.muzero.networks import MuZeroNet, make_network, one_step_q, recurrent_fn, rescale, root, unroll
 from sebulba.agents.muzero.targets import unroll_targets
 from sebulba.agents.r2d2.returns import sequence_priority, signed_parabolic
 from sebulba.agents.sequence_update import prioritized_sequence_step
@@ -126,18 +127,23 @@ class MuZero(Agent[Networks, optax.OptState, Experience, StepState]):
         b, length = seqs.action["action"].shape
         flat = lambda x: x.reshape(-1, *x.shape[2:])  # noqa: E731 - [b, n, ...] -> [b * n, ...]
 
-        # the bootstrap value of every x_s, in the reward scale: the target network's, or the searches' at
-        # x_0..x_{L-1} and the target network's at x_L (its search belongs to the next sequence)
-        boot_obs = es.obs if c.value_target == "network" else jax.tree.map(lambda x: x[:, length:], es.obs)
+        # the bootstrap value of every x_s, in the reward scale: the target network's, its greedy one-step
+        # lookahead (q_lambda), or the searches' at x_0..x_{L-1} and the target network's at x_L (its search
+        # belongs to the next sequence)
+        boot_obs = jax.tree.map(lambda x: x[:, length:], es.obs) if c.value_target == "search" else es.obs
         latent = self.net.apply(target, jax.tree.map(flat, boot_obs), method=MuZeroNet.represent)
-        boot = signed_parabolic(self.net.apply(target, latent, method=MuZeroNet.predict).value, c.rescaling_eps)
+        if c.value_target == "q_lambda":
+            boot = one_step_q(self.net, target, latent, self.num_actions, c.discount, c.rescaling_eps).max(-1)
+        else:
+            boot = signed_parabolic(self.net.apply(target, latent, method=MuZeroNet.predict).value, c.rescaling_eps)
         boot = boot.reshape(b, -1)
         if c.value_target == "search":
             boot = jnp.concatenate([seqs.action["value"], boot], axis=1)
         boot = jax.lax.stop_gradient(boot)
-        targets = jax.vmap(unroll_targets, in_axes=(0, 0, 0, 0, 0, 0, None, None, None))(
+        q_lambda = c.value_lambda if c.value_target == "q_lambda" else None
+        targets = jax.vmap(unroll_targets, in_axes=(0, 0, 0, 0, 0, 0, None, None, None, None))(
             boot, es.reward, es.terminated, es.truncated, seqs.action["action"], seqs.action["policy"], c.discount,
-            c.td_steps, c.unroll_steps)  # [b, L, ...]
+            c.td_steps, c.unroll_steps, q_lambda)  # [b, L, ...]
 
         starts = jax.tree.map(lambda x: flat(x[:, :length]), es.obs)  # every start t < L
         out = unroll(self.net, online, starts, flat(targets.actions))

@@ -9,7 +9,7 @@ from sebulba.schedules import check_decay_steps
 from sebulba.search import GumbelKnobs, SearchConfig
 
 
-VALUE_TARGETS = ("network", "search")
+VALUE_TARGETS = ("network", "search", "q_lambda")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -22,8 +22,12 @@ class MuZeroConfig(GumbelKnobs):  # the search's knobs (num_simulations, ...: se
     td_steps: int = 10  # n of the value targets
     # what the n-step value targets bootstrap from: "network", the target network's value of the replayed
     # observation, recomputed at each update (MuZero Reanalyse's fresh values); "search", the root value the
-    # actor's search had when it acted there (the paper's non-reanalysed MuZero; stored beside its policy)
+    # actor's search had when it acted there (the paper's non-reanalysed MuZero; stored beside its policy);
+    # "q_lambda", Peng's Q(lambda) returns of the actions taken, each step bootstrapping from the target network's
+    # greedy one-step lookahead max_a r(x, a) + gamma v(g(h(x), a)) (td_steps unused): the values of the greedy
+    # policy the evaluation plays, not of the exploring one the actors play
     value_target: str = "network"
+    value_lambda: float = 0.65  # lambda of the "q_lambda" value target (PQN's MinAtar lambda)
     discount: float = 0.997
     rescaling_eps: float = 1e-3  # values and rewards are predicted in h(x) = sign(x)(sqrt(|x| + 1) - 1) + eps x
     # S: the value and reward heads categorical over the integers -S..S of that space (two-hot targets,
@@ -66,6 +70,8 @@ class MuZeroConfig(GumbelKnobs):  # the search's knobs (num_simulations, ...: se
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
         if self.value_target not in VALUE_TARGETS:
             raise ValueError(f"value_target must be one of {VALUE_TARGETS}, got {self.value_target!r}")
+        if not 0.0 <= self.value_lambda <= 1.0:
+            raise ValueError(f"value_lambda must be in [0, 1], got {self.value_lambda}")
         if not 0.0 <= self.discount <= 1.0:
             raise ValueError(f"discount must be in [0, 1], got {self.discount}")
         if not 0.0 <= self.epsilon_base <= 1.0 or self.epsilon_alpha < 0:

@@ -184,6 +184,18 @@ def recurrent_fn(net: MuZeroNet, discount: float, eps: float = 1e-3):
     return fn
 
 
+def one_step_q(net: MuZeroNet, params, latent: Array, num_actions: int, discount: float, eps: float = 1e-3) -> Array:
+    """The model's one-step lookahead Q(s, a) = r(s, a) + gamma v(g(s, a)) of every action, in the
+    reward scale: latent [N, D] -> [N, num_actions] (the greedy values of MuZero's Q(lambda) targets)."""
+    step = recurrent_fn(net, discount, eps)
+
+    def q(action):
+        out, _ = step(params, None, jnp.full(latent.shape[:1], action, jnp.int32), latent)
+        return out.reward + out.discount * out.value
+
+    return jax.vmap(q, out_axes=-1)(jnp.arange(num_actions))
+
+
 def rescale(x: Array, eps: float = 1e-3) -> Array:
     """h: returns and rewards into the space the value and reward heads predict in."""
     return signed_hyperbolic(x, eps)

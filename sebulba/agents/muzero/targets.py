@@ -25,7 +25,12 @@ The actions the dynamics unroll are a_{t..t+K-1} as taken; past the episode's en
 another episode or to nobody (the masks above make their predictions untrained, but for the
 absorbing terminated case, where any action leads to the absorbing state).
 
-Built without loops over t or k: gathers over [L, K + 1] tables of s = t + k, an [L + 1, n]
+With a Q(lambda) value target (`q_lambda`; the agent's `value_target="q_lambda"`) the bootstrap
+values are greedy ones, m_s = max_a Q(x_s, a), and the value target of x_s is Peng's Q(lambda)
+return of the action taken there, z_s = r_{s+1} + g ((1 - lambda) m_{s+1} + lambda z_{s+1}),
+cut as the n-step window is (0 past a terminated end, m at a truncated end and at x_L), known
+where x_s is not final (and at a terminated x_s, 0): lambda = 0 is the one-step target, lambda = 1
+the return to the sequence's end. Built without loops over t or k: gathers over [L, K + 1] tables of s = t + k, an [L + 1, n]
 table for the n-step window (as `sebulba.agents.r2d2.returns.n_step_double_q_targets`).
 """
 
@@ -36,6 +41,8 @@ from typing import NamedTuple
 import chex
 import jax
 import jax.numpy as jnp
+
+from sebulba.agents.pqn.returns import episode_q_lambda
 
 Array = jax.Array
 
@@ -84,12 +91,27 @@ def n_step_values(values: Array, rewards: Array, terminated: Array, truncated: A
     return jax.lax.stop_gradient(z.astype(dtype)), (j > 0) | terminated
 
 
+def q_lambda_values(max_q: Array, rewards: Array, terminated: Array, truncated: Array, discount: chex.Numeric,
+                    lambda_: chex.Numeric) -> tuple[Array, Array]:
+    """The Q(lambda) value target of every env step s = 0..L (module docstring) and where it says
+    something: (z [L + 1], known [L + 1] bool). max_q: [L + 1] the greedy value m_s of each x_s;
+    rewards, terminated, truncated: [L + 1]."""
+    chex.assert_rank([max_q, rewards, terminated, truncated], 1)
+    chex.assert_equal_shape([max_q, rewards, terminated, truncated])
+    terminated = jnp.asarray(terminated).astype(bool)
+    returns, valid = episode_q_lambda(max_q, rewards, terminated, truncated, discount, lambda_)  # [L]: out of x_0..x_{L-1}
+    z = jnp.where(terminated, 0, jnp.concatenate([returns, jnp.zeros(1, max_q.dtype)]))
+    known = jnp.concatenate([valid, jnp.zeros(1, bool)]) | terminated
+    return jax.lax.stop_gradient(z.astype(max_q.dtype)), known
+
+
 def unroll_targets(values: Array, rewards: Array, terminated: Array, truncated: Array, actions: Array,
-                   policies: Array, discount: chex.Numeric, n: int, unroll_steps: int) -> UnrollTargets:
+                   policies: Array, discount: chex.Numeric, n: int, unroll_steps: int,
+                   q_lambda: chex.Numeric | None = None) -> UnrollTargets:
     """MuZero's targets for every start t = 0..L-1 of one sequence (module docstring).
 
     Args:
-      values: [L + 1] bootstrap values of x_0..x_L.
+      values: [L + 1] bootstrap values of x_0..x_L (with q_lambda: their greedy values m_s).
       rewards: [L + 1] rewards[s] arrived with env step s (rewards[0] unused).
       terminated, truncated: [L + 1] flags of env steps.
       actions: [L] int, the action taken at env step s.
@@ -97,6 +119,7 @@ def unroll_targets(values: Array, rewards: Array, terminated: Array, truncated: 
       discount: gamma.
       n: the value target's steps (static int >= 1).
       unroll_steps: K (static int >= 1).
+      q_lambda: None for the n-step value targets; else lambda of the Q(lambda) ones (n unused).
     """
     chex.assert_rank([values, rewards, terminated, truncated, actions, policies], [1, 1, 1, 1, 1, 2])
     chex.assert_equal_shape([values, rewards, terminated, truncated])
@@ -108,7 +131,10 @@ def unroll_targets(values: Array, rewards: Array, terminated: Array, truncated: 
     big_k = unroll_steps
     terminated = jnp.asarray(terminated).astype(bool)
     final = terminated | jnp.asarray(truncated).astype(bool)
-    z, known = n_step_values(values, rewards, terminated, truncated, discount, n)
+    if q_lambda is None:
+        z, known = n_step_values(values, rewards, terminated, truncated, discount, n)
+    else:
+        z, known = q_lambda_values(values, rewards, terminated, truncated, discount, q_lambda)
 
     t = jnp.arange(length)
     k = jnp.arange(big_k + 1)
