@@ -148,6 +148,36 @@ def test_building_a_pool_prints_nothing():
     assert out.stdout.strip() == "ok" and out.stderr == "", out.stderr
 
 
+_TIMER_DRILL = """
+import ctypes, mujoco, numpy as np, envs
+from envs.mujoco.build import mujoco_functions
+slot = ctypes.c_void_p.from_address(mujoco_functions()["mjcb_time"])
+a = envs.make("Hopper-v5", num_envs=2, num_threads=2, seed=0)
+assert slot.value, "the bindings install their timer with the first MjData"
+a.reset(); a.step(np.zeros((2, 3)))
+assert slot.value is None, "the pool's jobs turn the bindings' timer off"
+assert all(d.timer[mujoco.mjtTimer.mjTIMER_STEP].duration == 0 for d in a._backend._datas)
+calls = []
+def user_timer():
+    calls.append(1)
+    return float(len(calls))
+mujoco.set_mjcb_time(user_timer)
+b = envs.make("Hopper-v5", num_envs=2, num_threads=2, seed=0)
+b.reset(); b.step(np.zeros((2, 3))); a.step(np.zeros((2, 3)))
+assert mujoco.get_mjcb_time() is user_timer and slot.value, "a timer the user set stays"
+assert calls and all(d.timer[mujoco.mjtTimer.mjTIMER_STEP].duration > 0 for d in b._backend._datas)
+print("ok")
+"""
+
+
+def test_the_bindings_profiling_timer_is_off_while_the_pool_steps_and_a_users_own_stays():
+    """The `mujoco` bindings install a clock-reading mjcb_time with the first MjData (MuJoCo reads it
+    ~20 times an mj_step to fill mjData.timer); the pool's jobs turn it off (kernel.c), and leave a
+    timer the user set with mujoco.set_mjcb_time. Process-wide state: checked in a fresh process."""
+    out = subprocess.run([sys.executable, "-c", _TIMER_DRILL], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
 def test_worker_threads_and_their_pinning():
     """num_threads threads step envs (default min(batch_size, cores)): the caller, while it waits,
     and num_threads - 1 workers; thread_affinity_offset pins worker t to core offset + t, as

@@ -210,6 +210,8 @@ class MujocoBackend(Backend):
         )
         if not self._pool:
             raise MemoryError("the MuJoCo pool could not be created")
+        if mujoco.get_mjcb_time() is None:  # the timer set is the bindings' own, not the user's: off (kernel.c)
+            lib.mjp_set_timer(self._pool, fn["mjcb_time"], ctypes.c_void_p.from_address(fn["mjcb_time"]).value)
         self._all_ids = np.arange(n, dtype=np.int32)
         self._jobs: dict[int, collections.deque[Job]] = {}  # the kernel's buffers by job size
         self._in_flight: collections.deque[tuple[int, Job]] = collections.deque()  # (the kernel's number, job), oldest first

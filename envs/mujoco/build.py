@@ -58,6 +58,7 @@ def _load() -> ctypes.CDLL:
         "mjp_create": (p, [p, p, p, p, i, i, p, p, p, p, p, p, i, i, i, i]),
         "mjp_start": (q, [p, p, p, i, i, p, p, p, p, p, p]),  # the job's number
         "mjp_set_task": (None, [p, p, p, i]),
+        "mjp_set_timer": (None, [p, p, p]),
         "mjp_wait": (None, [p, q]),
         "mjp_done": (i, [p, q]),
         "mjp_destroy": (None, [p]),
@@ -93,7 +94,7 @@ def warn_unavailable(task_id: str) -> None:
 @functools.cache
 def mujoco_functions() -> dict[str, int]:
     """Addresses of mj_step, mj_rnePostConstraint, mj_resetData, mj_forward, mj_step1 and mj_step2 in the libmujoco
-    that the `mujoco` package loaded (the same file, so the same library instance)."""
+    that the `mujoco` package loaded (the same file, so the same library instance), and of its mjcb_time."""
     import mujoco
 
     lib_dir = Path(mujoco.__file__).resolve().parent
@@ -102,4 +103,6 @@ def mujoco_functions() -> dict[str, int]:
         raise KernelUnavailable(f"the mujoco package has no libmujoco in {lib_dir}")
     lib = ctypes.CDLL(str(candidates[0]))
     names = ("mj_step", "mj_rnePostConstraint", "mj_resetData", "mj_forward", "mj_step1", "mj_step2")
-    return {n: ctypes.cast(getattr(lib, n), ctypes.c_void_p).value for n in names}
+    out = {n: ctypes.cast(getattr(lib, n), ctypes.c_void_p).value for n in names}
+    out["mjcb_time"] = ctypes.addressof(ctypes.c_void_p.in_dll(lib, "mjcb_time"))  # the timer's slot (kernel.c)
+    return out

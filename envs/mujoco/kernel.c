@@ -33,6 +33,12 @@
 // caller's send while the last batch steps) keeps every thread busy where a single job would leave
 // threads idle behind its last env (EnvPool's threads take envs off one queue the same way).
 // Python's ctypes releases the GIL around these calls.
+//
+// MuJoCo's profiling timer (mjcb_time, a process-wide pointer): the `mujoco` Python bindings install
+// their own, a clock read, whenever an MjData is made while none is set, and mj_step reads it ~20 times
+// a step to fill mjData.timer: 1-26% of a task's step time here (a dm_control task's 10 substeps read
+// it ~400 times). A pool told of it (mjp_set_timer) turns that timer off as each job starts, as EnvPool's
+// MuJoCo, which has none, steps; a timer the user set (mujoco.set_mjcb_time) is another function, and stays.
 
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -46,6 +52,7 @@
 #include <mujoco/mujoco.h>
 
 typedef void (*mj_fn)(const mjModel* m, mjData* d);
+typedef mjtNum (*timer_fn)(void);
 // a task's math for one env: out[0] the reward, out[1:] the observation (envs/mujoco/dmc/compiled.c)
 typedef void (*task_fn)(const mjModel* m, const mjData* d, const double* params, const double* action, double* out);
 
@@ -79,6 +86,8 @@ typedef struct {
   task_fn task;               // NULL: the caller computes observations and rewards from the fields
   const double* task_params;
   int task_width;             // doubles of task_out per env
+  timer_fn* timer_slot;       // libmujoco's mjcb_time, or NULL: leave the timer as it is
+  timer_fn bindings_timer;    // the timer the bindings install, turned off at each start
   Job jobs[NSLOT];            // job t in jobs[t % NSLOT]
   atomic_long started;        // jobs started so far
   atomic_int sleepers;        // workers asleep on start_cv (or about to be)
@@ -252,6 +261,12 @@ void mjp_set_task(Pool* p, void* fn, const double* params, int width) {
   p->task_width = width;
 }
 
+// Tells the pool where libmujoco's mjcb_time is and which timer there is the bindings' own (see the top).
+void mjp_set_timer(Pool* p, void* slot, void* bindings_timer) {
+  p->timer_slot = (timer_fn*)slot;
+  p->bindings_timer = (timer_fn)bindings_timer;
+}
+
 void mjp_wait(Pool* p, long t);
 
 // Starts a job and returns its number at once. Each env ids[k] steps with action row k, or resets
@@ -262,6 +277,9 @@ long mjp_start(Pool* p, const unsigned char* reset, const int* ids, int n, int n
                const double* qpos_in, const double* qvel_in, double** out, int* unstable, double* task_out) {
   long t = atomic_load(&p->started);
   if (t >= NSLOT) mjp_wait(p, t - NSLOT);  // its slot
+  // (a relaxed read and write of a pointer: a thread stepping MuJoCo meanwhile sees the timer or none)
+  if (p->timer_slot && __atomic_load_n(p->timer_slot, __ATOMIC_RELAXED) == p->bindings_timer)
+    __atomic_store_n(p->timer_slot, (timer_fn)NULL, __ATOMIC_RELAXED);
   Job* j = &p->jobs[t % NSLOT];
   j->reset = reset;
   j->ids = ids;
