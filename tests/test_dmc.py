@@ -136,6 +136,26 @@ def test_the_gymnasium_pool_truncates_at_the_time_limit_and_auto_resets():
         assert not np.allclose(obs["position"], first)  # the next episode's own draws
 
 
+def test_manipulators_random_info_is_envpools_with_the_start_velocity_a_rejected_draw_left():
+    """EnvPool's `random_info` (target x, z, angle; how the object was placed, 1 in the target, 2 in
+    the hand, 3 uniformly; its x, z, angle; its x velocity). dm_control's start loop (and EnvPool's)
+    sets the object's velocity only when it places it uniformly and never clears it, so a draw that
+    penetration rejected leaves its velocity to an object then placed in the target or the hand:
+    the last entry is the velocity the episode starts with, in every case."""
+    kinds = []
+    with envs.make_dm("ManipulatorBringBall-v1", num_envs=1, seed=0) as pool:
+        for _ in range(6):
+            ts = pool.reset()
+            info, vel = ts.observation.random_info[0], ts.observation.object_vel[0]
+            kind = int(info[3])
+            assert kind in (1, 2, 3)
+            assert info[7] == vel[0] and vel[1] == vel[2] == 0
+            if kind == 1:
+                np.testing.assert_array_equal(info[4:7], info[0:3])
+            kinds.append((kind, info[7] != 0))
+    assert (3, True) in kinds and any(k != 3 and moving for k, moving in kinds), kinds
+
+
 def test_frame_stack_and_frame_skip_as_envpools():
     with envs.make_dm("WalkerWalk-v1", num_envs=2, seed=0) as plain, \
             envs.make_dm("WalkerWalk-v1", num_envs=2, seed=0, frame_stack=3) as stacked:

@@ -306,7 +306,6 @@ class Manipulator(PlanarArm):
             model.body_quat[self.target, [0, 2]] = [np.cos(target_angle / 2), np.sin(target_angle / 2)]
             init_type = random.choice(["in_hand", "in_target", "uniform"],
                                       p=[self.p_in_hand, self.p_in_target, 1 - self.p_in_hand - self.p_in_target])
-            qvel_x = 0.0
             if init_type == "in_target":
                 object_x, object_z, object_angle = target_x, target_z, target_angle
             elif init_type == "in_hand":
@@ -318,14 +317,16 @@ class Manipulator(PlanarArm):
                 object_x = random.uniform(-0.5, 0.5)
                 object_z = random.uniform(0, 0.7)
                 object_angle = random.uniform(0, 2 * np.pi)
-                qvel_x = random.uniform(-5, 5)
-                data.qvel[self.object_v[0]] = qvel_x
+                data.qvel[self.object_v[0]] = random.uniform(-5, 5)
             data.qpos[self.object_q] = (object_x, object_z, object_angle)
             forward_without_actuation(model, data)
             penetrating = data.ncon > 0
-        # EnvPool's random_info: what its align test needs to place dm_control's props the same way
-        code = {"uniform": 0, "in_target": 1, "in_hand": 2}[str(init_type)]
-        info = [target_x, target_z, target_angle, code, object_x, object_z, object_angle, qvel_x]
+        # EnvPool's random_info: what its align test needs to place dm_control's props the same way. Its codes
+        # (1 in target, 2 in hand, 3 uniform); the last entry the object's x velocity at the start: the last
+        # uniform draw's, kept through the draws penetration rejected after it (dm_control's loop, and EnvPool's,
+        # sets it only in the uniform branch and never clears it), else 0
+        code = {"in_target": 1, "in_hand": 2, "uniform": 3}[str(init_type)]
+        info = [target_x, target_z, target_angle, code, object_x, object_z, object_angle, data.qvel[self.object_v[0]]]
         return {"qpos0": data.qpos.copy(), "random_info": np.array(info, np.float64)}
 
     def observe(self, f: Fields) -> dict[str, np.ndarray]:
