@@ -140,9 +140,16 @@ def add(replay: TransitionReplay, env_step: EnvStep, action: jax.Array, n_step: 
 def _transitions(replay: TransitionReplay, s: jax.Array, t: jax.Array, b: jax.Array, n_step: int,
                  discount: float) -> Transitions:
     """The n-step transitions from rows (s, t, b) [batch] (module doc)."""
-    C = _shape(replay)[1]
+    S, C, B = _shape(replay)
     ahead = (t[:, None] + jnp.arange(1, n_step + 1)) % C  # [batch, n]
-    get = lambda x, rows: x[s[:, None], rows, b[:, None]] if rows.ndim == 2 else x[s, rows, b]  # noqa: E731
+
+    def get(x, rows):
+        # by flat row index into a [S * C * B, ...] view of the store (a reshape of its layout: free). Indexed
+        # on its three leading axes instead, the gather led XLA:CPU to lay the whole store out anew, a copy,
+        # on every call: ~90 ms a call at 1M MuJoCo transitions (TD3), ~12 ms like this
+        flat = (s[:, None] * C + rows) * B + b[:, None] if rows.ndim == 2 else (s * C + rows) * B + b
+        return x.reshape(S * C * B, *x.shape[3:])[flat]
+
     es = replay.env_step
     final = get(es.terminated, ahead) | get(es.truncated, ahead)  # [batch, n]
     before_end = jnp.cumsum(final, axis=1) - final == 0  # no final row before j: row j counts
