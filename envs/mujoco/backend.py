@@ -35,7 +35,7 @@ from envs.mujoco.tasks import RENDER_KWARGS, TASKS, Task
 from envs.ready import Batch, Chunk
 
 INSTALL_HINT = "MuJoCo tasks need mujoco: pip install -e '.[mujoco]'"
-IN_FLIGHT = 2  # jobs the kernel steps at once (kernel.c's NSLOT)
+IN_FLIGHT = 2  # jobs the kernel steps at once (JOB_SLOTS of envs/native/jobs.h)
 STACK_KWARGS = {"frame_stack": 1}  # EnvPool's: observations of the last k steps, stacked on a leading axis
 def mujoco_available() -> bool:
     """Whether the mujoco package is installed (found without importing it)."""

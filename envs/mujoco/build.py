@@ -4,7 +4,7 @@ The kernel is C with pthreads, compiled against the headers the `mujoco` package
 MuJoCo through function pointers taken from the `libmujoco` that package loaded, so the physics
 is that library's (the one Gymnasium's envs run). It is compiled with the machine's C compiler (`$CC`, else `cc`)
 into the cache the compiled native pool uses (`$SEBULBA_CACHE_DIR`, else `~/.cache/sebulba`),
-keyed by its sources (kernel.c and dmc/compiled.c, the dm_control tasks' math the kernel runs per
+keyed by its sources (kernel.c, envs/native/jobs.h and dmc/compiled.c, the dm_control tasks' math the kernel runs per
 env). Without a compiler, or with `SEBULBA_NATIVE_KERNEL=0`, the MuJoCo tasks run on the
 worker-process backend (Gymnasium's own envs), with one warning that says why.
 """
@@ -23,6 +23,7 @@ from envs.native.kernel.build import KernelUnavailable, attempt, build_atomicall
 
 _SOURCE = Path(__file__).resolve().parent / "kernel.c"
 _TASKS = Path(__file__).resolve().parent / "dmc" / "compiled.c"  # dm_control tasks' math, run by the kernel
+_JOBS = Path(__file__).resolve().parents[1] / "native" / "jobs.h"  # the thread pool the kernel runs on
 
 
 def _include_dir() -> Path:
@@ -37,7 +38,7 @@ def _include_dir() -> Path:
 def _library_path(include: Path) -> Path:
     import mujoco
 
-    h = hashlib.sha256(_SOURCE.read_bytes() + _TASKS.read_bytes())
+    h = hashlib.sha256(_SOURCE.read_bytes() + _TASKS.read_bytes() + _JOBS.read_bytes())
     h.update(f"{mujoco.__version__} {include} {sys.platform}".encode())
     return cache_dir() / f"mujoco_pool_{h.hexdigest()[:16]}.so"
 
@@ -47,7 +48,7 @@ def _load() -> ctypes.CDLL:
     path = _library_path(include)
     if not path.exists():
         cc = os.environ.get("CC", "cc")
-        build_atomically(path, lambda tmp: [cc, "-O2", "-std=c11", "-shared", "-fPIC", "-w", f"-I{include}", str(_SOURCE),
+        build_atomically(path, lambda tmp: [cc, "-O2", "-std=c11", "-shared", "-fPIC", "-w", f"-I{include}", f"-I{_JOBS.parent}", str(_SOURCE),
                                             str(_TASKS), "-o", tmp, "-lpthread", "-lm"])
     try:
         lib = ctypes.CDLL(str(path))

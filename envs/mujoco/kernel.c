@@ -22,17 +22,8 @@
 // MuJoCo's own functions come as pointers from the library the `mujoco` package loaded, so the
 // physics is bit for bit the one Gymnasium runs.
 //
-// Threads: `nthread` workers wait for a job, spinning a while (SPIN_NS) before they sleep on a
-// condition variable; a job hands out envs by an atomic counter and the last worker to finish
-// signals the caller if it sleeps. `mjp_start` returns at once (the physics runs while the caller
-// does other work), `mjp_wait` steps envs no worker has taken, then spins, then sleeps, until the
-// job is done. The kernel's wake-ups (futex, inter-processor interrupt) happen only where a
-// thread fell asleep.
-// Up to NSLOT jobs are in flight, taken in the order they started: a worker done with its share of
-// one job goes on to the next job's envs at once, so an async pool's next batch (started by the
-// caller's send while the last batch steps) keeps every thread busy where a single job would leave
-// threads idle behind its last env (EnvPool's threads take envs off one queue the same way).
-// Python's ctypes releases the GIL around these calls.
+// Threads: envs/native/jobs.h's pool (workers, the caller helping while it waits, JOB_SLOTS jobs
+// in flight); a job's items are its envs.
 //
 // MuJoCo's profiling timer (mjcb_time, a process-wide pointer): the `mujoco` Python bindings install
 // their own, a clock read, whenever an MjData is made while none is set, and mj_step reads it ~20 times
@@ -40,14 +31,7 @@
 // it ~400 times). A pool told of it (mjp_set_timer) turns that timer off as each job starts, as EnvPool's
 // MuJoCo, which has none, steps; a timer the user set (mujoco.set_mjcb_time) is another function, and stays.
 
-#define _GNU_SOURCE
-#include <pthread.h>
-#include <sched.h>
-#include <unistd.h>
-#include <stdatomic.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
+#include "jobs.h"
 
 #include <mujoco/mujoco.h>
 
@@ -58,8 +42,7 @@ typedef void (*task_fn)(const mjModel* m, const mjData* d, const double* params,
 
 enum { MODE_GYM = 0, MODE_DM = 1, MODE_DM_RK4 = 2, MODE_GYM_NO_POST = 3 };
 
-// One call's envs: job t of a pool lives in its slot t % NSLOT until every worker checked out of it.
-#define NSLOT 2
+// One call's envs: job t's arguments live in args[t % JOB_SLOTS] until it is done.
 typedef struct {
   const unsigned char* reset;  // n: 1 where the env resets instead of stepping, 2 where it was reset
   const int* ids;
@@ -70,9 +53,7 @@ typedef struct {
   double** out;          // nfield: n * field_size[f] each
   int* unstable;         // n: warnings raised in this job (bad qacc, qpos, qvel), 0 if none
   double* task_out;      // n * task_width (with a task function)
-  _Alignas(64) atomic_int next;  // the next env to take (its own cache line: every thread writes it)
-  atomic_int remaining;          // workers still on the job
-} __attribute__((aligned(64))) Job;
+} Job;
 
 typedef struct {
   // set once
@@ -88,15 +69,8 @@ typedef struct {
   int task_width;             // doubles of task_out per env
   timer_fn* timer_slot;       // libmujoco's mjcb_time, or NULL: leave the timer as it is
   timer_fn bindings_timer;    // the timer the bindings install, turned off at each start
-  Job jobs[NSLOT];            // job t in jobs[t % NSLOT]
-  atomic_long started;        // jobs started so far
-  atomic_int sleepers;        // workers asleep on start_cv (or about to be)
-  atomic_int caller_asleep;  // the caller asleep on done_cv
-  atomic_int stop;
-  int nthread, help;
-  pthread_t* threads;
-  pthread_mutex_t mu;
-  pthread_cond_t start_cv, done_cv;
+  Job args[JOB_SLOTS];        // job t's in args[t % JOB_SLOTS]
+  JobPool jobs;
 } Pool;
 
 // MuJoCo's warnings of an unstable simulation (it resets the mjData when they fire)
@@ -104,7 +78,9 @@ static int instability(const mjData* d) {
   return d->warning[mjWARN_BADQACC].number + d->warning[mjWARN_BADQPOS].number + d->warning[mjWARN_BADQVEL].number;
 }
 
-static void run_env(const Pool* p, const Job* j, int k) {
+static void run_env(void* ctx, const void* args, int k) {
+  const Pool* p = (const Pool*)ctx;
+  const Job* j = (const Job*)args;
   const mjModel* m = p->models[j->ids[k]];
   mjData* d = p->data[j->ids[k]];
   int before = instability(d);
@@ -137,81 +113,6 @@ static void run_env(const Pool* p, const Job* j, int k) {
   if (p->task) p->task(m, d, p->task_params, j->action + (size_t)k * m->nu, j->task_out + (size_t)k * p->task_width);
 }
 
-static long now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec * 1000000000L + t.tv_nsec;
-}
-
-static inline void cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  __asm__ __volatile__("yield");
-#endif
-}
-
-// Waits without sleeping for up to SPIN_NS. A sleep and its wake-up go through the kernel (a
-// futex, and an inter-processor interrupt to wake the sleeper), which cost 25-30 us a job on this
-// project's 2-core VM: more than a small batch's physics. A worker that waits a little longer
-// than the caller's turn between jobs (its Python: ~100-300 us) hands each job over in a few
-// microseconds while jobs come back to back, and falls asleep when they stop. After a short burst
-// of pause instructions it yields the core at each check, so other runnable threads (the
-// learner's) are not kept off it.
-#define SPIN_NS 300000L
-static inline int spin_step(int i, long t0) {
-  if (i < 64) {
-    cpu_relax();
-    return 1;
-  }
-  sched_yield();
-  return (i & 15) != 0 || now_ns() - t0 <= SPIN_NS;
-}
-
-// 1 once *x differs from `value` (or stop is set), 0 if SPIN_NS passed first
-static int spin_while_long(const atomic_long* x, long value, const atomic_int* stop) {
-  long t0 = now_ns();
-  for (int i = 0;; i++) {
-    if (atomic_load(x) != value || atomic_load(stop)) return 1;
-    if (!spin_step(i, t0)) return 0;
-  }
-}
-
-// 1 once *x <= 0, 0 if SPIN_NS passed first
-static int spin_while_positive(const atomic_int* x) {
-  long t0 = now_ns();
-  for (int i = 0;; i++) {
-    if (atomic_load(x) <= 0) return 1;
-    if (!spin_step(i, t0)) return 0;
-  }
-}
-
-// Steps envs of job j no thread has taken yet.
-static void take_envs(const Pool* p, Job* j) {
-  for (int k; (k = atomic_fetch_add(&j->next, 1)) < j->n;) run_env(p, j, k);
-}
-
-static void* worker(void* arg) {
-  Pool* p = (Pool*)arg;
-  for (long t = 0;; t++) {  // job t, once started (its slot is not reused before this worker checks out)
-    if (!spin_while_long(&p->started, t, &p->stop)) {
-      pthread_mutex_lock(&p->mu);
-      atomic_fetch_add(&p->sleepers, 1);  // mjp_start reads it after bumping started: no lost wake-up
-      while (!atomic_load(&p->stop) && atomic_load(&p->started) == t) pthread_cond_wait(&p->start_cv, &p->mu);
-      atomic_fetch_sub(&p->sleepers, 1);
-      pthread_mutex_unlock(&p->mu);
-    }
-    if (atomic_load(&p->stop)) return NULL;
-    Job* j = &p->jobs[t % NSLOT];
-    take_envs(p, j);
-    if (atomic_fetch_sub(&j->remaining, 1) == 1 && atomic_load(&p->caller_asleep)) {
-      pthread_mutex_lock(&p->mu);
-      pthread_cond_signal(&p->done_cv);
-      pthread_mutex_unlock(&p->mu);
-    }
-  }
-}
-
 Pool* mjp_create(const mjModel** models, mjData** data, double** field_src, const int* field_size, int num_envs,
                  int nfield, void* step, void* rne_post, void* reset_data, void* forward, void* step1, void* step2,
                  int mode, int nthread, int affinity_offset, int help) {
@@ -232,24 +133,10 @@ Pool* mjp_create(const mjModel** models, mjData** data, double** field_src, cons
   p->step1 = (mj_fn)step1;
   p->step2 = (mj_fn)step2;
   p->mode = mode;
-  p->nthread = nthread;
-  p->help = help;
-  pthread_mutex_init(&p->mu, NULL);
-  pthread_cond_init(&p->start_cv, NULL);
-  pthread_cond_init(&p->done_cv, NULL);
-  p->threads = (pthread_t*)calloc(nthread, sizeof(pthread_t));
-  for (int t = 0; t < nthread; t++) {
-    if (pthread_create(&p->threads[t], NULL, worker, p) != 0) {
-      p->nthread = t;  // the ones started are stopped by mjp_destroy
-      return p;
-    }
-    if (affinity_offset >= 0) {  // EnvPool's thread_affinity_offset: worker t on core offset + t
-      long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-      cpu_set_t set;
-      CPU_ZERO(&set);
-      CPU_SET((int)((affinity_offset + t) % (ncpu > 0 ? ncpu : 1)), &set);
-      pthread_setaffinity_np(p->threads[t], sizeof(set), &set);
-    }
+  if (jobs_init(&p->jobs, run_env, p, nthread, affinity_offset, help) != 0) {
+    jobs_destroy(&p->jobs);
+    free(p);
+    return NULL;
   }
   return p;
 }
@@ -267,20 +154,17 @@ void mjp_set_timer(Pool* p, void* slot, void* bindings_timer) {
   p->bindings_timer = (timer_fn)bindings_timer;
 }
 
-void mjp_wait(Pool* p, long t);
-
 // Starts a job and returns its number at once. Each env ids[k] steps with action row k, or resets
 // to rows k of qpos_in and qvel_in where reset[k]. The caller keeps every array alive until the
-// job is done, and sends no env twice before the job stepping it is done; up to NSLOT jobs are in
-// flight (a start waits for the job NSLOT before it).
+// job is done, and sends no env twice before the job stepping it is done; up to JOB_SLOTS jobs are
+// in flight (a start waits for the job JOB_SLOTS before it).
 long mjp_start(Pool* p, const unsigned char* reset, const int* ids, int n, int nstep, const double* action,
                const double* qpos_in, const double* qvel_in, double** out, int* unstable, double* task_out) {
-  long t = atomic_load(&p->started);
-  if (t >= NSLOT) mjp_wait(p, t - NSLOT);  // its slot
+  long t = jobs_reserve(&p->jobs);
   // (a relaxed read and write of a pointer: a thread stepping MuJoCo meanwhile sees the timer or none)
   if (p->timer_slot && __atomic_load_n(p->timer_slot, __ATOMIC_RELAXED) == p->bindings_timer)
     __atomic_store_n(p->timer_slot, (timer_fn)NULL, __ATOMIC_RELAXED);
-  Job* j = &p->jobs[t % NSLOT];
+  Job* j = &p->args[t % JOB_SLOTS];
   j->reset = reset;
   j->ids = ids;
   j->n = n;
@@ -291,57 +175,18 @@ long mjp_start(Pool* p, const unsigned char* reset, const int* ids, int n, int n
   j->out = out;
   j->unstable = unstable;
   j->task_out = task_out;
-  atomic_store(&j->next, 0);
-  atomic_store(&j->remaining, p->nthread);
-  atomic_store(&p->started, t + 1);  // publishes the job (sequentially consistent; only the caller starts jobs)
-  if (atomic_load(&p->sleepers) > 0) {  // only a sleeping worker needs the kernel's wake-up
-    pthread_mutex_lock(&p->mu);
-    pthread_cond_broadcast(&p->start_cv);
-    pthread_mutex_unlock(&p->mu);
-  }
+  jobs_publish(&p->jobs, t, j, n);
   return t;
 }
 
-// Blocks until job t is done (at once if it was waited for already); the caller steps envs of it
-// no worker has taken yet, then, while workers finish its last envs, envs of the jobs after it (a
-// thread that waited idle there would bring back the barrier the slots remove).
-void mjp_wait(Pool* p, long t) {
-  long started = atomic_load(&p->started);
-  if (t < 0 || t >= started || t < started - NSLOT) return;
-  Job* j = &p->jobs[t % NSLOT];
-  if (p->help) {
-    take_envs(p, j);
-    for (long u = t + 1; u < started && atomic_load(&j->remaining) > 0; u++) {
-      Job* later = &p->jobs[u % NSLOT];
-      for (int k; atomic_load(&j->remaining) > 0 && (k = atomic_fetch_add(&later->next, 1)) < later->n;)
-        run_env(p, later, k);
-    }
-  }
-  if (spin_while_positive(&j->remaining)) return;
-  pthread_mutex_lock(&p->mu);
-  atomic_store(&p->caller_asleep, 1);  // the last worker reads it after its decrement: no lost signal
-  while (atomic_load(&j->remaining) > 0) pthread_cond_wait(&p->done_cv, &p->mu);
-  atomic_store(&p->caller_asleep, 0);
-  pthread_mutex_unlock(&p->mu);
-}
+// Blocks until job t is done (jobs_wait: the caller steps envs no worker has taken).
+void mjp_wait(Pool* p, long t) { jobs_wait(&p->jobs, t); }
 
 // 1 if job t is done by the workers (mjp_wait steps what they left: with no worker, all of it), else 0.
-int mjp_done(Pool* p, long t) {
-  if (t < 0 || t >= atomic_load(&p->started) || t < atomic_load(&p->started) - NSLOT) return 1;
-  return atomic_load(&p->jobs[t % NSLOT].remaining) == 0;
-}
+int mjp_done(Pool* p, long t) { return jobs_done(&p->jobs, t); }
 
 void mjp_destroy(Pool* p) {
   if (!p) return;
-  for (long t = atomic_load(&p->started) - NSLOT; t < atomic_load(&p->started); t++) mjp_wait(p, t);
-  pthread_mutex_lock(&p->mu);
-  atomic_store(&p->stop, 1);
-  pthread_cond_broadcast(&p->start_cv);
-  pthread_mutex_unlock(&p->mu);
-  for (int t = 0; t < p->nthread; t++) pthread_join(p->threads[t], NULL);
-  pthread_mutex_destroy(&p->mu);
-  pthread_cond_destroy(&p->start_cv);
-  pthread_cond_destroy(&p->done_cv);
-  free(p->threads);
+  jobs_destroy(&p->jobs);
   free(p);
 }
