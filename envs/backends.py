@@ -96,7 +96,15 @@ def configure(task_id: str, env_type: str, kwargs: dict[str, Any]) -> Configured
         if task.backend == "single":  # mode, difficulty or render_mode: one ALEInterface per env
             from envs.atari.single import AtariSingleBackend as backend_cls
         else:
-            from envs.atari.backend import AtariBackend as backend_cls
+            from envs.atari.build import library as atari_kernel
+
+            lib = atari_kernel()
+            if lib is not None:  # ALE's envs on our threads (envs/atari/native.py)
+                from envs.atari.native import AtariNativeBackend
+
+                return Configured(task.config, task.observation_space, task.action_space, AtariNativeBackend.extra_info,
+                                  NO_PLAYERS, lambda: AtariNativeBackend(task, lib))  # fmt: skip
+            from envs.atari.backend import AtariBackend as backend_cls  # ALE's vector env
         return Configured(task.config, task.observation_space, task.action_space, backend_cls.extra_info, NO_PLAYERS,
                           lambda: backend_cls(task))  # fmt: skip
     if task_id in ATARI_PLAYER_TASKS:

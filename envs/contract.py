@@ -65,6 +65,9 @@ class BackendBase(abc.ABC):
     render: Callable[[np.ndarray], np.ndarray] | None = None
     # make_xla(pool) -> (handle, recv, send, step) of the EnvPool pool: compiled XLA targets of its own.
     make_xla: Callable[[Any], tuple[Any, Any, Any, Any]] | None = None
+    # xla_backend() -> another backend of the same envs, with compiled XLA targets, that `xla()` hands
+    # the pool to when no env was sent yet (the native Atari pool hands over to ALE's vector env).
+    xla_backend: Callable[[], Backend] | None = None
 
     @abc.abstractmethod
     def close(self) -> None:

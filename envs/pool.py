@@ -281,25 +281,31 @@ class EnvPool(ClosedOnExit):
         return unpack_action(action)
 
     def recv(self) -> Any:
-        """Results of the first batch_size envs to finish (sync: all envs, in env id order)."""
+        """Results of the first batch_size envs to finish (sync: the envs in flight, in env id
+        order: all envs, or those a partial step sent, as EnvPool's sync recv returns them)."""
         if self._closed:
             self._check_open("recv")
         need = self._batch_size
         if self._num_pending < need:
             if self._num_pending == 0:
                 raise RuntimeError("recv() called with nothing in flight: call send(), step() or async_reset() first")
-            raise RuntimeError(
-                f"recv() needs batch_size={need} envs but only {self._num_pending} are in flight; "
-                f"send actions for more envs first"
-            )
+            if self._async:
+                raise RuntimeError(
+                    f"recv() needs batch_size={need} envs but only {self._num_pending} are in flight; "
+                    f"send actions for more envs first"
+                )
+            ids = np.flatnonzero(self._pending).astype(np.int32)  # a partial step's envs
+            batch = self._receive(self._assemble(self._take_batch(len(ids)), ids))
+            return self._format(batch, is_reset=False)
         order = None if self._async else self._all_ids
-        batch = self._receive(self._assemble(self._take_batch(), order))
+        batch = self._receive(self._assemble(self._take_batch(need), order))
         return self._format(batch, is_reset=False)
 
-    def _take_batch(self) -> list[Chunk]:
-        while self._ready.count < self._batch_size:
+    def _take_batch(self, count: int | None = None) -> list[Chunk]:
+        count = self._batch_size if count is None else count
+        while self._ready.count < count:
             self._collect()
-        return self._ready.take(self._batch_size)
+        return self._ready.take(count)
 
     def step(self, action: Any, env_id: np.ndarray | None = None) -> Any:
         """send(action, env_id) then recv()."""
@@ -385,6 +391,12 @@ class EnvPool(ClosedOnExit):
         self._check_open("xla")
         if self._players > 1:
             raise ValueError(f"xla(): {self._cfg.task_id} is multi-player (max_num_players={self._players}); its XLA interface is single-player")
+        handover = self._backend.xla_backend
+        if handover is not None and self._last_ids is None and not self._num_pending:
+            # nothing sent yet: the pool goes to the backend with compiled XLA targets
+            backend = handover()
+            self._backend.close()
+            self._backend, self._lockstep = backend, backend.lockstep
         own = self._backend.make_xla  # a backend with compiled XLA targets
         return own(self) if own is not None else make_xla(self)
 

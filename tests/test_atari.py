@@ -28,6 +28,13 @@ def make(task="Pong-v5", **kw):
     return envs.make(task, **kw)
 
 
+@pytest.fixture
+def ale_vector_env(monkeypatch):
+    """Atari pools on ALE's vector env (envs/atari/backend.py), as where the Atari kernel is unavailable."""
+    monkeypatch.setenv("SEBULBA_NATIVE_KERNEL", "0")
+
+
+
 def test_spec_defaults_are_envpools():
     spec = envs.make_spec("Pong-v5")
     c = spec.config
@@ -96,7 +103,7 @@ def test_sync_determinism_and_sticky_actions_are_seeded():
     assert not np.array_equal(run(1, 0.0), run(2, 0.0))  # noop starts differ by seed
 
 
-def test_async_batches_and_lockstep_sends():
+def test_async_batches_and_lockstep_sends(ale_vector_env):
     with make(num_envs=6, batch_size=2) as pool:
         pool.async_reset()
         obs, rew, term, trunc, info = pool.recv()
@@ -119,7 +126,7 @@ def test_async_batches_and_lockstep_sends():
             pool.reset(np.array([0]))
 
 
-def test_async_reset_returns_one_batch():
+def test_async_reset_returns_one_batch(ale_vector_env):
     with make(num_envs=4, batch_size=2) as pool:
         obs, info = pool.reset()
         assert obs.shape == (2, 4, 84, 84) and (info["elapsed_step"] == 0).all()
@@ -131,7 +138,7 @@ def test_async_results_per_env_match_sync():
     assert_async_matches_sync(make, np.random.default_rng(3).integers(0, 6, (4, 26)))
 
 
-def test_sync_partial_reset():
+def test_sync_partial_reset(ale_vector_env):
     with make(num_envs=3) as pool:
         pool.reset()
         pool.step(np.ones(3, int))
@@ -259,7 +266,7 @@ def _threads() -> set[str]:
 
 
 @pytest.mark.parametrize("num_threads", [1, 2, 8])
-def test_num_threads_is_the_number_of_ales_workers(num_threads):
+def test_num_threads_is_the_number_of_ales_workers(num_threads, ale_vector_env):
     """ALE starts num_threads workers, at most one per core."""
     before = _threads()
     with make(num_envs=8, num_threads=num_threads) as pool:
@@ -364,7 +371,7 @@ def test_the_largest_ale_seeds_reach_ale():
 
 
 @pytest.mark.parametrize("batch_size", [3, 2])
-def test_stepping_a_subset_says_what_to_do_instead(batch_size):
+def test_stepping_a_subset_says_what_to_do_instead(batch_size, ale_vector_env):
     """ALE's send takes exactly one action per env of its last batch, no env ids: a sync pool cannot
     step a subset (EnvPool can); the error points to async mode or separate pools."""
     with make(num_envs=3, batch_size=batch_size) as pool:

@@ -1,7 +1,9 @@
 """Async Atari pools are fair (issue 26): `recv` returns envs in the order they were sent, so no
 env waits behind envs sent after it, whatever ALE's threads do (ALE's own async vector env can hold
 an env back for many recvs: Farama-Foundation/Arcade-Learning-Environment#641). The backend runs
-groups of envs on ALE's vector env in sync mode and queues the groups itself (envs/atari/backend.py).
+groups of envs on ALE's vector env in sync mode and queues the groups itself (envs/atari/backend.py);
+the native backend (envs/atari/native.py) queues its jobs first in, first out, each batch's envs in
+the order they were returned.
 Real ALE, seeded; no timing is asserted, only which envs come back when."""
 
 import math
@@ -117,7 +119,8 @@ def test_the_raw_ale_seeds_and_rewards_are_the_sync_pools():
     assert sync[:, :, 2].any()  # truncations crossed
 
 
-def test_reset_and_close_with_groups_in_flight():
+def test_reset_and_close_with_groups_in_flight(monkeypatch):
+    monkeypatch.setenv("SEBULBA_NATIVE_KERNEL", "0")  # the groups of ALE's vector env (envs/atari/backend.py)
     with make(num_envs=6, batch_size=2, num_threads=1) as pool:
         obs, info = pool.reset()
         assert obs.shape == (2, 4, 84, 84) and info["env_id"].tolist() == [0, 1]

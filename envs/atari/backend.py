@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from envs.atari.games import check_rom
-from envs.atari.task import ALE_MAX_SEED, ATARI_INFO, AtariTask, game_over
+from envs.atari.task import ALE_MAX_SEED, ATARI_INFO, AtariTask, channels_first, game_over
 from envs.contract import Backend
 from envs.episodes import EpisodeBook
 from envs.ready import Batch, Chunk
@@ -259,10 +259,7 @@ class AtariBackend(Backend):
         return self._sync and len(env_id) == self._n and bool((env_id[1:] > env_id[:-1]).all())
 
     def _obs(self, obs: np.ndarray) -> np.ndarray:
-        if not self._rgb:
-            return obs
-        n, stack, h, w, c = obs.shape  # ALE: (N, stack, H, W, 3); EnvPool: (N, 3 * stack, H, W)
-        return np.ascontiguousarray(obs.transpose(0, 1, 4, 2, 3)).reshape(n, stack * c, h, w)
+        return channels_first(obs) if self._rgb else obs
 
     def gather(self, ids: np.ndarray | None) -> Batch:
         raise AssertionError("Atari chunks always carry their batch")

@@ -44,6 +44,12 @@ def game_over(terminated: Any, lives: Any, before: Any, episodic_life: bool) -> 
     if not episodic_life:
         return terminated.astype(np.int32)
     return (terminated & ~((lives > 0) & (lives < before))).astype(np.int32)
+def channels_first(obs: np.ndarray) -> np.ndarray:
+    """ALE's RGB stacks (N, stack, H, W, 3) as EnvPool's channel-first (N, 3 * stack, H, W)."""
+    n, stack, h, w, c = obs.shape
+    return np.ascontiguousarray(obs.transpose(0, 1, 4, 2, 3)).reshape(n, stack * c, h, w)
+
+
 # ALE's vector reset takes one C int seed per env (a larger one is a TypeError from its bindings)
 # and reads -1 as "keep the current seed": env seeds are in [0, 2**31 - 1].
 ALE_MAX_SEED = INT32_MAX

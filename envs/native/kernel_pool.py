@@ -67,6 +67,8 @@ class KernelPool(BackendBase):
         self._act_ptr, self._ids_ptr = self.actions.ctypes.data, self.ids.ctypes.data
         self._offset_cache: dict[int, dict[str, int]] = {}
         self._ptrs = self._out_pointers(n)
+        self._count = ctypes.c_int(0)  # the size of the batch a recv returned
+        self._count_ptr = ctypes.addressof(self._count)
 
     def _out_pointers(self, k: int) -> tuple[int, ...]:
         base, offsets = self.out.ctypes.data, self._offsets(k)
@@ -85,11 +87,12 @@ class KernelPool(BackendBase):
     def _raise(self, code: int) -> None:
         raise _ERRORS[code](self.lib.np_last_error().decode())
 
-    def _batch(self, k: int) -> Batch:
-        """The first k results of the output block, as arrays the caller owns."""
+    def _batch(self, k: int, rows: int | None = None) -> Batch:
+        """The results of the output block laid out for k envs (the first `rows` of them: a sync
+        pool's partial step returns fewer), as arrays the caller owns."""
         blk = self.out[: k * (self.obs_dim * 4 + 14)].copy()
         o = self._offsets(k)
-        return Batch(
+        batch = Batch(
             np.ndarray((k,), np.int32, blk, o["env_id"]),
             np.ndarray((k, self.obs_dim), np.float32, blk, 0),
             np.ndarray((k,), np.float32, blk, o["reward"]),
@@ -97,6 +100,7 @@ class KernelPool(BackendBase):
             np.ndarray((k,), np.bool_, blk, o["truncated"]),
             np.ndarray((k,), np.int32, blk, o["elapsed"]),
         )
+        return batch if rows is None or rows == k else batch.take(slice(0, rows))
 
     def _stage(self, action: np.ndarray, env_id: np.ndarray | None) -> tuple[int, int]:
         """Copies actions (and ids) into the input buffers; returns (count, ids pointer or 0)."""
@@ -113,9 +117,9 @@ class KernelPool(BackendBase):
 
     def step(self, action: np.ndarray, env_id: np.ndarray | None, recv_count: int) -> Batch:
         k, ids = self._stage(action, env_id)
-        if code := self.lib.np_step(self.id, self._act_ptr, ids, k, *self._ptrs_for(recv_count)):
+        if code := self.lib.np_step(self.id, self._act_ptr, ids, k, *self._ptrs_for(recv_count), self._count_ptr):
             self._raise(code)
-        return self._batch(recv_count)
+        return self._batch(recv_count, self._count.value)
 
     def send(self, action: np.ndarray, env_id: np.ndarray | None) -> None:
         k, ids = self._stage(action, env_id)
@@ -123,9 +127,9 @@ class KernelPool(BackendBase):
             self._raise(code)
 
     def recv(self, count: int) -> Batch:
-        if code := self.lib.np_recv(self.id, *self._ptrs_for(count)):
+        if code := self.lib.np_recv(self.id, *self._ptrs_for(count), self._count_ptr):
             self._raise(code)
-        return self._batch(count)
+        return self._batch(count, self._count.value)
 
     def reset(self, env_id: np.ndarray | None) -> Batch:
         k = self.num_envs if env_id is None else len(env_id)

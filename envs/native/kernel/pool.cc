@@ -204,23 +204,28 @@ struct Pool {
     has_last = true;
   }
 
-  int recv(float* o, float* r, uint8_t* te, uint8_t* tr, int32_t* id, int32_t* el) {
+  // The batch's size goes to *count: batch_size, or in sync mode the envs in flight (a partial step).
+  int recv(float* o, float* r, uint8_t* te, uint8_t* tr, int32_t* id, int32_t* el, int* count) {
     if (closed) return fail(RUNTIME_ERROR, "recv() called on a closed EnvPool (%s)", name.c_str());
-    if (num_pending < batch) {
-      if (num_pending == 0)
-        return fail(RUNTIME_ERROR, "recv() called with nothing in flight: call send(), step() or async_reset() first");
+    if (num_pending == 0)
+      return fail(RUNTIME_ERROR, "recv() called with nothing in flight: call send(), step() or async_reset() first");
+    if (num_pending < batch && async)
       return fail(RUNTIME_ERROR, "recv() needs batch_size=%d envs but only %d are in flight; send actions for more envs first",
                   batch, num_pending);
-    }
-    scratch.resize(batch);
-    if (!async) {  // sync: every env, in env id order
-      for (int i = 0; i < n; ++i) scratch[i] = i;
+    if (!async) {  // sync: the envs in flight (all, or a partial step's), in env id order
+      scratch.clear();
+      for (int i = 0; i < n; ++i)
+        if (pending[i]) scratch.push_back(i);
       ready.clear();
-    } else {
-      for (int j = 0; j < batch; ++j) {
-        scratch[j] = ready.front();
-        ready.pop_front();
-      }
+      *count = (int)scratch.size();
+      copy_out(scratch.data(), *count, o, r, te, tr, id, el);
+      return OK;
+    }
+    *count = batch;
+    scratch.resize(batch);
+    for (int j = 0; j < batch; ++j) {
+      scratch[j] = ready.front();
+      ready.pop_front();
     }
     copy_out(scratch.data(), batch, o, r, te, tr, id, el);
     return OK;
@@ -324,19 +329,20 @@ int np_send(int id, const void* action, const int32_t* ids, int k) {
   return p->send(action, ids, k, true);
 }
 
-int np_recv(int id, float* o, float* r, uint8_t* te, uint8_t* tr, int32_t* env_id, int32_t* el) {
+// The batch's size goes to *count (fewer than batch_size after a sync pool's partial step).
+int np_recv(int id, float* o, float* r, uint8_t* te, uint8_t* tr, int32_t* env_id, int32_t* el, int* count) {
   Pool* p = find(id);
   std::lock_guard<std::mutex> lock(p->mu);
-  return p->recv(o, r, te, tr, env_id, el);
+  return p->recv(o, r, te, tr, env_id, el, count);
 }
 
 // send then recv under one lock: the sync step is one call.
 int np_step(int id, const void* action, const int32_t* ids, int k, float* o, float* r, uint8_t* te, uint8_t* tr,
-            int32_t* env_id, int32_t* el) {
+            int32_t* env_id, int32_t* el, int* count) {
   Pool* p = find(id);
   std::lock_guard<std::mutex> lock(p->mu);
   if (int c = p->send(action, ids, k, true)) return c;
-  return p->recv(o, r, te, tr, env_id, el);
+  return p->recv(o, r, te, tr, env_id, el, count);
 }
 
 int np_reset(int id, const int32_t* ids, int k, float* o, float* r, uint8_t* te, uint8_t* tr, int32_t* env_id, int32_t* el) {
@@ -455,8 +461,12 @@ T* ret(ffi::RemainingRets& rets, size_t i) {
 }
 
 int recv_into(Pool* p, ffi::RemainingRets& rets) {
+  if (!p->async && p->num_pending > 0 && p->num_pending < p->batch)  // before anything is received
+    return fail(VALUE_ERROR, "xla(): a sync pool's recv returns all %d envs (its results have that shape); %d are in "
+                "flight: step some envs only through the Python API", p->batch, p->num_pending);
+  int count;
   return p->recv(ret<float>(rets, 2), ret<float>(rets, 3), ret<uint8_t>(rets, 4), ret<uint8_t>(rets, 5),
-                 ret<int32_t>(rets, 6), ret<int32_t>(rets, 7));
+                 ret<int32_t>(rets, 6), ret<int32_t>(rets, 7), &count);
 }
 
 // args: token, handle, action[, env_id]
