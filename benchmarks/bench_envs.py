@@ -251,6 +251,13 @@ def ours_sync(task: str, num_envs: int, backend: str | None = None, lib: ModuleT
     return SyncDriver(pool, pool.action_space, num_envs, pool.reset)
 
 
+def ours_ale_vector_env(build: Callable[[], Driver]) -> Driver:
+    """Ours with Atari on ALE's vector env (envs/atari/backend.py), as where the Atari kernel is
+    unavailable: the backend before the native one."""
+    with numpy_path():  # SEBULBA_NATIVE_KERNEL=0 turns every kernel off, the Atari one with it
+        return build()
+
+
 def ours_numpy_path(build: Callable[[], Driver]) -> Driver:
     """Ours with the built-in tasks on their numpy path, not compiled."""
     with numpy_path():
@@ -408,7 +415,18 @@ def workloads(baseline: tuple[str, ModuleType] | None = None) -> list[Workload]:
             [
                 Peer(envpool_contestant(lambda: envpool_async("Pong-v5", 16, 8, num_threads=2)), target=1.2),
                 Peer(Contestant("ALE AtariVectorEnv (raw)", lambda: ale_async("pong", 16, 8, 2))),
+                Peer(Contestant("ours on ALE's vector env", lambda: ours_ale_vector_env(lambda: ours_async("Pong-v5", 16, 8, num_threads=2)))),
                 *before(lambda lib: ours_async("Pong-v5", 16, 8, num_threads=2, lib=lib)),
+            ],
+        ),
+        Workload(
+            "atari-pong-16",
+            "Pong-v5, 16 envs, sync, 2 threads",
+            Contestant("ours", lambda: ours_sync("Pong-v5", 16, num_threads=2)),
+            [
+                Peer(envpool_contestant(lambda: envpool_sync("Pong-v5", 16, num_threads=2)), target=1.0),
+                Peer(Contestant("ours on ALE's vector env", lambda: ours_ale_vector_env(lambda: ours_sync("Pong-v5", 16, num_threads=2)))),
+                *before(lambda lib: ours_sync("Pong-v5", 16, num_threads=2, lib=lib)),
             ],
         ),
         Workload(

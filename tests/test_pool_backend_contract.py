@@ -17,13 +17,25 @@ from envs.ready import Batch, Chunk
 
 # Every member a pool reads besides the step interface: the contract's annotated attributes.
 MEMBERS = sorted(BackendBase.__annotations__)
-CAPABILITIES = ("prime_reset", "snapshot", "restore", "render", "make_xla")
+CAPABILITIES = ("prime_reset", "snapshot", "restore", "render", "make_xla", "xla_backend")
 
 
 def _compiled() -> bool:
     from envs.native.kernel.build import library
 
     return library() is not None
+
+
+def _atari_kernel() -> bool:
+    pytest.importorskip("ale_py", reason="the atari extra is not installed: pip install -e '.[atari]'")
+    from envs.atari.build import library
+
+    return library() is not None
+
+
+def _ale_vector_env() -> bool:
+    """ALE's vector env: where the Atari kernel is unavailable (SEBULBA_NATIVE_KERNEL=0 here)."""
+    return pytest.importorskip("ale_py") is not None
 
 
 def _mujoco() -> bool:
@@ -39,7 +51,8 @@ CASES = [
     ("SignalCorridor-v0", {}, "NativeBackend", None),  # a Dict task: numpy only
     ("CartPole-v1", {"backend": "process", "num_threads": 1}, "ProcessBackend", None),
     ("gymnax/CartPole-v1", {}, "JaxBackend", lambda: pytest.importorskip("gymnax") is not None),
-    ("Pong-v5", {}, "AtariBackend", lambda: pytest.importorskip("ale_py") is not None),
+    ("Pong-v5", {}, "AtariNativeBackend", _atari_kernel),
+    ("Pong-v5", {}, "AtariBackend", _ale_vector_env),
     ("Pong-v5", {"render_mode": "rgb_array"}, "AtariSingleBackend", lambda: pytest.importorskip("ale_py") is not None),
     ("Hopper-v5", {}, "MujocoBackend", _mujoco),
     ("CheetahRun-v1", {}, "DmcBackend", _mujoco),  # dm_control's suite on the same kernel
@@ -53,9 +66,11 @@ def test_the_contract_names_every_member_a_pool_reads():
 
 
 @pytest.mark.parametrize("task_id, kwargs, cls_name, needs", CASES, ids=[c[2] for c in CASES])
-def test_every_backend_implements_the_contract(task_id, kwargs, cls_name, needs):
+def test_every_backend_implements_the_contract(task_id, kwargs, cls_name, needs, monkeypatch):
     if needs is not None and not needs():
         pytest.skip(f"{cls_name}: its native library is unavailable here")
+    if needs is _ale_vector_env:
+        monkeypatch.setenv("SEBULBA_NATIVE_KERNEL", "0")
     configured = configure(task_id, "gymnasium", {"num_envs": 2, **kwargs})
     assert isinstance(configured, Configured)
     backend = configured.start()
@@ -85,6 +100,29 @@ def test_every_backend_implements_the_contract(task_id, kwargs, cls_name, needs)
         assert tuple(configured.player_names) == backend.player_names
     finally:
         backend.close()
+
+
+@pytest.mark.parametrize("task_id, kwargs, cls_name, needs", CASES, ids=[c[2] for c in CASES])
+def test_a_sync_pool_steps_any_subset_of_its_envs(task_id, kwargs, cls_name, needs, monkeypatch):
+    """EnvPool's partial step: the envs named step, the others wait; recv returns those envs, in
+    env id order. ALE's vector env (lockstep) refuses, saying why."""
+    if needs is not None and not needs():
+        pytest.skip(f"{cls_name}: its native library is unavailable here")
+    if needs is _ale_vector_env:
+        monkeypatch.setenv("SEBULBA_NATIVE_KERNEL", "0")
+    with envs.make_gymnasium(task_id, num_envs=3, seed=0, **kwargs) as pool:
+        assert type(pool._backend).__name__ == cls_name
+        pool.action_space.seed(0)
+        actions = np.stack([pool.action_space.sample() for _ in range(3)])
+        pool.reset()
+        if pool._backend.lockstep:
+            with pytest.raises(ValueError, match="last batch received"):
+                pool.step(actions[:2], np.array([2, 0]))
+            return
+        *_, info = pool.step(actions[:2], np.array([2, 0]))
+        assert info["env_id"].tolist() == [0, 2] and info["elapsed_step"].tolist() == [1, 1]
+        *_, info = pool.step(actions)
+        assert info["env_id"].tolist() == [0, 1, 2] and info["elapsed_step"].tolist() == [2, 1, 2]
 
 
 def test_make_spec_and_make_read_the_same_configured_shape():
