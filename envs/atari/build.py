@@ -14,14 +14,13 @@ vector env (envs/atari/backend.py), whose sync pools step all their envs at once
 from __future__ import annotations
 
 import ctypes
-import functools
 import hashlib
 import importlib.metadata
 import os
 import sys
 from pathlib import Path
 
-from envs.native.kernel.build import KernelUnavailable, attempt, build_atomically, cache_dir, enabled
+from envs.native.kernel.build import KernelLoader, KernelUnavailable, build_atomically, cache_dir, declare
 
 _HERE = Path(__file__).resolve().parent
 _SOURCES = (_HERE / "kernel.c", _HERE / "ale_env.cc", _HERE.parent / "native" / "jobs.h")
@@ -64,23 +63,9 @@ def _load() -> ctypes.CDLL:
         "atp_error": (ctypes.c_char_p, [p]),
         "atp_destroy": (None, [p]),
     }
-    for name, (res, args) in sig.items():
-        fn = getattr(lib, name)
-        fn.restype, fn.argtypes = res, args
-    return lib
+    return declare(lib, sig)
 
 
-@functools.cache
-def _load_once() -> tuple[ctypes.CDLL | None, str]:
-    return attempt(_load)
-
-
-def library() -> ctypes.CDLL | None:
-    """The loaded kernel, or None when Atari pools must run on ALE's vector env."""
-    if not enabled():
-        return None
-    return _load_once()[0]
-
-
-def why_unavailable() -> str:
-    return "SEBULBA_NATIVE_KERNEL=0" if not enabled() else _load_once()[1]
+_KERNEL = KernelLoader(_load)
+library = _KERNEL.library  # the loaded kernel, or None when Atari pools must run without it
+why_unavailable = _KERNEL.why_unavailable

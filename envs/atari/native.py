@@ -19,7 +19,6 @@ game ended (EnvPool's auto-reset rule); env i's first reset is seeded seed + i.
 
 from __future__ import annotations
 
-import collections
 import ctypes
 import os
 
@@ -29,9 +28,8 @@ from envs.atari.games import check_rom
 from envs.atari.task import ALE_MAX_SEED, ATARI_INFO, AtariTask, channels_first, game_over
 from envs.contract import Backend
 from envs.episodes import EpisodeBook
+from envs.native.jobs import KernelJobs
 from envs.ready import Batch, Chunk
-
-IN_FLIGHT = 2  # jobs the kernel steps at once (JOB_SLOTS of envs/native/jobs.h)
 
 
 class Job:
@@ -57,7 +55,7 @@ class Job:
                         a(self.frame_number), a(self.episode_frame_number))  # fmt: skip
 
 
-class AtariNativeBackend(Backend):
+class AtariNativeBackend(KernelJobs, Backend):
     extra_info = ATARI_INFO  # info beyond env_id, elapsed_step
     max_seed = ALE_MAX_SEED
 
@@ -106,9 +104,7 @@ class AtariNativeBackend(Backend):
         self._async = config.is_async
         self._returned = np.zeros(n, np.int64)  # when each env's last result was made (the order of results)
         self._turn = 0
-        self._jobs: dict[int, collections.deque[Job]] = {}  # the kernel's buffers by job size
-        self._in_flight: collections.deque[tuple[int, Job]] = collections.deque()  # (the kernel's number, job), oldest first
-        self._queued: list[tuple[np.ndarray | None, np.ndarray | None]] = []  # (ids, action or None: reset)
+        self._init_jobs()
 
     def xla_backend(self) -> Backend:
         """ALE's vector env on the same task: its XLA step target runs inside a jitted program
@@ -124,38 +120,18 @@ class AtariNativeBackend(Backend):
                 if seeds[i] is not None:
                     self._seeds[i] = seeds[i]
 
-    def send(self, ids: np.ndarray | None, action: np.ndarray | None, reset: bool) -> None:
-        # the pool sends no env in flight, so a send starts at once beside the job in flight; later
-        # ones wait, merged into one job
-        self._queued.append((ids, None if reset else action))
-        if len(self._in_flight) < IN_FLIGHT:
-            self._start()
+    # ------------------------------------------------------------------ the kernel's jobs (envs/native/jobs.py)
+    def _new_job(self, n: int) -> Job:
+        return Job(n, self._frame_shape)
 
-    def collect(self, block: bool) -> list[Chunk]:
-        if not self._in_flight:
-            if not self._queued:
-                return []
-            self._start()
-        number, job = self._in_flight[0]
-        if not block and not self._lib.atp_done(self._pool, number):
-            return []
+    def _job_done(self, number: int) -> bool:
+        return bool(self._lib.atp_done(self._pool, number))
+
+    def _wait_job(self, number: int) -> None:
         self._lib.atp_wait(self._pool, number)
-        self._in_flight.popleft()
         failed = self._lib.atp_error(self._pool)
         if failed:
             raise RuntimeError(f"{self._config.task_id}: ALE failed stepping the pool's envs: {failed.decode(errors='replace')}")
-        if self._queued:
-            self._start()  # the next sends step while this job's results are made (other buffers)
-        return [self._finish(job)]
-
-    def _buffers(self, n: int) -> Job:
-        """The kernel's arrays for jobs of n envs, made once per n; IN_FLIGHT + 1 sets, used in
-        turn: jobs step while the last one's results are read."""
-        ring = self._jobs.get(n)
-        if ring is None:
-            ring = self._jobs[n] = collections.deque(Job(n, self._frame_shape) for _ in range(IN_FLIGHT + 1))
-        ring.rotate(1)
-        return ring[0]
 
     def _start(self) -> None:
         """Merges the queued sends into one kernel job and starts it."""

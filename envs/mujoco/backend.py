@@ -13,7 +13,6 @@ MjData between steps.
 
 from __future__ import annotations
 
-import collections
 import copy
 import ctypes
 import dataclasses
@@ -32,10 +31,10 @@ from envs.mujoco.legacy import LEGACY_TASKS
 from envs.mujoco.log import route_warnings
 from envs.mujoco.render import MujocoRenderer, check_render_kwargs, envpool_render_names
 from envs.mujoco.tasks import RENDER_KWARGS, TASKS, Task
+from envs.native.jobs import KernelJobs
 from envs.ready import Batch, Chunk
 
 INSTALL_HINT = "MuJoCo tasks need mujoco: pip install -e '.[mujoco]'"
-IN_FLIGHT = 2  # jobs the kernel steps at once (JOB_SLOTS of envs/native/jobs.h)
 STACK_KWARGS = {"frame_stack": 1}  # EnvPool's: observations of the last k steps, stacked on a leading axis
 def mujoco_available() -> bool:
     """Whether the mujoco package is installed (found without importing it)."""
@@ -153,7 +152,7 @@ class Job:
                      a(self.unstable), a(self.task_out) if task_width else None)
 
 
-class MujocoBackend(Backend):
+class MujocoBackend(KernelJobs, Backend):
     """Gymnasium's v5 tasks; envs/mujoco/dmc/backend.py's DmcBackend serves dm_control's suite
     on the same kernel, through the hooks marked below."""
 
@@ -213,9 +212,7 @@ class MujocoBackend(Backend):
         if mujoco.get_mjcb_time() is None:  # the timer set is the bindings' own, not the user's: off (kernel.c)
             lib.mjp_set_timer(self._pool, fn["mjcb_time"], ctypes.c_void_p.from_address(fn["mjcb_time"]).value)
         self._all_ids = np.arange(n, dtype=np.int32)
-        self._jobs: dict[int, collections.deque[Job]] = {}  # the kernel's buffers by job size
-        self._in_flight: collections.deque[tuple[int, Job]] = collections.deque()  # (the kernel's number, job), oldest first
-        self._queued: list[tuple[np.ndarray | None, np.ndarray | None]] = []  # (ids, action or None: reset)
+        self._init_jobs()
 
     # ------------------------------------------------------------------ hooks (DmcBackend's differ)
     def _make_stacks(self, task: MujocoTask, kw: dict[str, Any]) -> dict[str, np.ndarray] | None:
@@ -292,42 +289,15 @@ class MujocoBackend(Backend):
                 if seeds[i] is not None:
                     self._rngs[i] = np.random.default_rng(seeds[i])
 
-    def send(self, ids: np.ndarray | None, action: np.ndarray | None, reset: bool) -> None:
-        # the pool sends no env in flight, so a send starts at once beside the job in flight (the
-        # kernel's threads go on to its envs as they finish the other's); later ones wait, merged
-        self._queued.append((ids, None if reset else action))
-        if len(self._in_flight) < IN_FLIGHT:
-            self._start()
+    # ------------------------------------------------------------------ the kernel's jobs (envs/native/jobs.py)
+    def _new_job(self, n: int) -> Job:
+        return Job(n, self._model, self._sizes, self._frame_skip, self.action_dtype, self._task_width)
 
-    def collect(self, block: bool) -> list[Chunk]:
-        if not self._in_flight:
-            if not self._queued:
-                return []
-            self._start()
-        number, job = self._in_flight[0]
-        if not block and not self._lib.mjp_done(self._pool, number):
-            return []
+    def _job_done(self, number: int) -> bool:
+        return bool(self._lib.mjp_done(self._pool, number))
+
+    def _wait_job(self, number: int) -> None:
         self._lib.mjp_wait(self._pool, number)
-        self._in_flight.popleft()
-        if self._queued:
-            self._start()  # the next sends step while this job's results are made (other buffers)
-        return [self._finish(job)]
-
-    def _buffers(self, n: int) -> Job:
-        """The kernel's in/out arrays for jobs of n envs, made once per n (their addresses too).
-        IN_FLIGHT + 1 sets, used in turn: jobs step while the last one's results are read."""
-        ring = self._jobs.get(n)
-        if ring is None:
-            ring = self._jobs[n] = collections.deque(
-                Job(n, self._model, self._sizes, self._frame_skip, self.action_dtype, self._task_width)
-                for _ in range(IN_FLIGHT + 1))
-        ring.rotate(1)
-        return ring[0]
-
-    def _wait_in_flight(self) -> None:
-        """Until the kernel steps no env (the jobs' results stay to be collected)."""
-        for number, _ in self._in_flight:
-            self._lib.mjp_wait(self._pool, number)
 
     def _start(self) -> None:
         """Merges the queued sends into one kernel job and starts it."""

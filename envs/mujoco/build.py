@@ -19,7 +19,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from envs.native.kernel.build import KernelUnavailable, attempt, build_atomically, cache_dir, enabled
+from envs.native.kernel.build import KernelLoader, KernelUnavailable, build_atomically, cache_dir, declare
 
 _SOURCE = Path(__file__).resolve().parent / "kernel.c"
 _TASKS = Path(__file__).resolve().parent / "dmc" / "compiled.c"  # dm_control tasks' math, run by the kernel
@@ -64,26 +64,12 @@ def _load() -> ctypes.CDLL:
         "mjp_done": (i, [p, q]),
         "mjp_destroy": (None, [p]),
     }
-    for name, (res, args) in sig.items():
-        fn = getattr(lib, name)
-        fn.restype, fn.argtypes = res, args
-    return lib
+    return declare(lib, sig)
 
 
-@functools.cache
-def _load_once() -> tuple[ctypes.CDLL | None, str]:
-    return attempt(_load)
-
-
-def library() -> ctypes.CDLL | None:
-    """The loaded kernel, or None when the MuJoCo tasks must run in worker processes."""
-    if not enabled():
-        return None
-    return _load_once()[0]
-
-
-def why_unavailable() -> str:
-    return "SEBULBA_NATIVE_KERNEL=0" if not enabled() else _load_once()[1]
+_KERNEL = KernelLoader(_load)
+library = _KERNEL.library  # the loaded kernel, or None when MuJoCo pools must run without it
+why_unavailable = _KERNEL.why_unavailable
 
 
 @functools.cache

@@ -26,6 +26,7 @@ import sys
 import tempfile
 import warnings
 from collections.abc import Callable
+from typing import Any
 from pathlib import Path
 
 import numpy as np
@@ -158,6 +159,33 @@ def attempt(load: Callable[[], ctypes.CDLL]) -> tuple[ctypes.CDLL | None, str]:
         return load(), ""
     except KernelUnavailable as e:
         return None, str(e)
+
+
+def declare(lib: ctypes.CDLL, signatures: dict[str, tuple[Any, list[Any]]]) -> ctypes.CDLL:
+    """Sets each named function's (restype, argtypes); returns lib."""
+    for name, (res, args) in signatures.items():
+        fn = getattr(lib, name)
+        fn.restype, fn.argtypes = res, args
+    return lib
+
+
+class KernelLoader:
+    """A kernel other than this file's (the MuJoCo and Atari kernels), built and loaded once per
+    process by `load`: `library()` is None where it cannot be had or SEBULBA_NATIVE_KERNEL=0,
+    and `why_unavailable()` says why."""
+
+    def __init__(self, load: Callable[[], ctypes.CDLL]):
+        self._load = load
+
+    @functools.cached_property
+    def _loaded(self) -> tuple[ctypes.CDLL | None, str]:
+        return attempt(self._load)
+
+    def library(self) -> ctypes.CDLL | None:
+        return self._loaded[0] if enabled() else None
+
+    def why_unavailable(self) -> str:
+        return "SEBULBA_NATIVE_KERNEL=0" if not enabled() else self._loaded[1]
 
 
 @functools.cache
