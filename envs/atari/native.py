@@ -80,6 +80,7 @@ class AtariNativeBackend(KernelJobs, Backend):
         threads = config.num_threads or min(config.batch_size, os.cpu_count() or 1)
         err = ctypes.create_string_buffer(512)
         self._lib = lib
+        self._init_jobs()
         self._pool = lib.atp_create(
             str(roms.get_rom_path(task.rom)).encode(), n, h, w, o("frame_skip"), int(not self._rgb), stack, o("noop_max"),
             int(bool(o("use_fire_reset"))),
@@ -104,7 +105,6 @@ class AtariNativeBackend(KernelJobs, Backend):
         self._async = config.is_async
         self._returned = np.zeros(n, np.int64)  # when each env's last result was made (the order of results)
         self._turn = 0
-        self._init_jobs()
 
     def xla_backend(self) -> Backend:
         """ALE's vector env on the same task: its XLA step target runs inside a jitted program
