@@ -159,16 +159,18 @@ class OffPolicyAgent(Agent):
         ready = ((jax.lax.psum(replay.size, LEARNER_AXIS) >= c.learning_starts)
                  & (jax.lax.pmin(replay.size, LEARNER_AXIS) > 0))
 
-        def step(networks, opt_state, replay):
+        def step(networks, opt_state):
             k_sample, k_loss = jax.random.split(key)
             batch, idx, weights = self._sample(replay, k_sample)
             networks, opt_state, (metrics, td_abs), step_metrics = gradient_step(
                 self.tx, lambda nets: self._weighted_loss(nets, batch, weights, k_loss), networks, opt_state,
                 self.update_target)
-            if c.prioritized:
-                replay = tr.update_priorities(replay, idx, td_abs)
-            return networks, opt_state, replay, {**metrics, **step_metrics}
+            return networks, opt_state, ({**metrics, **step_metrics}, idx, td_abs)
 
-        networks, opt_state, replay, metrics = when_ready(ready, step, networks, opt_state, replay)
+        networks, opt_state, (metrics, idx, td_abs) = when_ready(ready, step, networks, opt_state)
+        if c.prioritized:
+            # Outside the cond, which only reads the replay: a cond that wrote it in place made XLA copy the
+            # priorities in every call. Not ready: every index out of range, so nothing is set.
+            replay = tr.update_priorities(replay, jnp.where(ready, idx, replay.priorities.size), td_abs)
         metrics = {**metrics, "replay_size": replay.size.astype(jnp.float32), "learning": ready.astype(jnp.float32)}
         return networks, opt_state, Experience(replay), metrics

@@ -1,6 +1,7 @@
 """The learner's two calls per cycle (sebulba/loop/learner.py): `fold_cycle` writes the cycle into
 the replay in place (its compiled programs copy none of the replay's arrays: a copy of a
-1M-transition store per cycle made TD3 on HalfCheetah at one env and one update per env step ~30x slower), and
+1M-transition store per cycle made TD3 on HalfCheetah at one env and one update per env step ~30x slower; one of
+its priorities or flags, a fold ~30x slower), a prioritized replay is updated in place too, and
 the two calls learn exactly what `learner_step` learns in one program (the Anakin loop's)."""
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import numpy as np
 import pytest
 
 import envs
+from sebulba.agents.dqn import DQN, DQNConfig
 from sebulba.agents.td3 import TD3, TD3Config
 from sebulba.loop.learner import Learner, Schedule, learner_step
 from sebulba.sharding import LEARNER_AXIS, LearnerSharding
@@ -23,9 +25,9 @@ pytest.importorskip("mujoco", reason="the mujoco extra is not installed: pip ins
 CAPACITY = 50_000
 
 
-def setup(num_envs: int, steps: int):
-    agent = TD3(envs.make_spec("HalfCheetah-v5"), TD3Config(hidden_sizes=(16,), batch_size=8, learning_starts=1,
-                                                             replay_capacity=CAPACITY))
+def setup(num_envs: int, steps: int, agent=None):
+    agent = agent or TD3(envs.make_spec("HalfCheetah-v5"), TD3Config(hidden_sizes=(16,), batch_size=8, learning_starts=1,
+                                                                      replay_capacity=CAPACITY))
     cycle = one_cycle(agent, num_envs=num_envs, steps=steps)
     sharding = LearnerSharding.create(jax.devices()[:1], num_envs)
     learner = Learner(agent, sharding, ExperienceLayout(1, num_envs, steps), jax.random.key(0))
@@ -35,19 +37,27 @@ def setup(num_envs: int, steps: int):
     return agent, learner, placed
 
 
+def replay_copies(num_envs: int, steps: int, agent=None) -> dict[str, list[str]]:
+    """The copies of replay arrays (any of the replay's rows: stores, rewards and flags, priorities)
+    in the learner's two compiled programs, fold and learn."""
+    agent, learner, placed = setup(num_envs, steps, agent)
+    fold, learn = (lowered.compile().as_text() for lowered in learner.lower_updates(*placed)[:2])
+    rows = -(-CAPACITY // num_envs)
+    store = rf"[a-z0-9]+\[1,1,{rows},{num_envs}[\],]"
+    for program in (fold, learn):
+        assert re.search(rf"= {store}", program), "no replay array in the program: the test looks at the wrong shape"
+    return {name: re.findall(rf"= ({store}\S*) copy\(", program) for name, program in (("fold", fold), ("learn", learn))}
+
+
 def test_folding_a_cycle_into_the_replay_copies_none_of_its_arrays():
     for num_envs, steps in ((1, 1), (4, 8)):
-        agent, learner, placed = setup(num_envs, steps)
-        fold, learn = (lowered.compile().as_text() for lowered in learner.lower_updates(*placed)[:2])
-        rows = -(-CAPACITY // num_envs)
-        for store in (f"f32[1,1,{rows},{num_envs},17]", f"f32[1,1,{rows},{num_envs},6]"):  # observations, actions
-            for name, program in (("fold", fold), ("learn", learn)):
-                assert store in program, (name, store, "not in the program: the test looks at the wrong shape")
-        # any array of the replay's rows: the stores, the rewards and flags, the priorities
-        store = rf"[a-z0-9]+\[1,1,{rows},{num_envs}[\],]"
-        for name, program in (("fold", fold), ("learn", learn)):
-            copies = re.findall(rf"= ({store}\S*) copy\(", program)
-            assert not copies, f"{num_envs} envs x {steps} steps: {name} copies replay arrays {copies}"
+        assert replay_copies(num_envs, steps) == {"fold": [], "learn": []}, f"{num_envs} envs x {steps} steps"
+
+
+def test_a_prioritized_replay_is_updated_in_place():
+    dqn = DQN(envs.make_spec("CartPole-v1"), DQNConfig(hidden_sizes=(16,), batch_size=8, learning_starts=1,
+                                                       replay_capacity=CAPACITY, priority_exponent=0.6))
+    assert replay_copies(4, 1, dqn) == {"fold": [], "learn": []}
 
 
 def test_two_calls_learn_what_learner_step_learns_in_one_program():
